@@ -1,0 +1,24 @@
+"""Every method, by its id. A method is a drafter behind the one interface in ``base``."""
+
+from __future__ import annotations
+
+from ..errors import SpecVizError
+from .ar import ARDrafter
+from .base import Drafter, DraftContext, parse_params, param_specs
+from .draft_tree import DraftTreeDrafter
+from .pld import PLDDrafter
+from .token_recycling import TokenRecyclingDrafter
+
+METHODS: dict[str, type[Drafter]] = {
+    d.method_id: d for d in (ARDrafter, PLDDrafter, TokenRecyclingDrafter, DraftTreeDrafter)
+}
+
+
+def method_class(method: str) -> type[Drafter]:
+    try:
+        return METHODS[method]
+    except KeyError:
+        raise SpecVizError(f"unknown method {method!r} (known: {', '.join(METHODS)})") from None
+
+
+__all__ = ["METHODS", "Drafter", "DraftContext", "method_class", "parse_params", "param_specs"]

@@ -1,0 +1,113 @@
+"""The one small interface every method implements, and its parameters.
+
+A drafter proposes a :class:`~specviz_core.tree.DraftTree` each cycle and may
+learn from the target's logits afterwards. The engine does everything else
+(flattening, the forward, the walk, trimming, recording).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+
+from ..errors import SpecVizError
+from ..tree import DraftTree
+
+
+def param(default: Any, help: str, minimum: float | None = None, choices: tuple[str, ...] | None = None) -> Any:
+    """A method parameter: a dataclass field with a default, a help text and bounds."""
+    return dataclasses.field(default=default, metadata={"help": help, "minimum": minimum, "choices": choices})
+
+
+@dataclass(frozen=True)
+class NoParams:
+    """A method without parameters."""
+
+
+def param_specs(params_cls: type) -> list[dataclasses.Field]:
+    return list(dataclasses.fields(params_cls))
+
+
+def parse_params(method: str, params_cls: type, raw: dict[str, str | Any]) -> Any:
+    """Build a params dataclass from ``key=value`` strings (or typed values), checking every one."""
+    fields = {f.name: f for f in dataclasses.fields(params_cls)}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in fields:
+            known = ", ".join(sorted(fields)) or "none"
+            raise SpecVizError(f"unknown parameter {key!r} for method {method} (known: {known})")
+        f = fields[key]
+        kind = type(f.default)
+        try:
+            if isinstance(value, str) and kind is bool:
+                if value.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                    raise ValueError(value)
+                v: Any = value.lower() in ("1", "true", "yes", "on")
+            elif isinstance(value, str) and kind in (int, float):
+                v = kind(float(value)) if kind is int and float(value).is_integer() else kind(value)
+            else:
+                v = kind(value)
+        except (TypeError, ValueError):
+            raise SpecVizError(f"parameter {key} must be a {kind.__name__}, got {value!r}") from None
+        lo = f.metadata.get("minimum")
+        if lo is not None and v < lo:
+            raise SpecVizError(f"parameter {key} must be at least {lo:g}, got {v}")
+        choices = f.metadata.get("choices")
+        if choices and v not in choices:
+            raise SpecVizError(f"parameter {key} must be one of {', '.join(choices)}, got {v!r}")
+        values[key] = v
+    return params_cls(**values)
+
+
+@dataclass
+class DraftContext:
+    """What a drafter may look at when it drafts."""
+
+    ids: list[int]
+    """Every committed token, prompt included; ``ids[-1]`` is the root."""
+    cache_len: int
+    """Positions in the target's KV cache (``len(ids) - 1``)."""
+    max_depth: int
+    """The deepest a node may go without passing the model's context length."""
+    generator: torch.Generator
+    """The session's only source of randomness."""
+    temperature: float
+    """0 for greedy; drafters that sample use it."""
+
+
+class Drafter(ABC):
+    """Proposes a draft tree each cycle; learns from the target's logits."""
+
+    method_id: ClassVar[str]
+    description: ClassVar[str]
+    params_cls: ClassVar[type] = NoParams
+    #: When several children match the target's token, the earlier source wins.
+    source_priority: ClassVar[tuple[str, ...]] = ()
+    needs_draft_model: ClassVar[bool] = False
+
+    def __init__(self, params: Any, target: Any, draft_model: Any = None) -> None:
+        self.params = params
+        self.target = target
+        self.draft_model = draft_model
+
+    def start(self, prompt_ids: list[int]) -> None:
+        """A new session begins with this prompt (before the prefill is harvested)."""
+
+    @abstractmethod
+    def draft(self, ctx: DraftContext) -> DraftTree:
+        """Propose this cycle's tree, rooted at ``ctx.ids[-1]``."""
+
+    def harvest(self, tokens: torch.Tensor, logits: torch.Tensor) -> None:
+        """Learn from the target: ``logits[i]`` ([n, V]) is what followed ``tokens[i]`` ([n])."""
+
+    def accepted(self, tree: DraftTree, accepted_nodes: list[int], committed: list[int]) -> dict[str, Any]:
+        """The cycle's outcome; update adaptive state and return state worth recording."""
+        return {}
+
+    def stats(self) -> dict[str, Any]:
+        """Session statistics worth storing at the end."""
+        return {}

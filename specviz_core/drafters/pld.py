@@ -1,0 +1,68 @@
+"""Prompt lookup decoding: copy what followed the last n-gram earlier in the context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..tree import DraftTree
+from .base import DraftContext, Drafter, param
+
+
+@dataclass(frozen=True)
+class PLDParams:
+    max_ngram: int = param(3, "Longest suffix n-gram to look up in the context (tried first).", minimum=1)
+    min_ngram: int = param(1, "Shortest suffix n-gram to look up before giving up.", minimum=1)
+    num_pred_tokens: int = param(10, "Tokens copied after the match (chain length K).", minimum=1)
+    occurrence: str = param("last", "Which earlier occurrence to copy from when several match.", choices=("last", "first"))
+
+
+@dataclass(frozen=True)
+class Match:
+    """Where the copied tokens came from, as token spans of the context (end exclusive)."""
+
+    ngram: int
+    match_start: int
+    match_end: int
+    copy_start: int
+    copy_end: int
+
+
+def find_match(ids: np.ndarray, max_ngram: int, min_ngram: int, k: int, last: bool = True) -> Match | None:
+    """The longest suffix n-gram of ``ids`` that occurs earlier, and what followed it."""
+    n_ids = len(ids)
+    for n in range(min(max_ngram, n_ids - 1), min_ngram - 1, -1):
+        suffix = ids[n_ids - n:]
+        # Windows starting at 0 .. n_ids - n - 1: each occurrence ends before the suffix
+        # itself starts to overlap, and is followed by at least one token.
+        windows = sliding_window_view(ids[: n_ids - 1], n)
+        hits = np.flatnonzero((windows == suffix).all(axis=1))
+        if len(hits):
+            start = int(hits[-1] if last else hits[0])
+            copy_end = min(start + n + k, n_ids)
+            return Match(n, start, start + n, start + n, copy_end)
+    return None
+
+
+class PLDDrafter(Drafter):
+    method_id = "pld"
+    description = "Prompt lookup: copy up to K tokens that followed the longest matching suffix n-gram earlier in the context, verified as a chain."
+    params_cls = PLDParams
+
+    def draft(self, ctx: DraftContext) -> DraftTree:
+        p: PLDParams = self.params
+        ids = np.asarray(ctx.ids, dtype=np.int64)
+        k = min(p.num_pred_tokens, ctx.max_depth)
+        m = find_match(ids, p.max_ngram, p.min_ngram, k, last=p.occurrence == "last") if k > 0 else None
+        if m is None:
+            tree = DraftTree(root_token=int(ids[-1]), mode="ar")
+            tree.state = {"match": None}
+            return tree
+        tree = DraftTree(root_token=int(ids[-1]), mode="chain")
+        tree.add_chain([int(t) for t in ids[m.copy_start:m.copy_end]], source="ngram")
+        tree.state = {
+            "match": {"ngram": m.ngram, "match_span": [m.match_start, m.match_end], "copy_span": [m.copy_start, m.copy_end]},
+        }
+        return tree

@@ -1,0 +1,104 @@
+"""Token Recycling: an adjacency table of recent top-k successors fills a static tree.
+
+Every verified position's logits overwrite the table row of the token at that
+position (``table[token] = topk(logits, k)``), so candidates the target
+considered but did not pick are "recycled" as drafts. Each cycle a static tree
+template of rank paths is filled level by level: the node at rank path
+``[r1, ..., rd]`` holds ``table[parent_token][rd]``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import torch
+
+from ..tree import DraftTree
+from .base import DraftContext, Drafter, param
+
+# Rough acceptance rate of the target's rank-r successor; only the ordering of
+# path products matters: it decides which ~80 rank paths the template keeps.
+_RANK_WEIGHT = (0.55, 0.15, 0.07, 0.045, 0.03, 0.02, 0.015, 0.01, 0.008, 0.006)
+
+
+def rank_template(size: int, max_depth: int, k: int) -> list[tuple[int, ...]]:
+    """The ``size`` rank paths with the highest product of rank weights, parents first.
+
+    Best-first growth keeps the result a tree: a path's weight never exceeds its
+    parent's, so a parent is always chosen before its children.
+    """
+    weights = [_RANK_WEIGHT[r] if r < len(_RANK_WEIGHT) else _RANK_WEIGHT[-1] / (r + 1) for r in range(k)]
+    heap: list[tuple[float, tuple[int, ...]]] = [(-weights[r], (r,)) for r in range(k)]
+    heapq.heapify(heap)
+    chosen: list[tuple[int, ...]] = []
+    while heap and len(chosen) < size:
+        neg_w, path = heapq.heappop(heap)
+        chosen.append(path)
+        if len(path) < max_depth:
+            for r in range(k):
+                heapq.heappush(heap, (neg_w * weights[r], path + (r,)))
+    return sorted(chosen, key=lambda p: (len(p), p))
+
+
+class AdjacencyTable:
+    """Top-k successors of every vocabulary token, with their probabilities, on the model's device."""
+
+    def __init__(self, vocab_size: int, k: int, device: torch.device) -> None:
+        self.k = k
+        self.ids = torch.zeros((vocab_size, k), dtype=torch.long, device=device)  # [V, k]
+        self.probs = torch.zeros((vocab_size, k), dtype=torch.float32, device=device)  # [V, k]
+        self.filled = torch.zeros(vocab_size, dtype=torch.bool, device=device)  # [V]
+
+    def update(self, tokens: torch.Tensor, logits: torch.Tensor) -> None:
+        """``tokens`` [n], ``logits`` [n, V]: row ``tokens[i]`` becomes the top-k of ``logits[i]``."""
+        top = torch.softmax(logits.float(), dim=-1).topk(self.k, dim=-1)
+        self.ids[tokens] = top.indices
+        self.probs[tokens] = top.values
+        self.filled[tokens] = True
+
+
+@dataclass(frozen=True)
+class TRParams:
+    k: int = param(8, "Successors kept per token in the adjacency table.", minimum=1)
+    tree_size: int = param(80, "Nodes in the static tree template (budget).", minimum=1)
+    max_depth: int = param(6, "Levels in the static tree template.", minimum=1)
+
+
+class TokenRecyclingDrafter(Drafter):
+    method_id = "tr"
+    description = "Token Recycling: a static ~80-node tree filled from an adjacency table of the target's recent top-k successors."
+    params_cls = TRParams
+
+    def __init__(self, params: TRParams, target, draft_model=None) -> None:
+        super().__init__(params, target, draft_model)
+        self.template = rank_template(params.tree_size, params.max_depth, params.k)
+        self.table = AdjacencyTable(target.vocab_size, params.k, target.device)
+
+    def harvest(self, tokens: torch.Tensor, logits: torch.Tensor) -> None:
+        self.table.update(tokens.to(self.table.ids.device), logits)
+
+    def draft(self, ctx: DraftContext) -> DraftTree:
+        tree = DraftTree(root_token=ctx.ids[-1], mode="tree")
+        node_of: dict[tuple[int, ...], int] = {(): 0}
+        by_depth: dict[int, list[tuple[int, ...]]] = {}
+        for path in self.template:
+            if len(path) <= ctx.max_depth:
+                by_depth.setdefault(len(path), []).append(path)
+        for depth in sorted(by_depth):
+            paths = [p for p in by_depth[depth] if p[:-1] in node_of]
+            if not paths:
+                break
+            parents = [node_of[p[:-1]] for p in paths]
+            parent_tokens = torch.tensor([tree.tokens[i] for i in parents], device=self.table.ids.device)
+            ranks = torch.tensor([p[-1] for p in paths], device=self.table.ids.device)
+            # One gather per level: [m] successor ids and probabilities.
+            toks = self.table.ids[parent_tokens, ranks].tolist()
+            probs = self.table.probs[parent_tokens, ranks].tolist()
+            ok = self.table.filled[parent_tokens].tolist()
+            for path, parent, tok, prob, filled in zip(paths, parents, toks, probs, ok):
+                if filled:
+                    node_of[path] = tree.add(parent, tok, "recycle", prob)
+        if len(tree) == 1:
+            tree.mode = "ar"
+        return tree

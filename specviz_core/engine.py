@@ -1,0 +1,264 @@
+"""The decode engine: one cycle at a time, every method through the same steps.
+
+draft -> flatten -> verify (one target forward) -> walk -> trim -> harvest -> record.
+The cache always holds every committed token but the root (``cache_len`` positions).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import DynamicCache
+
+from . import kv
+from .drafters.base import DraftContext, Drafter
+from .errors import SpecVizError
+from .models import LoadedModel
+from .records import CycleRecord, Node
+from .tree import DraftTree, additive_mask, flatten
+from .verify import children_rows, greedy_walk, sampling_walk
+
+TOPK_SHOWN = 5
+PREFILL_CHUNK = 512
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    max_new_tokens: int = 128
+    """Stop after this many new tokens."""
+    temperature: float = 0.0
+    """0 for greedy; otherwise the target's logits are divided by it before sampling."""
+    seed: int = 0
+    """Seed of the session's single ``torch.Generator``."""
+    stop_on_eos: bool = True
+
+
+class Engine:
+    """Decodes one prompt with one drafter; ``step()`` returns one immutable cycle record."""
+
+    def __init__(
+        self,
+        target: LoadedModel,
+        drafter: Drafter,
+        prompt_ids: list[int],
+        config: DecodeConfig = DecodeConfig(),
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        if not prompt_ids:
+            raise SpecVizError("the prompt is empty")
+        if config.max_new_tokens < 1:
+            raise SpecVizError("max new tokens must be at least 1")
+        if config.temperature < 0:
+            raise SpecVizError("temperature must be >= 0")
+        ctx = target.context_length
+        if len(prompt_ids) >= ctx:
+            raise SpecVizError(
+                f"the prompt is {len(prompt_ids)} tokens but the model's context is {ctx}: shorten the prompt"
+            )
+        self.target = target
+        self.drafter = drafter
+        self.config = config
+        self.clock = clock
+        self.prompt_ids = list(prompt_ids)
+        self.ids: list[int] = list(prompt_ids)
+        self.generator = torch.Generator(device="cpu").manual_seed(config.seed)
+        self.cache = DynamicCache()
+        self.cycle_index = 0
+        self.n_forward = 0
+        self.stop_reason = ""
+        self.prefill_ms = 0.0
+        self.eos = set(target.eos_token_ids) if config.stop_on_eos else set()
+        self._prefilled = False
+
+    # -- public state ---------------------------------------------------------
+    @property
+    def output_ids(self) -> list[int]:
+        return self.ids[len(self.prompt_ids):]
+
+    @property
+    def cache_len(self) -> int:
+        return len(self.ids) - 1
+
+    @property
+    def done(self) -> bool:
+        return bool(self.stop_reason)
+
+    # -- the cycle ------------------------------------------------------------
+    def _sync(self) -> None:
+        if self.target.device.type == "cuda":
+            torch.cuda.synchronize(self.target.device)
+
+    @torch.no_grad()
+    def prefill(self) -> float:
+        """Run every prompt token but the last (the first root) into the cache; returns ms."""
+        if self._prefilled:
+            return self.prefill_ms
+        t0 = self.clock()
+        self.drafter.start(list(self.prompt_ids))
+        body = self.prompt_ids[:-1]
+        dev = self.target.device
+        for start in range(0, len(body), PREFILL_CHUNK):
+            chunk = body[start:start + PREFILL_CHUNK]
+            out = self.target.model(
+                input_ids=torch.tensor([chunk], device=dev),  # [1, c]
+                position_ids=torch.arange(start, start + len(chunk), device=dev)[None],  # [1, c]
+                past_key_values=self.cache,
+                use_cache=True,
+            )
+            self.cache = out.past_key_values
+            self.drafter.harvest(torch.tensor(chunk, device=dev), out.logits[0])
+        self._sync()
+        self.prefill_ms = (self.clock() - t0) * 1000.0
+        self._prefilled = True
+        return self.prefill_ms
+
+    @torch.no_grad()
+    def step(self) -> CycleRecord:
+        """Run one cycle and return its record."""
+        if self.done:
+            raise SpecVizError(f"the session is finished ({self.stop_reason})")
+        if not self._prefilled:
+            self.prefill()
+        cfg, dev = self.config, self.target.device
+        cache_len = self.cache_len
+        assert kv.cache_length(self.cache) == cache_len, "cache out of step with committed tokens"
+
+        t0 = self.clock()
+        max_depth = self.target.context_length - 1 - cache_len
+        tree = self.drafter.draft(
+            DraftContext(ids=list(self.ids), cache_len=cache_len, max_depth=max_depth,
+                         generator=self.generator, temperature=cfg.temperature)
+        )
+        _gate_deeper_than(tree, max_depth)
+        block = flatten(tree)
+        n = len(block.order)
+        t1 = self.clock()
+
+        # Verify: one forward over the block. input_ids, position_ids: [1, n]; mask: [1, 1, n, cache_len + n]
+        out = self.target.model(
+            input_ids=torch.from_numpy(block.tokens).to(dev)[None],
+            position_ids=torch.from_numpy(block.positions(cache_len)).to(dev)[None],
+            attention_mask=additive_mask(block.mask, cache_len, self.target.dtype, dev),
+            past_key_values=self.cache,
+            use_cache=True,
+        )
+        self.cache = out.past_key_values
+        self.n_forward += 1
+        logits = out.logits[0].float()  # [n, V]
+        self._sync()
+        t2 = self.clock()
+
+        if cfg.temperature > 0:
+            probs = torch.softmax(logits / cfg.temperature, dim=-1)
+        else:
+            probs = torch.softmax(logits, dim=-1)
+        argmax = logits.argmax(dim=-1).cpu().numpy()  # [n]
+        sources = [tree.sources[i] for i in block.order]
+        kids = children_rows(block, sources, self.drafter.source_priority)
+        if cfg.temperature > 0:
+            walk = sampling_walk(block, probs.cpu(), kids, tree, self.generator)
+        else:
+            walk = greedy_walk(block, argmax, kids)
+        self._sync()
+        t3 = self.clock()
+
+        keep_rows = [0] + walk.accepted_rows
+        kv.trim(self.cache, cache_len, keep_rows)
+        self._sync()
+        t4 = self.clock()
+
+        self.drafter.harvest(torch.from_numpy(block.tokens).to(dev), logits)
+        accepted_nodes = [int(block.order[r]) for r in walk.accepted_rows]
+        committed = [tree.tokens[i] for i in accepted_nodes] + [walk.bonus_token]
+        committed = self._cut(committed)
+        self.ids.extend(committed)
+        state = dict(tree.state)
+        state.update(self.drafter.accepted(tree, accepted_nodes, committed))
+        self._sync()
+        t5 = self.clock()
+
+        record = self._record(tree, block, logits, probs, argmax, walk.accepted_rows, walk.bonus_token,
+                              committed, keep_rows, state, cache_len,
+                              {"draft": t1 - t0, "forward": t2 - t1, "walk": t3 - t2, "trim": t4 - t3, "harvest": t5 - t4})
+        self.cycle_index += 1
+        return record
+
+    def cycles(self) -> Iterator[CycleRecord]:
+        """Run cycles until EOS, the token limit or the context limit."""
+        while not self.done:
+            yield self.step()
+
+    def _cut(self, committed: list[int]) -> list[int]:
+        """Cut the committed tokens at EOS, the token limit and the context limit; set the stop reason."""
+        cut, reason = committed, ""
+        for i, tok in enumerate(committed):
+            if tok in self.eos:
+                cut, reason = committed[: i + 1], "eos"
+                break
+        room = self.config.max_new_tokens - len(self.output_ids)
+        if len(cut) > room or (len(cut) == room and not reason):
+            cut, reason = cut[:room], "max_new_tokens"
+        ctx_room = self.target.context_length - len(self.ids)
+        if not reason and len(cut) >= ctx_room:
+            cut, reason = cut[:ctx_room], "context"
+        self.stop_reason = reason
+        return cut
+
+    def _record(self, tree: DraftTree, block, logits, probs, argmax, accepted_rows, bonus, committed, keep_rows,
+                state: dict[str, Any], cache_len: int, seconds: dict[str, float]) -> CycleRecord:
+        row_of = {int(nid): r for r, nid in enumerate(block.order)}
+        top = probs.topk(min(TOPK_SHOWN, probs.shape[-1]), dim=-1)
+        top_ids, top_p = top.indices.tolist(), top.values.tolist()
+        # Target probability of each row's token given its parent row: probs[parent_row, token].
+        pr = torch.as_tensor(block.parent_rows.clip(min=0), device=probs.device)
+        tp = probs[pr, torch.as_tensor(block.tokens, device=probs.device)].tolist()
+        accepted = {0} | {int(block.order[r]) for r in accepted_rows}
+        nodes = []
+        for i in range(len(tree)):
+            row = row_of.get(i)
+            nodes.append(Node(
+                id=i, parent=tree.parents[i], token=tree.tokens[i], source=tree.sources[i],
+                depth=tree.depths[i], score=float(tree.scores[i]), verified=row is not None,
+                gated=tree.gated[i], accepted=i in accepted,
+                target_token=int(argmax[row]) if row is not None else -1,
+                target_prob=float(tp[row]) if row is not None and row > 0 else None,
+            ))
+        return CycleRecord(
+            index=self.cycle_index,
+            mode=tree.mode,
+            cache_len=cache_len,
+            nodes=tuple(nodes),
+            verify_order=tuple(int(i) for i in block.order),
+            mask=block.mask,
+            positions=tuple(int(p) for p in block.positions(cache_len)),
+            accepted_path=tuple(int(block.order[r]) for r in accepted_rows),
+            bonus_token=int(bonus),
+            committed_ids=tuple(int(t) for t in committed),
+            kv_keep=tuple(keep_rows),
+            target_topk=tuple(tuple((int(t), float(p)) for t, p in zip(ti, tpp)) for ti, tpp in zip(top_ids, top_p)),
+            state=_plain(state),
+            timings_ms={k: v * 1000.0 for k, v in seconds.items()},
+        )
+
+
+def _gate_deeper_than(tree: DraftTree, max_depth: int) -> None:
+    """Nodes past the context limit cannot be verified: gate them (and so their subtrees)."""
+    for i in range(1, len(tree)):
+        if tree.depths[i] > max_depth or tree.gated[tree.parents[i]]:
+            tree.gated[i] = True
+
+
+def _plain(value: Any) -> Any:
+    """State as plain JSON-able Python values (no numpy scalars, no tuples)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

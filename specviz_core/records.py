@@ -1,0 +1,188 @@
+"""Immutable records of a decode session: one type, three users (views, recorder, replay).
+
+A record holds Python and numpy values only, never a live tensor, so it can be
+drawn, stored and compared without torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: Cycle modes: one token per forward, a linear chain, a tree, a Goose bypass chain.
+MODES = ("ar", "chain", "tree", "bypass")
+
+#: Node sources. ``root`` is the anchor; ``ar`` marks a bonus-only cycle.
+SOURCES = ("root", "spine", "branch", "draft", "ngram", "recycle", "table")
+
+#: Session statuses.
+STATUSES = ("running", "complete", "interrupted", "failed")
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One node of a draft tree. Node 0 is the root (the last committed token)."""
+
+    id: int
+    """Node id, 0 for the root; a parent's id is always smaller than its children's."""
+    parent: int
+    """Parent node id; -1 for the root."""
+    token: int
+    """Token id proposed at this node."""
+    source: str
+    """Who proposed it: ``root``, ``spine``, ``branch``, ``draft``, ``ngram``, ``recycle``, ..."""
+    depth: int
+    """Distance from the root in tokens (root is 0)."""
+    score: float
+    """The drafter's confidence in this node (a probability or a path score; 1.0 if none)."""
+    verified: bool
+    """Sent to the target in this cycle's forward pass."""
+    gated: bool = False
+    """Considered and cut by a confidence gate or the budget (never verified)."""
+    accepted: bool = False
+    """On the accepted path (the root counts as accepted)."""
+    target_token: int = -1
+    """The token the target chose after this node (argmax, or the sampled one); -1 if not verified."""
+    target_prob: float | None = None
+    """The target's probability of this node's token given its parent; None for the root or unverified."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CycleRecord:
+    """Everything one decode cycle did. Shapes: n = number of verified nodes."""
+
+    index: int
+    """Cycle number in the session, from 0."""
+    mode: str
+    """``ar``, ``chain``, ``tree`` or ``bypass``."""
+    cache_len: int
+    """KV positions in the cache before the forward (every committed token but the root)."""
+    nodes: tuple[Node, ...]
+    """Every node: verified and gated, root first."""
+    verify_order: tuple[int, ...]
+    """Node ids in the order they were sent to the target, root first. Length n."""
+    mask: np.ndarray
+    """[n, n] bool: row i may attend to column j (tree part; every row also sees all cached positions)."""
+    positions: tuple[int, ...]
+    """Position id of each verify-order row: ``cache_len + depth``."""
+    accepted_path: tuple[int, ...]
+    """Node ids of the accepted draft nodes, root excluded, in depth order."""
+    bonus_token: int
+    """The token the target produced after the last accepted node."""
+    committed_ids: tuple[int, ...]
+    """Tokens committed by this cycle: accepted tokens then the bonus (cut at EOS / max tokens)."""
+    kv_keep: tuple[int, ...]
+    """Indices into ``verify_order`` whose KV was kept after the cycle (root first)."""
+    target_topk: tuple[tuple[tuple[int, float], ...], ...] = ()
+    """Per verify-order row: the target's top-5 (token, probability) after that node."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """Method state worth showing (match span, spine ratio, EMA, draft forwards, ...)."""
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    """Wall time of each step in ms: ``draft``, ``forward``, ``walk``, ``trim``, ``harvest``, ``record``."""
+
+    def __post_init__(self) -> None:
+        mask = np.ascontiguousarray(self.mask, dtype=bool)
+        mask.setflags(write=False)
+        object.__setattr__(self, "mask", mask)
+
+    # -- derived views, cheap to compute and never stored twice -------------
+    @property
+    def n_verified(self) -> int:
+        """Number of tokens in the verify block (root included)."""
+        return len(self.verify_order)
+
+    @property
+    def n_accepted(self) -> int:
+        """Draft tokens accepted (the bonus token excluded)."""
+        return len(self.accepted_path)
+
+    @property
+    def node_by_id(self) -> dict[int, Node]:
+        return {n.id: n for n in self.nodes}
+
+    def replace(self, **changes: Any) -> CycleRecord:
+        return dataclasses.replace(self, **changes)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CycleRecord):
+            return NotImplemented
+        for f in dataclasses.fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if f.name == "mask":
+                if a.shape != b.shape or not np.array_equal(a, b):
+                    return False
+            elif a != b:
+                return False
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A recorded session's header: what ran, on what, and how it ended."""
+
+    id: str
+    """Session id (a short unique string)."""
+    model: str
+    """The target model's path or hub id."""
+    tokenizer: str
+    """Where the tokenizer came from (usually the model's path)."""
+    method: str
+    """Method id (``ar``, ``pld``, ``tr``, ``draft_tree``, ...)."""
+    params: dict[str, Any]
+    """Every method parameter, defaults included."""
+    prompt_ids: tuple[int, ...]
+    """The prompt as token ids (after the chat template, if used)."""
+    prompt_text: str
+    """The prompt as the user typed it."""
+    temperature: float
+    """0 for greedy."""
+    seed: int
+    """Seed of the session's single ``torch.Generator``."""
+    device: str
+    """``cpu`` or ``cuda:0``..."""
+    dtype: str
+    """The target's dtype, e.g. ``float32``."""
+    status: str = "running"
+    """``running``, ``complete``, ``interrupted`` or ``failed``."""
+    created: str = ""
+    """ISO-8601 creation time (UTC)."""
+    draft_model: str | None = None
+    """The draft model's path, if the method uses one."""
+    chat_template: bool = False
+    """Whether the prompt went through the tokenizer's chat template."""
+    max_new_tokens: int = 0
+    """The session's token limit."""
+    group_id: str | None = None
+    """Sessions recorded together (several samples of one prompt) share a group."""
+    output_ids: tuple[int, ...] = ()
+    """Every committed token after the prompt."""
+    n_cycles: int = 0
+    """Cycles recorded."""
+    n_forward: int = 0
+    """Target forward passes in decoding (prefill excluded)."""
+    decode_ms: float = 0.0
+    """Wall time of all cycles, ms (prefill excluded)."""
+    prefill_ms: float = 0.0
+    """Wall time of the prefill forward, ms."""
+    stop_reason: str = ""
+    """``eos``, ``max_new_tokens``, ``context``, ``interrupted`` or an error message."""
+    stats: dict[str, Any] = field(default_factory=dict)
+    """Session statistics computed at the end (method specific)."""
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.output_ids)
+
+    @property
+    def mean_accepted(self) -> float:
+        """Mean tokens committed per target forward (tau), bonus included."""
+        return self.n_tokens / self.n_forward if self.n_forward else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return 1000.0 * self.n_tokens / self.decode_ms if self.decode_ms > 0 else 0.0

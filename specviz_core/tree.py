@@ -1,0 +1,133 @@
+"""The draft tree a drafter builds, and its flattening into a verify block.
+
+A drafter appends nodes to a :class:`DraftTree` (parents before children); the
+engine flattens the verified ones into a verify order, builds the tree attention
+mask and the position ids, and later turns the tree into immutable
+:class:`~specviz_core.records.Node` values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+
+@dataclass
+class DraftTree:
+    """A draft tree under construction. Node 0 is the root (the anchor token)."""
+
+    root_token: int
+    mode: str = "tree"
+    """``ar``, ``chain``, ``tree`` or ``bypass``; the drafter says which."""
+    tokens: list[int] = field(default_factory=list)
+    parents: list[int] = field(default_factory=list)
+    depths: list[int] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    gated: list[bool] = field(default_factory=list)
+    draft_q: dict[int, torch.Tensor] = field(default_factory=dict)
+    """Optional draft distribution a node was sampled from ([V] probs), keyed by node id.
+    Nodes without an entry are deterministic drafts (q is one-hot)."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """Method state worth recording for this cycle (match span, draft forwards, ...)."""
+
+    def __post_init__(self) -> None:
+        if not self.tokens:
+            self.tokens.append(int(self.root_token))
+            self.parents.append(-1)
+            self.depths.append(0)
+            self.sources.append("root")
+            self.scores.append(1.0)
+            self.gated.append(False)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def add(self, parent: int, token: int, source: str, score: float = 1.0, gated: bool = False) -> int:
+        """Append a child of ``parent`` and return its node id."""
+        if not 0 <= parent < len(self.tokens):
+            raise ValueError(f"parent {parent} does not exist")
+        if self.gated[parent] and not gated:
+            raise ValueError("a verified node cannot hang under a gated one")
+        self.tokens.append(int(token))
+        self.parents.append(parent)
+        self.depths.append(self.depths[parent] + 1)
+        self.sources.append(source)
+        self.scores.append(float(score))
+        self.gated.append(bool(gated))
+        return len(self.tokens) - 1
+
+    def add_chain(self, tokens: list[int], source: str, parent: int = 0, scores: list[float] | None = None) -> list[int]:
+        """Append a linear chain below ``parent``; returns the new node ids."""
+        ids = []
+        for i, t in enumerate(tokens):
+            parent = self.add(parent, t, source, 1.0 if scores is None else scores[i])
+            ids.append(parent)
+        return ids
+
+    def children(self, node: int) -> list[int]:
+        return [i for i, p in enumerate(self.parents) if p == node]
+
+    @property
+    def n_verified(self) -> int:
+        return len(self.gated) - sum(self.gated)
+
+    @property
+    def max_depth(self) -> int:
+        return max(d for d, g in zip(self.depths, self.gated) if not g)
+
+
+@dataclass(frozen=True)
+class VerifyBlock:
+    """A flattened tree, ready for one target forward. n = verified nodes, root first."""
+
+    order: np.ndarray  # [n] node ids in verify order
+    tokens: np.ndarray  # [n] token ids
+    depths: np.ndarray  # [n] depth of each row
+    parent_rows: np.ndarray  # [n] row index of each row's parent, -1 for the root
+    mask: np.ndarray  # [n, n] bool: row i may attend to row j (ancestors and itself)
+
+    def positions(self, cache_len: int) -> np.ndarray:
+        """Position ids [n]: ``cache_len + depth``; siblings share a position."""
+        return cache_len + self.depths
+
+
+def flatten(tree: DraftTree) -> VerifyBlock:
+    """Lay the verified nodes out root first, each after its parent, with their mask."""
+    # Node ids are created parent-first, so id order is already a valid verify order.
+    order = np.array([i for i, g in enumerate(tree.gated) if not g], dtype=np.int64)
+    row_of = {int(node): row for row, node in enumerate(order)}
+    parents = np.array(tree.parents, dtype=np.int64)[order]
+    parent_rows = np.array([row_of[int(p)] if p >= 0 else -1 for p in parents], dtype=np.int64)
+    n = len(order)
+    mask = np.zeros((n, n), dtype=bool)
+    for row in range(n):
+        pr = parent_rows[row]
+        if pr >= 0:
+            mask[row] = mask[pr]  # a node sees everything its parent sees...
+        mask[row, row] = True  # ...and itself
+    return VerifyBlock(
+        order=order,
+        tokens=np.array(tree.tokens, dtype=np.int64)[order],
+        depths=np.array(tree.depths, dtype=np.int64)[order],
+        parent_rows=parent_rows,
+        mask=mask,
+    )
+
+
+def additive_mask(tree_mask: np.ndarray, cache_len: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The 4-D additive mask the model takes: [1, 1, n, cache_len + m] for a [n, m] tree mask.
+
+    0 where attention is allowed, the dtype's minimum elsewhere. Every row sees
+    every cached position. A float mask, because the eager attention path
+    silently ignores a boolean one.
+    """
+    n, m = tree_mask.shape
+    allowed = torch.ones((n, cache_len + m), dtype=torch.bool)
+    allowed[:, cache_len:] = torch.from_numpy(tree_mask)
+    out = torch.zeros((n, cache_len + m), dtype=dtype)
+    out.masked_fill_(~allowed, torch.finfo(dtype).min)
+    return out.to(device)[None, None]

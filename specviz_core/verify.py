@@ -1,0 +1,90 @@
+"""Walking the verified tree: which draft nodes the target accepts, and the bonus token.
+
+Greedy: from the root, move to a child whose token is the target's argmax at the
+current node; several matches are broken by the method's source priority.
+
+Sampling (temperature > 0): multi-candidate speculative sampling (SpecInfer,
+Sequoia). At a node whose target distribution is p, try the children in order;
+accept child x with probability min(1, p(x) / q(x)), q being the distribution x
+was drawn from (one-hot for deterministic drafts). On rejection
+p <- normalize(max(p - q, 0)). If no child is accepted the bonus token is drawn
+from what is left of p, so the output follows the target's own distribution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .tree import DraftTree, VerifyBlock
+
+
+@dataclass(frozen=True)
+class WalkResult:
+    accepted_rows: list[int]
+    """Verify-block rows of the accepted draft nodes, root excluded, in depth order."""
+    bonus_token: int
+
+
+def children_rows(block: VerifyBlock, sources: Sequence[str], priority: Sequence[str]) -> list[list[int]]:
+    """Each row's child rows, in the order the walk tries them (source priority, then verify order)."""
+    rank = {s: i for i, s in enumerate(priority)}
+    kids: list[list[int]] = [[] for _ in range(len(block.order))]
+    for row, pr in enumerate(block.parent_rows):
+        if pr >= 0:
+            kids[pr].append(row)
+    for k in kids:
+        k.sort(key=lambda r: (rank.get(sources[r], len(rank)), r))
+    return kids
+
+
+def greedy_walk(block: VerifyBlock, target_tokens: np.ndarray, kids: list[list[int]]) -> WalkResult:
+    """``target_tokens`` [n]: the target's argmax after each row."""
+    row, path = 0, []
+    while True:
+        want = target_tokens[row]
+        nxt = next((c for c in kids[row] if block.tokens[c] == want), None)
+        if nxt is None:
+            return WalkResult(path, int(want))
+        path.append(nxt)
+        row = nxt
+
+
+def sampling_walk(
+    block: VerifyBlock,
+    probs: torch.Tensor,
+    kids: list[list[int]],
+    tree: DraftTree,
+    generator: torch.Generator,
+) -> WalkResult:
+    """``probs`` [n, V]: the target's tempered distribution after each row (on the CPU)."""
+    row, path = 0, []
+    while True:
+        p = probs[row].clone()  # [V]
+        chosen = None
+        for c in kids[row]:
+            x = int(block.tokens[c])
+            q = tree.draft_q.get(int(block.order[c]))  # [V] or None (one-hot)
+            qx = 1.0 if q is None else float(q[x])
+            px = float(p[x])
+            u = float(torch.rand((), generator=generator))
+            if qx > 0 and u < min(1.0, px / qx):
+                chosen = c
+                break
+            if q is None:
+                p[x] = 0.0
+            else:
+                p = torch.clamp(p - q, min=0.0)
+            total = float(p.sum())
+            if total <= 0.0:  # nothing left to resample from: p was q; keep the last p
+                p = probs[row].clone()
+                break
+            p = p / total
+        if chosen is None:
+            bonus = int(torch.multinomial(p, 1, generator=generator))
+            return WalkResult(path, bonus)
+        path.append(chosen)
+        row = chosen
