@@ -20,7 +20,7 @@ from .drafters.base import DraftContext, Drafter
 from .errors import SpecVizError
 from .models import LoadedModel
 from .records import CycleRecord, Node
-from .tree import DraftTree, additive_mask, flatten
+from .tree import DraftTree, VerifyBlock, additive_mask, flatten
 from .verify import children_rows, greedy_walk, sampling_walk
 
 TOPK_SHOWN = 5
@@ -139,17 +139,8 @@ class Engine:
         n = len(block.order)
         t1 = self.clock()
 
-        # Verify: one forward over the block. input_ids, position_ids: [1, n]; mask: [1, 1, n, cache_len + n]
-        out = self.target.model(
-            input_ids=torch.from_numpy(block.tokens).to(dev)[None],
-            position_ids=torch.from_numpy(block.positions(cache_len)).to(dev)[None],
-            attention_mask=additive_mask(block.mask, cache_len, self.target.dtype, dev),
-            past_key_values=self.cache,
-            use_cache=True,
-        )
-        self.cache = out.past_key_values
+        logits = verify_forward(self.target, self.cache, block, cache_len)  # [n, V]
         self.n_forward += 1
-        logits = out.logits[0].float()  # [n, V]
         self._sync()
         t2 = self.clock()
 
@@ -185,6 +176,8 @@ class Engine:
         record = self._record(tree, block, logits, probs, argmax, walk.accepted_rows, walk.bonus_token,
                               committed, keep_rows, state, cache_len,
                               {"draft": t1 - t0, "forward": t2 - t1, "walk": t3 - t2, "trim": t4 - t3, "harvest": t5 - t4})
+        # Building the record is part of the cycle's cost too.
+        record = record.replace(timings_ms=dict(record.timings_ms, build=(self.clock() - t5) * 1000.0))
         self.cycle_index += 1
         return record
 
@@ -244,6 +237,19 @@ class Engine:
             state=_plain(state),
             timings_ms={k: v * 1000.0 for k, v in seconds.items()},
         )
+
+
+def verify_forward(target: LoadedModel, cache: DynamicCache, block: VerifyBlock, cache_len: int) -> torch.Tensor:
+    """One target forward over a verify block on top of ``cache`` (which grows by n). Returns logits [n, V] in fp32."""
+    dev = target.device
+    out = target.model(
+        input_ids=torch.from_numpy(block.tokens).to(dev)[None],  # [1, n]
+        position_ids=torch.from_numpy(block.positions(cache_len)).to(dev)[None],  # [1, n]
+        attention_mask=additive_mask(block.mask, cache_len, target.dtype, dev),  # [1, 1, n, cache_len + n]
+        past_key_values=cache,
+        use_cache=True,
+    )
+    return out.logits[0].float()
 
 
 def _gate_deeper_than(tree: DraftTree, max_depth: int) -> None:

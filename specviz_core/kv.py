@@ -48,4 +48,4 @@ def trim(cache: DynamicCache, cache_len: int, keep_rows: Sequence[int]) -> None:
 def crop(cache: DynamicCache, length: int) -> None:
     """Cut the cache back to its first ``length`` positions."""
     if cache_length(cache) > length:
-        cache.crop(length)
+        trim(cache, length, [])

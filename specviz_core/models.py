@@ -69,14 +69,14 @@ class LoadedModel:
                 ids.add(eos)
             elif eos:
                 ids.update(int(e) for e in eos)
-        tok_eos = getattr(self.tokenizer, "eos_token_id", None)
+        tok_eos = getattr(self.tokenizer, "eos_token_id", None) if self.tokenizer is not None else None
         if tok_eos is not None:
             ids.add(int(tok_eos))
         return tuple(sorted(ids))
 
     @property
     def has_chat_template(self) -> bool:
-        return bool(getattr(self.tokenizer, "chat_template", None))
+        return self.tokenizer is not None and bool(getattr(self.tokenizer, "chat_template", None))
 
 
 def cache_dir() -> Path:

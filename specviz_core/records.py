@@ -81,7 +81,7 @@ class CycleRecord:
     state: dict[str, Any] = field(default_factory=dict)
     """Method state worth showing (match span, spine ratio, EMA, draft forwards, ...)."""
     timings_ms: dict[str, float] = field(default_factory=dict)
-    """Wall time of each step in ms: ``draft``, ``forward``, ``walk``, ``trim``, ``harvest``, ``record``."""
+    """Wall time of each step in ms: ``draft``, ``forward``, ``walk``, ``trim``, ``harvest``, ``build``, ``record``."""
 
     def __post_init__(self) -> None:
         mask = np.ascontiguousarray(self.mask, dtype=bool)
@@ -163,6 +163,8 @@ class SessionInfo:
     """Every committed token after the prompt."""
     n_cycles: int = 0
     """Cycles recorded."""
+    n_tokens: int = 0
+    """New tokens committed (the length of ``output_ids``)."""
     n_forward: int = 0
     """Target forward passes in decoding (prefill excluded)."""
     decode_ms: float = 0.0
@@ -173,10 +175,6 @@ class SessionInfo:
     """``eos``, ``max_new_tokens``, ``context``, ``interrupted`` or an error message."""
     stats: dict[str, Any] = field(default_factory=dict)
     """Session statistics computed at the end (method specific)."""
-
-    @property
-    def n_tokens(self) -> int:
-        return len(self.output_ids)
 
     @property
     def mean_accepted(self) -> float:

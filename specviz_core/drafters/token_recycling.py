@@ -61,7 +61,7 @@ class AdjacencyTable:
 @dataclass(frozen=True)
 class TRParams:
     k: int = param(8, "Successors kept per token in the adjacency table.", minimum=1)
-    tree_size: int = param(80, "Nodes in the static tree template (budget).", minimum=1)
+    budget: int = param(80, "Nodes in the static tree template (draft tokens verified per cycle, at most).", minimum=1)
     max_depth: int = param(6, "Levels in the static tree template.", minimum=1)
 
 
@@ -72,7 +72,7 @@ class TokenRecyclingDrafter(Drafter):
 
     def __init__(self, params: TRParams, target, draft_model=None) -> None:
         super().__init__(params, target, draft_model)
-        self.template = rank_template(params.tree_size, params.max_depth, params.k)
+        self.template = rank_template(params.budget, params.max_depth, params.k)
         self.table = AdjacencyTable(target.vocab_size, params.k, target.device)
 
     def harvest(self, tokens: torch.Tensor, logits: torch.Tensor) -> None:

@@ -1,0 +1,200 @@
+"""The ``specviz`` command: record, list, export sessions (and open the GUI).
+
+Bad input prints one line, ``specviz: error: ...``, and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .drafters import METHODS, param_specs
+from .errors import SpecVizError
+
+DEMO_PROMPT = (
+    "Rename the variables in this function to be more descriptive and add type hints:\n\n"
+    "def f(a, b):\n    c = []\n    for x in a:\n        if x in b:\n            c.append(x)\n    return c\n"
+)
+
+
+def _methods_help() -> str:
+    lines = ["methods and their parameters (--param key=value):"]
+    for mid, cls in METHODS.items():
+        lines.append(f"  {mid:<11} {cls.description}")
+        for f in param_specs(cls.params_cls):
+            lines.append(f"      {f.name}={f.default!s:<8} {f.metadata['help']}")
+    return "\n".join(lines)
+
+
+def default_db() -> Path:
+    import platformdirs
+
+    return Path(os.environ.get("SPECVIZ_DATA") or platformdirs.user_data_dir("specviz")) / "sessions.db"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="specviz",
+        description="SpecViz: a visual debugger for tree-based speculative decoding. "
+        "With no command, records a short demo session on the default model and prints its summary.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    r = sub.add_parser(
+        "record", help="decode one prompt with one method and record every cycle",
+        description="Decode one prompt with one method, recording every cycle to an SQLite file.",
+        epilog=_methods_help(), formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    r.add_argument("--method", required=True, help=f"one of: {', '.join(METHODS)}")
+    r.add_argument("--model", default=None, help="model folder or cached hub id (default: the embedded SmolLM2-135M-Instruct)")
+    r.add_argument("--draft-model", default=None, help="draft model sharing the target's tokenizer ('default' for the embedded model)")
+    g = r.add_mutually_exclusive_group(required=True)
+    g.add_argument("--prompt", help="the prompt text")
+    g.add_argument("--prompt-file", type=Path, help="read the prompt from this file")
+    r.add_argument("--max-new-tokens", type=int, default=128, help="stop after this many new tokens (default 128)")
+    r.add_argument("--temperature", type=float, default=0.0, help="0 for greedy (default); > 0 samples")
+    r.add_argument("--seed", type=int, default=0, help="seed of the session's random generator (default 0)")
+    r.add_argument("--budget", type=int, default=None, help="draft tokens verified per cycle, at most (tree methods)")
+    r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a method parameter; repeatable")
+    r.add_argument("--no-chat-template", action="store_true", help="send the prompt as raw text")
+    r.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    r.add_argument("--dtype", default=None, help="float32, float16 or bfloat16 (default: fp16 on GPU, fp32 on CPU)")
+    r.add_argument("--db", type=Path, required=True, help="SQLite file to record to (created if missing)")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    s = sub.add_parser("sessions", help="list the sessions in a recording")
+    s.add_argument("--db", type=Path, required=True)
+
+    e = sub.add_parser("export", help="write a session as JSON lines (see docs/record-format.md)")
+    e.add_argument("--db", type=Path, required=True)
+    e.add_argument("--session", default=None, help="session id (default: the latest)")
+    e.add_argument("--format", choices=["jsonl"], default="jsonl")
+    e.add_argument("--out", type=Path, default=None, help="output file (default: standard output)")
+    return p
+
+
+def _parse_kv(items: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SpecVizError(f"--param takes key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+class _Progress:
+    """A progress line on stderr for model loading and conversion."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+
+    def __call__(self, stage: str, fraction: float | None) -> None:
+        if not self.quiet:
+            pct = f" {fraction * 100:3.0f}%" if fraction is not None else ""
+            print(f"[specviz]{pct} {stage}", file=sys.stderr, flush=True)
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from .recording import Recording
+    from .session import RecordedRun, SessionRequest, load_models, prepare, summary_line
+
+    if args.prompt_file is not None:
+        try:
+            prompt = args.prompt_file.read_text(encoding="utf-8")
+        except OSError as e:
+            raise SpecVizError(f"cannot read the prompt file: {e.strerror}: {args.prompt_file}") from None
+    else:
+        prompt = args.prompt
+    req = SessionRequest(
+        method=args.method, prompt=prompt, model=args.model, draft_model=args.draft_model,
+        params=_parse_kv(args.param), budget=args.budget, max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature, seed=args.seed, chat_template=False if args.no_chat_template else None,
+        device=args.device, dtype=args.dtype,
+    )
+    req.check()  # everything that needs no model, before the slow part
+    progress = _Progress(args.quiet)
+    with Recording(args.db, create=True) as rec:
+        target, draft = load_models(req, progress)
+        run = RecordedRun(prepare(req, target, draft), rec)
+        bar = None
+        if not args.quiet:
+            from tqdm import tqdm
+
+            bar = tqdm(total=req.max_new_tokens, unit="tok", desc=f"{req.method}", file=sys.stderr, leave=False)
+        try:
+            for cycle in run.run():
+                if bar is not None:
+                    bar.update(len(cycle.committed_ids))
+        except KeyboardInterrupt:
+            print("specviz: interrupted; the cycles so far are saved", file=sys.stderr)
+            return 130
+        finally:
+            if bar is not None:
+                bar.close()
+        info = rec.session(run.info.id)
+    print(f"session {info.id}: {info.method} on {Path(info.model).name if info.model != 'default' else 'default model'}")
+    print(summary_line(info))
+    return 0
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from .recording import Recording
+
+    with Recording(args.db) as rec:
+        sessions = rec.sessions()
+    if not sessions:
+        print("no sessions")
+        return 0
+    print(f"{'id':<12}  {'created':<19}  {'method':<10}  {'status':<11}  {'tokens':>6}  {'fwd':>5}  {'tau':>5}  {'tok/s':>6}  prompt")
+    for s in sessions:
+        prompt = " ".join(s.prompt_text.split())[:40]
+        print(f"{s.id:<12}  {s.created[:19]:<19}  {s.method:<10}  {s.status:<11}  {s.n_tokens:>6}  "
+              f"{s.n_forward:>5}  {s.mean_accepted:>5.2f}  {s.tokens_per_s:>6.1f}  {prompt}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .export import export_jsonl
+    from .recording import Recording
+
+    with Recording(args.db) as rec:
+        if args.out is None:
+            export_jsonl(rec, args.session, sys.stdout)
+        else:
+            try:
+                with open(args.out, "w", encoding="utf-8") as fh:
+                    export_jsonl(rec, args.session, fh)
+            except OSError as e:
+                raise SpecVizError(f"cannot write {args.out}: {e.strerror}") from None
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    db = default_db()
+    db.parent.mkdir(parents=True, exist_ok=True)
+    print(f"Recording a demo session (Goose-free for now: prompt lookup) to {db}", file=sys.stderr)
+    ns = build_parser().parse_args(["record", "--method", "pld", "--prompt", DEMO_PROMPT,
+                                    "--max-new-tokens", "96", "--db", str(db)])
+    return cmd_record(ns)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, None: cmd_demo}
+    try:
+        return handlers[args.command](args)
+    except SpecVizError as e:
+        print(f"specviz: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

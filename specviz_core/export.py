@@ -1,0 +1,53 @@
+"""``specviz export``: a session as JSON lines, the stable public format (docs/record-format.md)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import IO, Any
+
+from .recording import Recording
+from .records import CycleRecord, SessionInfo
+
+FORMAT_VERSION = 1
+
+
+def session_line(info: SessionInfo) -> dict[str, Any]:
+    d = asdict(info)
+    d["prompt_ids"] = list(info.prompt_ids)
+    d["output_ids"] = list(info.output_ids)
+    d["mean_accepted"] = info.mean_accepted
+    d["tokens_per_s"] = info.tokens_per_s
+    return {"type": "session", "format_version": FORMAT_VERSION, **d}
+
+
+def cycle_line(session_id: str, c: CycleRecord) -> dict[str, Any]:
+    return {
+        "type": "cycle",
+        "session": session_id,
+        "index": c.index,
+        "mode": c.mode,
+        "cache_len": c.cache_len,
+        "nodes": [asdict(n) for n in c.nodes],
+        "verify_order": list(c.verify_order),
+        "mask": ["".join("1" if v else "0" for v in row) for row in c.mask],
+        "positions": list(c.positions),
+        "accepted_path": list(c.accepted_path),
+        "bonus_token": c.bonus_token,
+        "committed_ids": list(c.committed_ids),
+        "kv_keep": list(c.kv_keep),
+        "target_topk": [[list(tp) for tp in row] for row in c.target_topk],
+        "state": c.state,
+        "timings_ms": c.timings_ms,
+    }
+
+
+def export_jsonl(rec: Recording, session_id: str | None, out: IO[str]) -> int:
+    """Write one session line then one line per cycle; returns the number of cycles."""
+    info = rec.session(session_id)
+    out.write(json.dumps(session_line(info), allow_nan=False) + "\n")
+    n = 0
+    for c in rec.cycles(info.id):
+        out.write(json.dumps(cycle_line(info.id, c), allow_nan=False) + "\n")
+        n += 1
+    return n

@@ -1,0 +1,344 @@
+"""Sessions recorded to SQLite (through sqlite-utils) and read back as the same records.
+
+WAL mode, one transaction per cycle (a killed process loses at most the cycle in
+flight), a schema version checked on open, masks stored bit-packed. A session
+whose writer died without saying so (SIGKILL, power loss) is marked
+``interrupted`` the next time the file is opened on the same machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import fields, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+import sqlite_utils
+
+from .errors import SpecVizError
+from .records import CycleRecord, Node, SessionInfo
+
+SCHEMA_VERSION = 1
+
+_NODE_FIELDS = [f.name for f in fields(Node)]
+_SESSION_JSON = ("params", "prompt_ids", "stats")
+
+
+def pack_mask(mask: np.ndarray) -> bytes:
+    """[n, n] bool -> ceil(n*n/8) bytes (a 60 x 60 mask is 450 bytes)."""
+    return np.packbits(mask.reshape(-1)).tobytes()
+
+
+def unpack_mask(blob: bytes, n: int) -> np.ndarray:
+    return np.unpackbits(np.frombuffer(blob, dtype=np.uint8), count=n * n).astype(bool).reshape(n, n)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+class Recording:
+    """An open recording file: many sessions, each with its cycles."""
+
+    def __init__(self, path: str | os.PathLike, create: bool = False) -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            if not create:
+                raise SpecVizError(f"no recording at {self.path}")
+            self._check_writable_dir()
+        elif self.path.is_dir():
+            raise SpecVizError(f"{self.path} is a folder, not a recording file")
+        try:
+            conn = sqlite3.connect(str(self.path), timeout=10)
+        except sqlite3.Error as e:
+            raise SpecVizError(f"cannot open {self.path}: {e}") from None
+        self.db = sqlite_utils.Database(conn)
+        # Validate before anything writes to the file: a corrupt or foreign file stays untouched.
+        try:
+            tables = set(self.db.table_names())
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise SpecVizError(f"{self.path} is not a SpecViz recording (not an SQLite database, or corrupt)") from None
+        if "specviz_meta" not in tables:
+            if tables:
+                conn.close()
+                raise SpecVizError(f"{self.path} is an SQLite database but not a SpecViz recording")
+            if not create:
+                conn.close()
+                raise SpecVizError(f"{self.path} is empty, not a SpecViz recording")
+            self._create_schema()
+        else:
+            version = self._schema_version()
+            if version > SCHEMA_VERSION:
+                conn.close()
+                raise SpecVizError(
+                    f"{self.path} was written by a newer SpecViz (schema {version}; this version reads up to "
+                    f"{SCHEMA_VERSION}): upgrade SpecViz to open it"
+                )
+            self._set_wal()
+        self._mark_dead_writers()
+
+    # -- schema -----------------------------------------------------------------
+    def _check_writable_dir(self) -> None:
+        parent = self.path.parent if str(self.path.parent) else Path(".")
+        if not parent.is_dir():
+            raise SpecVizError(f"cannot write the recording: folder {parent} does not exist")
+        if not os.access(parent, os.W_OK):
+            raise SpecVizError(f"cannot write the recording: folder {parent} is not writable")
+
+    def _set_wal(self) -> None:
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.OperationalError:
+            pass  # a read-only file still replays
+
+    def _schema_version(self) -> int:
+        try:
+            row = self.db.execute("SELECT value FROM specviz_meta WHERE key = 'schema_version'").fetchone()
+            return int(row[0])
+        except (sqlite3.DatabaseError, TypeError, ValueError):
+            raise SpecVizError(f"{self.path} is a damaged SpecViz recording (no schema version)") from None
+
+    def _create_schema(self) -> None:
+        try:
+            self._set_wal()
+            with self.db.conn:
+                self.db["specviz_meta"].insert_all(
+                    [{"key": "schema_version", "value": str(SCHEMA_VERSION)}, {"key": "created_by", "value": "specviz"}],
+                    pk="key",
+                )
+                self.db["sessions"].create(
+                    {
+                        "id": str, "created": str, "model": str, "tokenizer": str, "draft_model": str,
+                        "method": str, "params": str, "prompt_ids": str, "prompt_text": str,
+                        "chat_template": int, "temperature": float, "seed": int, "device": str, "dtype": str,
+                        "max_new_tokens": int, "group_id": str, "status": str, "stop_reason": str,
+                        "n_cycles": int, "n_forward": int, "n_tokens": int, "decode_ms": float,
+                        "prefill_ms": float, "stats": str,
+                        "writer_pid": int, "writer_started": float, "writer_host": str,
+                    },
+                    pk="id",
+                )
+                self.db["cycles"].create(
+                    {
+                        "session_id": str, "idx": int, "mode": str, "cache_len": int, "n_verified": int,
+                        "n_accepted": int, "nodes": str, "verify_order": str, "mask": bytes, "positions": str,
+                        "accepted_path": str, "bonus_token": int, "committed_ids": str, "kv_keep": str,
+                        "target_topk": str, "state": str, "timings_ms": str,
+                    },
+                    pk=("session_id", "idx"),
+                    foreign_keys=[("session_id", "sessions", "id")],
+                )
+        except sqlite3.OperationalError as e:
+            raise SpecVizError(f"cannot write the recording at {self.path}: {e}") from None
+
+    def _mark_dead_writers(self) -> None:
+        """A ``running`` session whose writer process is gone was killed: mark it ``interrupted``."""
+        host = socket.gethostname()
+        rows = self.db.execute(
+            "SELECT id, writer_pid, writer_started FROM sessions WHERE status = 'running' AND writer_host = ?", [host]
+        ).fetchall()
+        dead = [sid for sid, pid, started in rows if not _process_alive(pid, started)]
+        if dead:
+            try:
+                with self.db.conn:
+                    self.db.conn.executemany(
+                        "UPDATE sessions SET status = 'interrupted', stop_reason = 'writer stopped' WHERE id = ?",
+                        [(sid,) for sid in dead],
+                    )
+            except sqlite3.OperationalError:
+                pass  # read-only: report them as running
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    def __enter__(self) -> Recording:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading -----------------------------------------------------------------
+    def sessions(self) -> list[SessionInfo]:
+        """Every session, oldest first, without output ids (cheap)."""
+        rows = self.db.execute("SELECT * FROM sessions ORDER BY created, rowid").fetchall()
+        cols = [d[0] for d in self.db.execute("SELECT * FROM sessions LIMIT 0").description]
+        return [self._session_from_row(dict(zip(cols, r)), with_output=False) for r in rows]
+
+    def session(self, session_id: str | None = None) -> SessionInfo:
+        """One session with its output ids; the latest one if ``session_id`` is None."""
+        if session_id is None:
+            row = self.db.execute("SELECT id FROM sessions ORDER BY created DESC, rowid DESC LIMIT 1").fetchone()
+            if row is None:
+                raise SpecVizError(f"{self.path} holds no sessions")
+            session_id = row[0]
+        try:
+            row = self.db["sessions"].get(session_id)
+        except sqlite_utils.db.NotFoundError:
+            raise SpecVizError(f"no session {session_id!r} in {self.path}") from None
+        return self._session_from_row(row, with_output=True)
+
+    def _session_from_row(self, row: dict[str, Any], with_output: bool) -> SessionInfo:
+        output: tuple[int, ...] = ()
+        if with_output:
+            out: list[int] = []
+            for (ids,) in self.db.execute(
+                "SELECT committed_ids FROM cycles WHERE session_id = ? ORDER BY idx", [row["id"]]
+            ):
+                out.extend(json.loads(ids))
+            output = tuple(out)
+        kwargs = {f.name: row[f.name] for f in fields(SessionInfo) if f.name in row}
+        for key in _SESSION_JSON:
+            kwargs[key] = json.loads(row[key]) if row[key] else ({} if key != "prompt_ids" else [])
+        kwargs["prompt_ids"] = tuple(kwargs["prompt_ids"])
+        kwargs["chat_template"] = bool(row["chat_template"])
+        kwargs["output_ids"] = output
+        return SessionInfo(**kwargs)
+
+    def n_cycles(self, session_id: str) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM cycles WHERE session_id = ?", [session_id]).fetchone()[0])
+
+    def cycle(self, session_id: str, index: int) -> CycleRecord:
+        cur = self.db.execute("SELECT * FROM cycles WHERE session_id = ? AND idx = ?", [session_id, index])
+        row = cur.fetchone()
+        if row is None:
+            raise SpecVizError(f"session {session_id} has no cycle {index}")
+        return _cycle_from_row(dict(zip([d[0] for d in cur.description], row)))
+
+    def cycles(self, session_id: str, start: int = 0, stop: int | None = None) -> Iterator[CycleRecord]:
+        """Cycles ``start <= index < stop`` in order."""
+        cur = self.db.execute(
+            "SELECT * FROM cycles WHERE session_id = ? AND idx >= ? AND idx < ? ORDER BY idx",
+            [session_id, start, stop if stop is not None else 2**62],
+        )
+        cols = [d[0] for d in cur.description]
+        for row in cur:
+            yield _cycle_from_row(dict(zip(cols, row)))
+
+    def cycle_summaries(self, session_id: str) -> list[dict[str, Any]]:
+        """Per cycle: index, mode, accepted count, verified count, tokens committed, state (cheap, for charts)."""
+        cur = self.db.execute(
+            "SELECT idx, mode, n_accepted, n_verified, committed_ids, state, timings_ms FROM cycles "
+            "WHERE session_id = ? ORDER BY idx", [session_id])
+        return [
+            {"index": i, "mode": m, "n_accepted": a, "n_verified": v, "n_committed": len(json.loads(c)),
+             "state": json.loads(s), "timings_ms": json.loads(t)}
+            for i, m, a, v, c, s, t in cur
+        ]
+
+    # -- writing -----------------------------------------------------------------
+    def new_session(self, info: SessionInfo) -> SessionWriter:
+        return SessionWriter(self, info)
+
+
+def _process_alive(pid: int | None, started: float | None) -> bool:
+    if not pid:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        return started is None or abs(proc.create_time() - started) < 1.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def new_session_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class SessionWriter:
+    """Appends one session's cycles, one transaction each; ``finish`` sets the final status."""
+
+    def __init__(self, recording: Recording, info: SessionInfo) -> None:
+        self.rec = recording
+        if not info.created:
+            info = replace(info, created=datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
+        self.info = info
+        row = {f: getattr(info, f) for f in (x.name for x in fields(SessionInfo)) if f != "output_ids"}
+        for key in _SESSION_JSON:
+            row[key] = _dumps(list(row[key]) if key == "prompt_ids" else row[key])
+        row["chat_template"] = int(info.chat_template)
+        me = psutil.Process()
+        row.update(writer_pid=os.getpid(), writer_started=me.create_time(), writer_host=socket.gethostname())
+        try:
+            with recording.db.conn:
+                recording.db["sessions"].insert(row)
+        except sqlite3.Error as e:
+            raise SpecVizError(f"cannot write the recording at {recording.path}: {e}") from None
+        self.id = info.id
+        self.finished = False
+
+    def append(self, record: CycleRecord) -> CycleRecord:
+        """Store one cycle; returns it with ``timings_ms['record']`` filled in."""
+        t0 = time.perf_counter()
+        row = _cycle_to_row(self.id, record)
+        record_ms = (time.perf_counter() - t0) * 1000.0
+        timings = dict(record.timings_ms, record=record_ms)
+        row["timings_ms"] = _dumps(timings)
+        decode_ms = sum(timings.values())
+        conn = self.rec.db.conn
+        # One transaction per cycle: the cycle row and the session's counters together.
+        try:
+            conn.execute(
+                f"INSERT INTO cycles ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values())
+            )
+            conn.execute(
+                "UPDATE sessions SET n_cycles = n_cycles + 1, n_forward = n_forward + 1, "
+                "n_tokens = n_tokens + ?, decode_ms = decode_ms + ? WHERE id = ?",
+                [len(record.committed_ids), decode_ms, self.id],
+            )
+            conn.commit()
+        except sqlite3.Error as e:
+            conn.rollback()
+            raise SpecVizError(f"cannot write the recording at {self.rec.path}: {e}") from None
+        return record.replace(timings_ms=timings)
+
+    def set_prefill_ms(self, ms: float) -> None:
+        with self.rec.db.conn:
+            self.rec.db.conn.execute("UPDATE sessions SET prefill_ms = ? WHERE id = ?", [ms, self.id])
+
+    def finish(self, status: str, stop_reason: str = "", stats: dict[str, Any] | None = None) -> None:
+        if self.finished:
+            return
+        with self.rec.db.conn:
+            self.rec.db.conn.execute(
+                "UPDATE sessions SET status = ?, stop_reason = ?, stats = ? WHERE id = ?",
+                [status, stop_reason, _dumps(stats or {}), self.id],
+            )
+        self.finished = True
+
+
+def _cycle_to_row(session_id: str, r: CycleRecord) -> dict[str, Any]:
+    # Nodes column-wise: one short list per field instead of a dict per node.
+    nodes = {name: [getattr(n, name) for n in r.nodes] for name in _NODE_FIELDS}
+    return {
+        "session_id": session_id, "idx": r.index, "mode": r.mode, "cache_len": r.cache_len,
+        "n_verified": r.n_verified, "n_accepted": r.n_accepted, "nodes": _dumps(nodes),
+        "verify_order": _dumps(r.verify_order), "mask": pack_mask(r.mask), "positions": _dumps(r.positions),
+        "accepted_path": _dumps(r.accepted_path), "bonus_token": r.bonus_token,
+        "committed_ids": _dumps(r.committed_ids), "kv_keep": _dumps(r.kv_keep),
+        "target_topk": _dumps(r.target_topk), "state": _dumps(r.state), "timings_ms": _dumps(r.timings_ms),
+    }
+
+
+def _cycle_from_row(row: dict[str, Any]) -> CycleRecord:
+    cols = json.loads(row["nodes"])
+    nodes = tuple(Node(**dict(zip(_NODE_FIELDS, vals))) for vals in zip(*(cols[f] for f in _NODE_FIELDS)))
+    verify_order = tuple(json.loads(row["verify_order"]))
+    return CycleRecord(
+        index=row["idx"], mode=row["mode"], cache_len=row["cache_len"], nodes=nodes, verify_order=verify_order,
+        mask=unpack_mask(row["mask"], len(verify_order)), positions=tuple(json.loads(row["positions"])),
+        accepted_path=tuple(json.loads(row["accepted_path"])), bonus_token=row["bonus_token"],
+        committed_ids=tuple(json.loads(row["committed_ids"])), kv_keep=tuple(json.loads(row["kv_keep"])),
+        target_topk=tuple(tuple((int(t), float(p)) for t, p in row_) for row_ in json.loads(row["target_topk"])),
+        state=json.loads(row["state"]), timings_ms=json.loads(row["timings_ms"]),
+    )

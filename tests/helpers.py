@@ -1,0 +1,67 @@
+"""Independent references for the tests: plain forwards and transformers' own generate."""
+
+from __future__ import annotations
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from specviz_core.drafters import METHODS, parse_params
+from specviz_core.engine import DecodeConfig, Engine
+from specviz_core.models import LoadedModel
+
+TIE_GAP = 1e-3
+
+
+def tiny_llama(vocab: int = 96, seed: int = 0) -> LoadedModel:
+    """A 2-layer random Llama in fp32. A large init spreads the logits, so greedy ties are rare."""
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(
+        vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=256, initializer_range=0.3, eos_token_id=None,
+        bos_token_id=None, pad_token_id=None, attn_implementation="sdpa",
+    )
+    model = LlamaForCausalLM(cfg).eval()
+    return LoadedModel(model=model, tokenizer=None, name="tiny", path="tiny", device=torch.device("cpu"),
+                       dtype=torch.float32)
+
+
+@torch.no_grad()
+def hf_greedy(m: LoadedModel, ids: list[int], n: int) -> list[int]:
+    x = torch.tensor([ids])
+    eos = list(m.eos_token_ids) or None
+    out = m.model.generate(x, attention_mask=torch.ones_like(x), do_sample=False, max_new_tokens=n,
+                           eos_token_id=eos, pad_token_id=eos[0] if eos else 0, num_beams=1)
+    return out[0, len(ids):].tolist()
+
+
+@torch.no_grad()
+def plain_logits(m: LoadedModel, ids: list[int]) -> torch.Tensor:
+    """Logits after the last of ``ids`` from one plain causal forward, no cache: [V]."""
+    return m.model(input_ids=torch.tensor([ids])).logits[0, -1].float()
+
+
+def compare_greedy(m: LoadedModel, prompt: list[int], ours: list[int], ref: list[int]) -> str:
+    """'identical', 'tie at i (gap g)' when the first divergence is a near-tie of the top-2 logits, else 'diverged ...'."""
+    if ours == ref:
+        return "identical"
+    i = next((k for k, (a, b) in enumerate(zip(ours, ref)) if a != b), min(len(ours), len(ref)))
+    if i == min(len(ours), len(ref)):
+        return f"diverged: lengths {len(ours)} vs {len(ref)}"
+    top2 = plain_logits(m, prompt + ref[:i]).topk(2).values
+    gap = float(top2[0] - top2[1])
+    return f"tie at {i} (gap {gap:.2e})" if gap < TIE_GAP else f"diverged at {i} (gap {gap:.2e}): {ours[i]} vs {ref[i]}"
+
+
+def make_engine(m: LoadedModel, method: str, prompt: list[int], n: int, draft: LoadedModel | None = None,
+                temperature: float = 0.0, seed: int = 0, **params) -> Engine:
+    cls = METHODS[method]
+    if cls.needs_draft_model and draft is None:
+        draft = m
+    drafter = cls(parse_params(method, cls.params_cls, params), m, draft)
+    return Engine(m, drafter, prompt, DecodeConfig(max_new_tokens=n, temperature=temperature, seed=seed))
+
+
+def run(m: LoadedModel, method: str, prompt: list[int], n: int, **kw) -> tuple[list[int], list]:
+    e = make_engine(m, method, prompt, n, **kw)
+    records = list(e.cycles())
+    return e.output_ids, records

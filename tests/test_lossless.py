@@ -1,0 +1,66 @@
+"""Greedy output of every method equals transformers' own generate(do_sample=False)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from helpers import compare_greedy, hf_greedy, run
+from specviz_core.drafters import METHODS
+
+PROMPTS = {
+    "code": "Add type hints to this function:\n\ndef mean(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total / len(xs)\n",
+    "prose": "Summarise in two sentences: The river rose for three days. On the fourth, the town moved its library to the hill, book by book, hand to hand.",
+    "chat": "Hi! What is a good name for a grey cat?",
+    "repeats": "Repeat after me three times: red fish, blue fish, red fish, blue fish.",
+    "mid_word": "The capital of France is Par",
+}
+
+
+def tiny_prompts() -> list[list[int]]:
+    rng = random.Random(0)
+    pat = [rng.randrange(96) for _ in range(5)]
+    return [
+        [rng.randrange(96) for _ in range(12)],
+        pat * 5,
+        pat * 3 + [rng.randrange(96) for _ in range(4)] + pat[:2],
+        [7],
+    ]
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_greedy_equals_generate_tiny(tiny, method):
+    for prompt in tiny_prompts():
+        ref = hf_greedy(tiny, prompt, 48)
+        ours, records = run(tiny, method, prompt, 48)
+        verdict = compare_greedy(tiny, prompt, ours, ref)
+        assert not verdict.startswith("diverged"), f"{method} on {prompt[:8]}...: {verdict}"
+        assert sum(len(r.committed_ids) for r in records) == len(ours)
+
+
+@pytest.fixture(scope="module")
+def smol_refs(smol):
+    from specviz_core.models import encode_prompt
+
+    refs = {}
+    for name, text in PROMPTS.items():
+        chat = name != "mid_word"  # a raw prompt that ends mid-word
+        ids, _ = encode_prompt(smol, text, chat_template=chat)
+        refs[name] = (ids, hf_greedy(smol, ids, 40))
+    return refs
+
+
+@pytest.mark.default_model
+@pytest.mark.parametrize("method", list(METHODS))
+def test_greedy_equals_generate_default_model(smol, smol_refs, method):
+    speculated = 0
+    for name, (ids, ref) in smol_refs.items():
+        ours, records = run(smol, method, ids, 40)
+        verdict = compare_greedy(smol, ids, ours, ref)
+        assert not verdict.startswith("diverged"), f"{method} on {name!r}: {verdict}"
+        if verdict != "identical":
+            print(f"{method} on {name!r}: {verdict} (a near-tie, allowed)")
+        speculated += sum(r.n_accepted for r in records)
+    if method != "ar":
+        assert speculated > 0, f"{method} never accepted a draft token: the comparison exercised nothing"
