@@ -1,0 +1,171 @@
+"""Recording: replay gives identical records, a killed writer leaves a readable file, bad files change nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import make_engine
+from specviz_core.errors import SpecVizError
+from specviz_core.export import export_jsonl
+from specviz_core.recording import SCHEMA_VERSION, Recording, new_session_id, pack_mask, unpack_mask
+from specviz_core.records import SessionInfo
+from specviz_core.session import Prepared, RecordedRun
+
+
+def info_for(prompt, method="tr") -> SessionInfo:
+    return SessionInfo(id=new_session_id(), model="tiny", tokenizer="tiny", method=method, params={},
+                       prompt_ids=tuple(prompt), prompt_text="", temperature=0.0, seed=0, device="cpu",
+                       dtype="float32", max_new_tokens=30)
+
+
+def record_tiny(tiny, path: Path, method="tr"):
+    prompt = [3, 4, 5, 6, 3, 4, 5, 6, 3, 4]
+    engine = make_engine(tiny, method, prompt, 30)
+    with Recording(path, create=True) as rec:
+        run = RecordedRun(Prepared(engine, info_for(prompt, method)), rec)
+        live = list(run.run())
+    return run.info.id, live, engine
+
+
+def digest(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def test_mask_packing_roundtrip():
+    rng = np.random.default_rng(0)
+    m = rng.random((60, 60)) < 0.3
+    blob = pack_mask(m)
+    assert len(blob) == 450
+    assert (unpack_mask(blob, 60) == m).all()
+
+
+@pytest.mark.parametrize("method", ["tr", "draft_tree"])
+def test_replay_gives_identical_records(tiny, tmp_path, method):
+    sid, live, engine = record_tiny(tiny, tmp_path / "s.db", method)
+    with Recording(tmp_path / "s.db") as rec:
+        replay = list(rec.cycles(sid))
+        info = rec.session(sid)
+        assert rec.cycle(sid, 3) == live[3]
+    assert len(replay) == len(live) > 3
+    assert replay == live
+    assert list(info.output_ids) == engine.output_ids
+    assert info.status == "complete" and info.n_forward == len(live) and info.n_tokens == len(engine.output_ids)
+
+
+def test_export_has_the_documented_fields(tiny, tmp_path):
+    import io
+
+    sid, live, engine = record_tiny(tiny, tmp_path / "s.db")
+    buf = io.StringIO()
+    with Recording(tmp_path / "s.db") as rec:
+        export_jsonl(rec, sid, buf)
+    lines = [json.loads(x) for x in buf.getvalue().splitlines()]
+    s, cycles = lines[0], lines[1:]
+    for key in ("id", "model", "method", "params", "prompt_ids", "output_ids", "temperature", "seed", "status",
+                "n_forward", "decode_ms"):
+        assert key in s
+    assert s["output_ids"] == engine.output_ids and len(cycles) == len(live)
+    for c, r in zip(cycles, live):
+        for key in ("index", "mode", "cache_len", "nodes", "verify_order", "mask", "positions", "accepted_path",
+                    "bonus_token", "committed_ids", "kv_keep", "timings_ms"):
+            assert key in c
+        assert set(c["nodes"][0]) >= {"id", "parent", "token", "source", "depth", "score", "verified", "accepted",
+                                      "target_token"}
+        # The mask strings are the mask the model saw: ancestors and self, by the parents in the export.
+        parent = {n["id"]: n["parent"] for n in c["nodes"]}
+        row_of = {nid: i for i, nid in enumerate(c["verify_order"])}
+        for i, nid in enumerate(c["verify_order"]):
+            anc, a = set(), nid
+            while a != -1:
+                anc.add(row_of[a])
+                a = parent[a]
+            assert c["mask"][i] == "".join("1" if j in anc else "0" for j in range(len(c["verify_order"])))
+        assert c["committed_ids"] == list(r.committed_ids)
+
+
+KILL_SCRIPT = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {tests!r})
+    from helpers import tiny_llama, make_engine
+    from specviz_core.recording import Recording, new_session_id
+    from specviz_core.records import SessionInfo
+    from specviz_core.session import Prepared, RecordedRun
+    m = tiny_llama()
+    prompt = [3, 4, 5, 6, 3, 4]
+    e = make_engine(m, "ar", prompt, 200)
+    info = SessionInfo(id="victim", model="tiny", tokenizer="tiny", method="ar", params={{}}, prompt_ids=tuple(prompt),
+                       prompt_text="", temperature=0.0, seed=0, device="cpu", dtype="float32", max_new_tokens=200)
+    rec = Recording(sys.argv[1], create=True)
+    run = RecordedRun(Prepared(e, info), rec)
+    for i, c in enumerate(run.run()):
+        if i == 5:
+            print("ready", flush=True)
+        time.sleep(0.05)
+""")
+
+
+def test_sigkill_leaves_committed_cycles_and_marks_interrupted(tmp_path):
+    db = tmp_path / "k.db"
+    script = tmp_path / "victim.py"
+    script.write_text(KILL_SCRIPT.format(tests=str(Path(__file__).parent)))
+    with subprocess.Popen([sys.executable, str(script), str(db)], stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    with Recording(db) as rec:
+        info = rec.session("victim")
+        cycles = list(rec.cycles("victim"))
+    assert info.status == "interrupted"
+    assert len(cycles) >= 6 and [c.index for c in cycles] == list(range(len(cycles)))
+    assert info.n_cycles == len(cycles)  # counters committed with each cycle, in one transaction
+    assert list(info.output_ids) == [t for c in cycles for t in c.committed_ids]
+
+
+def test_corrupt_file_gives_clear_error_and_is_untouched(tmp_path):
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not sqlite at all" * 100)
+    before = digest(bad)
+    with pytest.raises(SpecVizError, match="not a SpecViz recording"):
+        Recording(bad)
+    with pytest.raises(SpecVizError, match="not a SpecViz recording"):
+        Recording(bad, create=True)
+    assert digest(bad) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.db"]
+
+
+def test_newer_schema_gives_clear_error_and_is_untouched(tiny, tmp_path):
+    db = tmp_path / "new.db"
+    record_tiny(tiny, db)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE specviz_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION + 1)])
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    before = digest(db)
+    with pytest.raises(SpecVizError, match="newer SpecViz"):
+        Recording(db)
+    assert digest(db) == before
+
+
+def test_foreign_sqlite_file_is_refused(tmp_path):
+    db = tmp_path / "other.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    before = digest(db)
+    with pytest.raises(SpecVizError, match="not a SpecViz recording"):
+        Recording(db, create=True)
+    assert digest(db) == before
