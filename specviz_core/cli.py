@@ -177,8 +177,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     db = default_db()
     db.parent.mkdir(parents=True, exist_ok=True)
-    print(f"Recording a demo session (Goose-free for now: prompt lookup) to {db}", file=sys.stderr)
-    ns = build_parser().parse_args(["record", "--method", "pld", "--prompt", DEMO_PROMPT,
+    print(f"Recording a demo Goose session to {db} (the GUI is not built yet)", file=sys.stderr)
+    ns = build_parser().parse_args(["record", "--method", "goose", "--prompt", DEMO_PROMPT,
                                     "--max-new-tokens", "96", "--db", str(db)])
     return cmd_record(ns)
 

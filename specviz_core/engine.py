@@ -111,7 +111,8 @@ class Engine:
                 use_cache=True,
             )
             self.cache = out.past_key_values
-            self.drafter.harvest(torch.tensor(chunk, device=dev), out.logits[0])
+            prev = [body[i - 1] if i > 0 else -1 for i in range(start, start + len(chunk))]
+            self.drafter.harvest(torch.tensor(chunk, device=dev), out.logits[0], torch.tensor(prev))
         self._sync()
         self.prefill_ms = (self.clock() - t0) * 1000.0
         self._prefilled = True
@@ -163,7 +164,10 @@ class Engine:
         self._sync()
         t4 = self.clock()
 
-        self.drafter.harvest(torch.from_numpy(block.tokens).to(dev), logits)
+        # The token before each row on its path: the parent's, or the one before the root.
+        prev = np.where(block.parent_rows >= 0, block.tokens[block.parent_rows.clip(min=0)],
+                        self.ids[-2] if len(self.ids) > 1 else -1)
+        self.drafter.harvest(torch.from_numpy(block.tokens).to(dev), logits, torch.from_numpy(prev))
         accepted_nodes = [int(block.order[r]) for r in walk.accepted_rows]
         committed = [tree.tokens[i] for i in accepted_nodes] + [walk.bonus_token]
         committed = self._cut(committed)

@@ -6,11 +6,12 @@ from ..errors import SpecVizError
 from .ar import ARDrafter
 from .base import Drafter, DraftContext, parse_params, param_specs
 from .draft_tree import DraftTreeDrafter
+from .goose import GooseDrafter, IsotropicDrafter
 from .pld import PLDDrafter
 from .token_recycling import TokenRecyclingDrafter
 
 METHODS: dict[str, type[Drafter]] = {
-    d.method_id: d for d in (ARDrafter, PLDDrafter, TokenRecyclingDrafter, DraftTreeDrafter)
+    d.method_id: d for d in (ARDrafter, PLDDrafter, TokenRecyclingDrafter, DraftTreeDrafter, GooseDrafter, IsotropicDrafter)
 }
 
 

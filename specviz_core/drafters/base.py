@@ -101,8 +101,11 @@ class Drafter(ABC):
     def draft(self, ctx: DraftContext) -> DraftTree:
         """Propose this cycle's tree, rooted at ``ctx.ids[-1]``."""
 
-    def harvest(self, tokens: torch.Tensor, logits: torch.Tensor) -> None:
-        """Learn from the target: ``logits[i]`` ([n, V]) is what followed ``tokens[i]`` ([n])."""
+    def harvest(self, tokens: torch.Tensor, logits: torch.Tensor, prev: torch.Tensor | None = None) -> None:
+        """Learn from the target: ``logits[i]`` ([n, V]) is what followed ``tokens[i]`` ([n]).
+
+        ``prev[i]`` is the token before ``tokens[i]`` on its path (-1 if none), for bigram tables.
+        """
 
     def accepted(self, tree: DraftTree, accepted_nodes: list[int], committed: list[int]) -> dict[str, Any]:
         """The cycle's outcome; update adaptive state and return state worth recording."""

@@ -30,19 +30,26 @@ class Match:
     copy_end: int
 
 
+def match_ngram(ids: np.ndarray, n: int, k: int, last: bool = True) -> Match | None:
+    """An earlier occurrence of the last ``n`` tokens of ``ids``, and up to ``k`` tokens that followed it."""
+    n_ids = len(ids)
+    if n < 1 or n > n_ids - 1:
+        return None
+    # Windows starting at 0 .. n_ids - n - 1: each is followed by at least one token.
+    windows = sliding_window_view(ids[: n_ids - 1], n)
+    hits = np.flatnonzero((windows == ids[n_ids - n:]).all(axis=1))
+    if not len(hits):
+        return None
+    start = int(hits[-1] if last else hits[0])
+    return Match(n, start, start + n, start + n, min(start + n + k, n_ids))
+
+
 def find_match(ids: np.ndarray, max_ngram: int, min_ngram: int, k: int, last: bool = True) -> Match | None:
     """The longest suffix n-gram of ``ids`` that occurs earlier, and what followed it."""
-    n_ids = len(ids)
-    for n in range(min(max_ngram, n_ids - 1), min_ngram - 1, -1):
-        suffix = ids[n_ids - n:]
-        # Windows starting at 0 .. n_ids - n - 1: each occurrence ends before the suffix
-        # itself starts to overlap, and is followed by at least one token.
-        windows = sliding_window_view(ids[: n_ids - 1], n)
-        hits = np.flatnonzero((windows == suffix).all(axis=1))
-        if len(hits):
-            start = int(hits[-1] if last else hits[0])
-            copy_end = min(start + n + k, n_ids)
-            return Match(n, start, start + n, start + n, copy_end)
+    for n in range(max_ngram, min_ngram - 1, -1):
+        m = match_ngram(ids, n, k, last)
+        if m is not None:
+            return m
     return None
 
 

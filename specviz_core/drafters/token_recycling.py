@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from ..tree import DraftTree
+from .adjacency import AdjacencyTable
 from .base import DraftContext, Drafter, param
 
 # Rough acceptance rate of the target's rank-r successor; only the ordering of
@@ -41,23 +42,6 @@ def rank_template(size: int, max_depth: int, k: int) -> list[tuple[int, ...]]:
     return sorted(chosen, key=lambda p: (len(p), p))
 
 
-class AdjacencyTable:
-    """Top-k successors of every vocabulary token, with their probabilities, on the model's device."""
-
-    def __init__(self, vocab_size: int, k: int, device: torch.device) -> None:
-        self.k = k
-        self.ids = torch.zeros((vocab_size, k), dtype=torch.long, device=device)  # [V, k]
-        self.probs = torch.zeros((vocab_size, k), dtype=torch.float32, device=device)  # [V, k]
-        self.filled = torch.zeros(vocab_size, dtype=torch.bool, device=device)  # [V]
-
-    def update(self, tokens: torch.Tensor, logits: torch.Tensor) -> None:
-        """``tokens`` [n], ``logits`` [n, V]: row ``tokens[i]`` becomes the top-k of ``logits[i]``."""
-        top = torch.softmax(logits.float(), dim=-1).topk(self.k, dim=-1)
-        self.ids[tokens] = top.indices
-        self.probs[tokens] = top.values
-        self.filled[tokens] = True
-
-
 @dataclass(frozen=True)
 class TRParams:
     k: int = param(8, "Successors kept per token in the adjacency table.", minimum=1)
@@ -75,8 +59,8 @@ class TokenRecyclingDrafter(Drafter):
         self.template = rank_template(params.budget, params.max_depth, params.k)
         self.table = AdjacencyTable(target.vocab_size, params.k, target.device)
 
-    def harvest(self, tokens: torch.Tensor, logits: torch.Tensor) -> None:
-        self.table.update(tokens.to(self.table.ids.device), logits)
+    def harvest(self, tokens: torch.Tensor, logits: torch.Tensor, prev: torch.Tensor | None = None) -> None:
+        self.table.update(tokens, logits)
 
     def draft(self, ctx: DraftContext) -> DraftTree:
         tree = DraftTree(root_token=ctx.ids[-1], mode="tree")

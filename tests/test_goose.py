@@ -1,0 +1,178 @@
+"""Goose (seed 004): Algorithm 1 pieces, the adjacency table, spine continuation, and losslessness."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from helpers import compare_greedy, hf_greedy, make_engine, plain_logits, run
+from specviz_core.drafters.adjacency import AdjacencyTable
+from specviz_core.drafters.goose import (GooseParams, SpineTreeBuilder, harmonic_allocation, spine_ratio_tier,
+                                         yield_bound)
+from specviz_core.models import LoadedModel
+from specviz_core.tree import DraftTree
+
+
+def test_harmonic_allocation():
+    a = harmonic_allocation(30, 4)  # H_4 = 25/12
+    assert a == [int(30 * (1 / i) / (25 / 12)) for i in range(1, 5)] == [14, 7, 4, 3]
+    for total, n in [(25, 10), (7, 3), (100, 20)]:
+        a = harmonic_allocation(total, n)
+        assert sum(a) <= total and all(x >= y for x, y in zip(a, a[1:]))
+
+
+def test_spine_ratio_tiers():
+    assert [spine_ratio_tier(p) for p in (0.0, 0.19, 0.2, 0.39, 0.4, 0.9)] == [0.15, 0.15, 0.30, 0.30, 0.50, 0.50]
+
+
+def synthetic_table(vocab=200, k=10, seed=0) -> AdjacencyTable:
+    g = torch.Generator().manual_seed(seed)
+    table = AdjacencyTable(vocab, k, torch.device("cpu"), bigram=True)
+    table.update(torch.arange(vocab), torch.randn(vocab, vocab, generator=g) * 3)
+    return table
+
+
+@pytest.mark.parametrize("budget,r,spine_len", [(60, 0.3, 12), (60, 0.5, 40), (20, 0.15, 5), (60, 0.3, 0), (5, 0.5, 3)])
+def test_spine_tree_respects_budget_depth_duplicates_and_pruning(budget, r, spine_len):
+    p = GooseParams(budget=budget)
+    table = synthetic_table()
+    tree = DraftTree(root_token=7)
+    spine = [(11 * i + 3) % 200 for i in range(spine_len)]
+    info = SpineTreeBuilder(p, table).build(tree, spine, r, max_depth=100, root_prev=5)
+    verified = [i for i in range(1, len(tree)) if not tree.gated[i]]
+    assert len(verified) <= budget and info["nodes"] == len(verified)
+    assert info["spine_len"] == min(spine_len, int(budget * r))
+    fork = {}
+    for i in range(1, len(tree)):
+        par = tree.parents[i]
+        if tree.sources[i] == "branch":
+            fork[i] = fork.get(par, tree.depths[par]) if tree.sources[par] == "branch" else tree.depths[par]
+            assert tree.depths[i] - fork[i] <= p.max_depth  # depth limit from the fork point
+            if not tree.gated[i]:
+                assert tree.scores[i] >= p.prune_threshold  # pruning
+    for node in range(len(tree)):
+        kids = [tree.tokens[c] for c in tree.children(node) if not tree.gated[c]]
+        assert len(kids) == len(set(kids)), "duplicate siblings"
+    # Branches never repeat the spine's own next token.
+    spine_ids = [i for i in range(len(tree)) if tree.sources[i] == "spine"]
+    for sid, nxt_id in zip([0] + spine_ids, spine_ids):
+        nxt = tree.tokens[nxt_id]
+        assert nxt not in [tree.tokens[c] for c in tree.children(sid) if tree.sources[c] == "branch"]
+
+
+def test_adjacency_lookup_returns_what_was_harvested():
+    table = AdjacencyTable(50, 4, torch.device("cpu"), bigram=True)
+    logits = torch.randn(3, 50, generator=torch.Generator().manual_seed(1))
+    table.update(torch.tensor([5, 6, 5]), logits, prev=torch.tensor([-1, 5, 9]))
+    ids, ps, tier = table.lookup(6, prev=5)
+    probs = torch.softmax(logits, -1)
+    assert tier == "bigram" and ids == probs[1].topk(4).indices.tolist()
+    assert ps == pytest.approx(probs[1].topk(4).values.tolist())
+    ids, _, tier = table.lookup(6, prev=1)  # unknown bigram: the unigram tier answers
+    assert tier == "unigram" and ids == probs[1].topk(4).indices.tolist()
+    ids, _, tier = table.lookup(5, prev=-1)  # the later row for token 5 overwrote the earlier one
+    assert tier == "unigram" and ids == probs[2].topk(4).indices.tolist()
+    assert table.lookup(7)[2] == "none"
+
+
+def test_harvest_covers_rejected_positions(tiny):
+    """After a tree cycle the table holds the target's top-K after every verified node, rejected ones included."""
+    prompt = [3, 4, 5, 6, 7, 3, 4, 5, 6, 8, 9, 10, 3, 4, 5]
+    e = make_engine(tiny, "goose", prompt, 40)
+    for rec in e.cycles():
+        rejected = [n for n in rec.nodes if n.verified and not n.accepted]
+        if rec.mode == "tree" and rejected:
+            break
+    else:
+        pytest.fail("no tree cycle with rejected nodes")
+    table = e.drafter.table
+    nodes = rec.node_by_id
+    for n in rejected[:5]:
+        path, a = [], n.id
+        while a != 0:
+            path.append(nodes[a].token)
+            a = nodes[a].parent
+        ctx = list(e.ids[: rec.cache_len + 1]) + path[::-1]
+        ref = torch.softmax(plain_logits(tiny, ctx), -1).topk(table.k).indices
+        prev = nodes[n.parent].token
+        ids, _, _ = table.lookup(n.token, prev)
+        assert ids[:3] == ref[:3].tolist()
+
+
+def bigram_llama(successor: dict[int, int], vocab: int = 16) -> LoadedModel:
+    """A real Llama whose layers add nothing, so its greedy next token is ``successor[token]``."""
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=vocab, intermediate_size=8, num_hidden_layers=1,
+                      num_attention_heads=1, num_key_value_heads=1, head_dim=vocab, max_position_embeddings=128,
+                      tie_word_embeddings=False, eos_token_id=None, bos_token_id=None, pad_token_id=None)
+    model = LlamaForCausalLM(cfg).eval()
+    with torch.no_grad():
+        model.model.embed_tokens.weight.copy_(torch.eye(vocab))
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        head = torch.zeros(vocab, vocab)
+        for t, s in successor.items():
+            head[s, t] = 2.0
+        model.lm_head.weight.copy_(head)
+    return LoadedModel(model=model, tokenizer=None, name="bigram", path="bigram", device=torch.device("cpu"),
+                       dtype=torch.float32)
+
+
+def test_spine_continuation_eval_data_flag():
+    """Section 4: the context holds eval(data, flag, 1); the target wants 2; a branch continues the path."""
+    EVAL, LP, DATA, C1, FLAG, C2, ONE, TWO, RP, NL, A, B, X = range(13)
+    succ = {A: B, B: EVAL, EVAL: LP, LP: DATA, DATA: C1, C1: FLAG, FLAG: C2, C2: TWO, TWO: RP, RP: NL, NL: X,
+            X: A, ONE: RP}
+    m = bigram_llama(succ)
+    # Earlier text: "A B eval ( data , flag , 1 ) \n"; "TWO )" once, so the table knows what follows 2.
+    # Only the 3-gram "A B eval" matches, so there is no consensus and no bypass.
+    prompt = [TWO, RP, NL, A, B, EVAL, LP, DATA, C1, FLAG, C2, ONE, RP, NL, X, A, B, EVAL]
+    e = make_engine(m, "goose", prompt, 12, bypass_threshold=30)
+    rec = e.step()
+    nodes = rec.node_by_id
+    spine = [nodes[i].token for i in range(1, len(rec.nodes)) if nodes[i].source == "spine"]
+    assert rec.mode == "tree" and spine[:7] == [LP, DATA, C1, FLAG, C2, ONE, RP]
+    path_tokens = [nodes[i].token for i in rec.accepted_path]
+    path_sources = [nodes[i].source for i in rec.accepted_path]
+    assert path_tokens[:6] == [LP, DATA, C1, FLAG, C2, TWO]
+    assert path_sources[:6] == ["spine"] * 5 + ["branch"]
+    assert rec.state["path"] == "spine_continuation" and rec.state["spine_broke_at"] == 6
+    assert len(rec.committed_ids) >= 7  # 5 spine + 2 + bonus: more than the pure spine's 5 + bonus
+    assert list(rec.committed_ids) == hf_greedy(m, prompt, len(rec.committed_ids))
+
+
+def test_yield_bound_special_cases():
+    assert yield_bound(1.0, 0.0, 5, [0] * 5, 6) == pytest.approx(6.0)  # a sure spine of 5 + bonus
+    assert yield_bound(0.0, 0.0, 3, [4, 2, 1], 6) == pytest.approx(1.0)
+    # p_t = 1 with a branch at the root: the branch and D-1 extensions are accepted.
+    assert yield_bound(0.0, 1.0, 1, [3], 6) == pytest.approx(0 + 1 * 1 * 1 * 6 + 1)
+
+
+GOOSE_PROMPTS = {
+    "code": "Rewrite this code with better names:\ndef f(a, b):\n    c = a + b\n    return c\n\ndef g(a, b):\n    c = a * b\n    return c\n",
+    "chat": "Hi! What is a good name for a grey cat?",
+    "repeat": "Say 'one apple, two apples, three apples' and then continue the pattern up to six.",
+}
+
+
+@pytest.mark.default_model
+@pytest.mark.parametrize("method", ["goose", "isotropic"])
+def test_greedy_equals_generate_default_model(smol, method):
+    from specviz_core.models import encode_prompt
+
+    modes = collections.Counter()
+    for name, text in GOOSE_PROMPTS.items():
+        ids, _ = encode_prompt(smol, text)
+        ref = hf_greedy(smol, ids, 48)
+        out, recs = run(smol, method, ids, 48)
+        verdict = compare_greedy(smol, ids, out, ref)
+        assert not verdict.startswith("diverged"), f"{method} on {name}: {verdict}"
+        modes.update(r.mode for r in recs)
+        assert all(r.n_verified - 1 <= 60 for r in recs)
+        if any(r.mode == "tree" for r in recs):
+            assert any(n.source == "branch" for r in recs for n in r.nodes)
+    expected = {"bypass", "tree", "ar"} if method == "goose" else {"tree", "ar"}
+    assert expected <= set(modes), modes
