@@ -26,21 +26,44 @@ REPETITIVE = (
 )
 
 
+SUITE = {
+    "code edit": REPETITIVE,
+    "repeated structure": "Write a markdown table with columns Name, Age, City for five people: Ann 31 Oslo, "
+                          "Bob 42 Rome, Cid 27 Lima, Dee 35 Kyiv, Eve 29 Pune. Then write the same table again "
+                          "sorted by age.",
+    "free chat": "Hi! I have a free afternoon in a rainy city. What are three cosy things I could do?",
+}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--prompt-file")
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help="comma-separated method ids; parameters after a colon, e.g. isotropic:k=5 (separate methods with ';' then)")
+    ap.add_argument("--suite", action="store_true", help="run the three built-in prompts (code edit, repeated structure, free chat)")
     args = ap.parse_args()
-    text = open(args.prompt_file).read() if args.prompt_file else REPETITIVE
     m = load_model()
-    ids, _ = encode_prompt(m, text)
-    methods = args.methods.split(",")
+    if args.suite:
+        prompts = SUITE
+    else:
+        prompts = {"prompt": open(args.prompt_file).read() if args.prompt_file else REPETITIVE}
+    for name, text in prompts.items():
+        print(f"\n### {name}\n")
+        bench_prompt(m, text, args)
 
-    def once(method: str) -> tuple[float, float, list[int]]:
+
+def bench_prompt(m, text: str, args) -> None:
+    ids, _ = encode_prompt(m, text)
+    methods = args.methods.split(";") if ";" in args.methods else args.methods.split(",")
+
+    def once(spec: str) -> tuple[float, float, list[int]]:
+        # "isotropic:k=5" runs a method with parameters.
+        method, _, raw = spec.partition(":")
+        params = dict(kv.split("=", 1) for kv in raw.split(",") if kv)
         cls = METHODS[method]
-        drafter = cls(parse_params(method, cls.params_cls, {}), m, m if cls.needs_draft_model else None)
+        drafter = cls(parse_params(method, cls.params_cls, params), m, m if cls.needs_draft_model else None)
         e = Engine(m, drafter, ids, DecodeConfig(max_new_tokens=args.max_new_tokens))
         e.prefill()
         t0 = time.perf_counter()
