@@ -26,8 +26,10 @@ import sqlite_utils
 
 from .errors import SpecVizError
 from .records import CycleRecord, Node, SessionInfo
+from .summary import CycleSummary, summarize, summary_from_row
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2 added ``cycles.summary`` (see :mod:`specviz_core.summary`); version 1 files are upgraded in place when writable."""
 
 _NODE_FIELDS = [f.name for f in fields(Node)]
 _SESSION_JSON = ("params", "prompt_ids", "stats")
@@ -51,6 +53,7 @@ class Recording:
 
     def __init__(self, path: str | os.PathLike, create: bool = False) -> None:
         self.path = Path(path)
+        self._legacy = False
         if not self.path.exists():
             if not create:
                 raise SpecVizError(f"no recording at {self.path}")
@@ -85,6 +88,8 @@ class Recording:
                     f"{SCHEMA_VERSION}): upgrade SpecViz to open it"
                 )
             self._set_wal()
+            if version < SCHEMA_VERSION:
+                self._upgrade(version)
         self._mark_dead_writers()
 
     # -- schema -----------------------------------------------------------------
@@ -134,13 +139,29 @@ class Recording:
                         "session_id": str, "idx": int, "mode": str, "cache_len": int, "n_verified": int,
                         "n_accepted": int, "nodes": str, "verify_order": str, "mask": bytes, "positions": str,
                         "accepted_path": str, "bonus_token": int, "committed_ids": str, "kv_keep": str,
-                        "target_topk": str, "state": str, "timings_ms": str,
+                        "target_topk": str, "state": str, "timings_ms": str, "summary": str,
                     },
                     pk=("session_id", "idx"),
                     foreign_keys=[("session_id", "sessions", "id")],
                 )
         except sqlite3.OperationalError as e:
             raise SpecVizError(f"cannot write the recording at {self.path}: {e}") from None
+
+    def _upgrade(self, version: int) -> None:
+        """Version 1 -> 2: add and fill ``cycles.summary``. A read-only file is read as it is."""
+        if version == 1:
+            try:
+                with self.db.conn:
+                    self.db.execute("ALTER TABLE cycles ADD COLUMN summary TEXT")
+                    cur = self.db.execute("SELECT * FROM cycles")
+                    cols = [d[0] for d in cur.description]
+                    rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+                    self.db.conn.executemany(
+                        "UPDATE cycles SET summary = ? WHERE session_id = ? AND idx = ?",
+                        [(_dumps(summarize(_cycle_from_row(r)).to_json()), r["session_id"], r["idx"]) for r in rows])
+                    self.db.execute("UPDATE specviz_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
+            except sqlite3.OperationalError:
+                self._legacy = True
 
     def _mark_dead_writers(self) -> None:
         """A ``running`` session whose writer process is gone was killed: mark it ``interrupted``."""
@@ -225,16 +246,15 @@ class Recording:
         for row in cur:
             yield _cycle_from_row(dict(zip(cols, row)))
 
-    def cycle_summaries(self, session_id: str) -> list[dict[str, Any]]:
-        """Per cycle: index, mode, accepted count, verified count, tokens committed, state (cheap, for charts)."""
+    def cycle_summaries(self, session_id: str, start: int = 0) -> list[CycleSummary]:
+        """Every cycle from ``start`` on, summarised (cheap: no trees, no masks)."""
+        if self._legacy:  # a read-only version 1 file: summarise the full records
+            return [summarize(r) for r in self.cycles(session_id, start)]
         cur = self.db.execute(
-            "SELECT idx, mode, n_accepted, n_verified, committed_ids, state, timings_ms FROM cycles "
-            "WHERE session_id = ? ORDER BY idx", [session_id])
-        return [
-            {"index": i, "mode": m, "n_accepted": a, "n_verified": v, "n_committed": len(json.loads(c)),
-             "state": json.loads(s), "timings_ms": json.loads(t)}
-            for i, m, a, v, c, s, t in cur
-        ]
+            "SELECT idx, mode, n_verified, n_accepted, committed_ids, state, timings_ms, summary FROM cycles "
+            "WHERE session_id = ? AND idx >= ? ORDER BY idx", [session_id, start])
+        loads = json.loads
+        return [summary_from_row(i, m, v, a, loads(c), loads(s), loads(t), loads(x)) for i, m, v, a, c, s, t, x in cur]
 
     # -- writing -----------------------------------------------------------------
     def new_session(self, info: SessionInfo) -> SessionWriter:
@@ -327,6 +347,7 @@ def _cycle_to_row(session_id: str, r: CycleRecord) -> dict[str, Any]:
         "accepted_path": _dumps(r.accepted_path), "bonus_token": r.bonus_token,
         "committed_ids": _dumps(r.committed_ids), "kv_keep": _dumps(r.kv_keep),
         "target_topk": _dumps(r.target_topk), "state": _dumps(r.state), "timings_ms": _dumps(r.timings_ms),
+        "summary": _dumps(summarize(r).to_json()),
     }
 
 

@@ -1,0 +1,64 @@
+"""What every panel does: follow the session model, and export itself as PNG or SVG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QRect, QSize
+from PySide6.QtGui import QPainter
+from PySide6.QtSvg import QSvgGenerator
+from PySide6.QtWidgets import QWidget
+
+from specviz_core.records import CycleRecord
+from specviz_core.session_model import SessionModel
+from specviz_core.sources import CycleSource
+
+
+class PanelMixin:
+    """Connects a widget to the model's events. Subclasses override the ``on_*`` methods they need.
+
+    A panel never keeps its own copy of the current cycle: it reads ``self.model.record``.
+    """
+
+    title = "Panel"
+
+    def connect_model(self, model: SessionModel) -> None:
+        self.model = model
+        model.session_opened.connect(self.on_session_opened)
+        model.session_closed.connect(self.on_session_closed)
+        model.cycle_changed.connect(self.on_cycle_changed)
+        model.cycles_appended.connect(self.on_cycles_appended)
+        model.node_selected.connect(self.on_node_selected)
+
+    def on_session_opened(self, source: CycleSource) -> None: ...
+
+    def on_session_closed(self) -> None: ...
+
+    def on_cycle_changed(self, record: CycleRecord) -> None: ...
+
+    def on_cycles_appended(self, summaries: list) -> None: ...
+
+    def on_node_selected(self, node_id: int | None) -> None: ...
+
+
+def export_widget(widget: QWidget, path: str | Path) -> Path:
+    """Save a widget as PNG (pixels, at screen resolution x2) or SVG (vector), by the file's suffix."""
+    path = Path(path)
+    if path.suffix.lower() == ".svg":
+        gen = QSvgGenerator()
+        gen.setFileName(str(path))
+        gen.setSize(widget.size())
+        gen.setViewBox(QRect(0, 0, widget.width(), widget.height()))
+        gen.setTitle(getattr(widget, "title", "SpecViz panel"))
+        painter = QPainter(gen)
+        widget.render(painter)
+        painter.end()
+    else:
+        pixmap = widget.grab()
+        if not pixmap.save(str(path)):
+            raise OSError(f"could not write {path}")
+    return path
+
+
+def default_size() -> QSize:
+    return QSize(640, 420)

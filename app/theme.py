@@ -1,0 +1,60 @@
+"""Colours and fonts shared by every panel, for light and dark palettes."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
+
+# How a node or a committed token came to be: one colour each, readable on light and dark backgrounds.
+SOURCE_COLORS: dict[str, str] = {
+    "prompt": "#8a8f98",
+    "root": "#5f6b7a",
+    "spine": "#1f77d0",
+    "branch": "#e07b00",
+    "draft": "#8e44ad",
+    "ngram": "#159a8c",
+    "recycle": "#c0392b",
+    "table": "#b8860b",
+    "bonus": "#2e9e44",
+    "ar": "#6c7a89",
+}
+SOURCE_LABELS: dict[str, str] = {
+    "prompt": "prompt", "root": "root", "spine": "spine (context match)", "branch": "branch (adjacency table)",
+    "draft": "draft model", "ngram": "n-gram copy", "recycle": "recycled token", "table": "table drafter",
+    "bonus": "bonus token", "ar": "AR (one token)",
+}
+FALLBACK = "#7f8c8d"
+ACCEPTED = "#2e9e44"
+REJECTED = "#d64541"
+GATED = "#9aa0a6"
+
+
+def source_color(source: str) -> QColor:
+    return QColor(SOURCE_COLORS.get(source, FALLBACK))
+
+
+def is_dark(palette: QPalette | None = None) -> bool:
+    if palette is None:
+        app = QGuiApplication.instance()
+        if app is None:
+            return False
+        palette = app.palette()
+    return palette.color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def apply_system_theme(app) -> None:
+    """Fusion style, with a dark palette when the system asks for dark."""
+    app.setStyle("Fusion")
+    scheme = app.styleHints().colorScheme()
+    if scheme == Qt.ColorScheme.Dark:
+        p = QPalette()
+        for role, color in (
+            (QPalette.ColorRole.Window, "#202124"), (QPalette.ColorRole.WindowText, "#e8eaed"),
+            (QPalette.ColorRole.Base, "#17181a"), (QPalette.ColorRole.AlternateBase, "#26272a"),
+            (QPalette.ColorRole.Text, "#e8eaed"), (QPalette.ColorRole.Button, "#2d2e31"),
+            (QPalette.ColorRole.ButtonText, "#e8eaed"), (QPalette.ColorRole.Highlight, "#3b78d8"),
+            (QPalette.ColorRole.HighlightedText, "#ffffff"), (QPalette.ColorRole.ToolTipBase, "#2d2e31"),
+            (QPalette.ColorRole.ToolTipText, "#e8eaed"), (QPalette.ColorRole.PlaceholderText, "#9aa0a6"),
+        ):
+            p.setColor(role, QColor(color))
+        app.setPalette(p)

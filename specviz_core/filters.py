@@ -1,0 +1,78 @@
+"""Conditions on a cycle, shared by the timeline's filter and the engine's breakpoints."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .errors import SpecVizError
+from .summary import CycleSummary
+
+#: Filter kinds, with a label for menus.
+KINDS: dict[str, str] = {
+    "all": "All cycles",
+    "spine_broke": "Spine broke",
+    "spine_continued": "Branch continued the spine",
+    "bypass": "Bypass cycles",
+    "accepted_le": "Accepted ≤ k",
+    "accepted_ge": "Accepted ≥ k",
+    "mode": "Mode is …",
+}
+
+
+@dataclass(frozen=True)
+class CycleFilter:
+    """One condition: ``kind`` from :data:`KINDS`, with ``k`` or ``mode`` where the kind needs one."""
+
+    kind: str = "all"
+    k: int = 0
+    mode: str = "tree"
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise SpecVizError(f"unknown cycle filter {self.kind!r} (known: {', '.join(KINDS)})")
+
+    def __call__(self, s: CycleSummary) -> bool:
+        if self.kind == "all":
+            return True
+        if self.kind == "spine_broke":
+            return s.spine_broke
+        if self.kind == "spine_continued":
+            return s.spine_continued
+        if self.kind == "bypass":
+            return s.mode == "bypass"
+        if self.kind == "accepted_le":
+            return s.n_accepted <= self.k
+        if self.kind == "accepted_ge":
+            return s.n_accepted >= self.k
+        return s.mode == self.mode
+
+    def label(self) -> str:
+        if self.kind in ("accepted_le", "accepted_ge"):
+            return KINDS[self.kind].replace("k", str(self.k))
+        if self.kind == "mode":
+            return f"Mode is {self.mode}"
+        return KINDS[self.kind]
+
+    def matching(self, summaries: Iterable[CycleSummary]) -> list[int]:
+        """Indices of the matching cycles, in order."""
+        return [s.index for s in summaries if self(s)]
+
+    @classmethod
+    def parse(cls, text: str) -> CycleFilter:
+        """``spine_broke``, ``bypass``, ``accepted<=2``, ``accepted>=4``, ``mode=ar``..."""
+        t = text.strip().replace(" ", "")
+        if t.startswith("accepted<="):
+            return cls("accepted_le", k=_int(t[10:], text))
+        if t.startswith("accepted>="):
+            return cls("accepted_ge", k=_int(t[10:], text))
+        if t.startswith("mode="):
+            return cls("mode", mode=t[5:])
+        return cls(t or "all")
+
+
+def _int(s: str, text: str) -> int:
+    try:
+        return int(s)
+    except ValueError:
+        raise SpecVizError(f"bad cycle filter {text!r}: expected a whole number after the comparison") from None

@@ -1,0 +1,119 @@
+"""The one current session and cycle that every view shows (no Qt here).
+
+Views take a :class:`SessionModel` in their constructor and connect to its events; only the model
+changes the current cycle, and it tells everyone when it does.
+"""
+
+from __future__ import annotations
+
+from .events import Event
+from .filters import CycleFilter
+from .records import CycleRecord
+from .sources import CycleSource, LiveSource
+from .summary import CycleSummary
+from .vocab import TokenText
+
+
+class SessionModel:
+    """Current session (a :class:`CycleSource`), current cycle, selected node, cycle filter."""
+
+    def __init__(self) -> None:
+        self.source: CycleSource | None = None
+        self.vocab = TokenText(None)
+        self.index: int = -1
+        self.record: CycleRecord | None = None
+        self.selected_node: int | None = None
+        self.filter = CycleFilter()
+        self.follow_live = True
+        """While decoding, move to each new cycle as it arrives."""
+        # Events: (source), (), (record), (summaries appended), (node id or None), (filter)
+        self.session_opened = Event("session_opened")
+        self.session_closed = Event("session_closed")
+        self.cycle_changed = Event("cycle_changed")
+        self.cycles_appended = Event("cycles_appended")
+        self.node_selected = Event("node_selected")
+        self.filter_changed = Event("filter_changed")
+
+    # -- session --------------------------------------------------------------
+    def open(self, source: CycleSource, vocab: TokenText | None = None) -> None:
+        if self.source is not None:
+            self.close()
+        self.source = source
+        if vocab is not None:
+            self.vocab = vocab
+        self.index = -1
+        self.record = None
+        self.selected_node = None
+        self.session_opened.emit(source)
+        if len(source):
+            self.set_cycle(len(source) - 1 if source.live else 0)
+
+    def close(self) -> None:
+        if self.source is None:
+            return
+        self.source = None
+        self.index = -1
+        self.record = None
+        self.selected_node = None
+        self.session_closed.emit()
+
+    @property
+    def n_cycles(self) -> int:
+        return len(self.source) if self.source is not None else 0
+
+    def summaries(self) -> list[CycleSummary]:
+        return self.source.summaries() if self.source is not None else []
+
+    # -- cycles -----------------------------------------------------------------
+    def set_cycle(self, index: int) -> bool:
+        """Make cycle ``index`` current (clamped); False if there is nothing to show."""
+        if self.source is None or not len(self.source):
+            return False
+        index = max(0, min(index, len(self.source) - 1))
+        if index == self.index and self.record is not None:
+            return True
+        self.index = index
+        self.record = self.source.cycle(index)
+        self.selected_node = None
+        self.cycle_changed.emit(self.record)
+        return True
+
+    def step(self, delta: int) -> bool:
+        """Move ``delta`` cycles, skipping cycles the filter hides."""
+        if self.source is None or not len(self.source):
+            return False
+        matching = self.visible_indices()
+        if not matching:
+            return False
+        if delta > 0:
+            later = [i for i in matching if i > self.index]
+            target = later[min(delta, len(later)) - 1] if later else matching[-1]
+        else:
+            earlier = [i for i in matching if i < self.index]
+            target = earlier[max(len(earlier) + delta, 0)] if earlier else matching[0]
+        return self.set_cycle(target)
+
+    def visible_indices(self) -> list[int]:
+        return self.filter.matching(self.summaries())
+
+    def set_filter(self, f: CycleFilter) -> None:
+        self.filter = f
+        self.filter_changed.emit(f)
+
+    def append(self, record: CycleRecord) -> None:
+        """A live cycle arrived (the source must be a :class:`LiveSource`)."""
+        if not isinstance(self.source, LiveSource):
+            raise TypeError("cycles can only be appended to a live session")
+        summary = self.source.append(record)
+        self.cycles_appended.emit([summary])
+        if self.follow_live or self.index < 0:
+            self.set_cycle(record.index)
+
+    # -- selection --------------------------------------------------------------
+    def select_node(self, node_id: int | None) -> None:
+        if node_id == self.selected_node:
+            return
+        if node_id is not None and (self.record is None or node_id not in self.record.node_by_id):
+            node_id = None
+        self.selected_node = node_id
+        self.node_selected.emit(node_id)

@@ -1,0 +1,84 @@
+"""Where cycles come from: a recording being replayed, or a session being decoded now.
+
+Both implement :class:`CycleSource`, so nothing that shows a cycle knows which one it reads.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Protocol
+
+from .records import CycleRecord, SessionInfo
+from .recording import Recording
+from .summary import CycleSummary, summarize
+
+
+class CycleSource(Protocol):
+    """A session's cycles, by index. ``info`` may change while a live session grows."""
+
+    info: SessionInfo
+    live: bool
+
+    def __len__(self) -> int: ...
+
+    def cycle(self, index: int) -> CycleRecord: ...
+
+    def summaries(self) -> list[CycleSummary]: ...
+
+
+class RecordingSource:
+    """One recorded session, read on demand with a small cache of full cycles."""
+
+    live = False
+
+    def __init__(self, recording: Recording, session_id: str | None = None, cache_size: int = 64) -> None:
+        self.recording = recording
+        self.info = recording.session(session_id)
+        self._summaries = recording.cycle_summaries(self.info.id)
+        self._cache: OrderedDict[int, CycleRecord] = OrderedDict()
+        self._cache_size = cache_size
+
+    def __len__(self) -> int:
+        return len(self._summaries)
+
+    def cycle(self, index: int) -> CycleRecord:
+        rec = self._cache.get(index)
+        if rec is None:
+            rec = self.recording.cycle(self.info.id, index)
+            self._cache[index] = rec
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(index)
+        return rec
+
+    def summaries(self) -> list[CycleSummary]:
+        return self._summaries
+
+
+class LiveSource:
+    """A session being decoded: the engine's records, appended as they arrive (already recorded)."""
+
+    live = True
+
+    def __init__(self, info: SessionInfo) -> None:
+        self.info = info
+        self._records: list[CycleRecord] = []
+        self._summaries: list[CycleSummary] = []
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def append(self, record: CycleRecord) -> CycleSummary:
+        if record.index != len(self._records):
+            raise ValueError(f"cycle {record.index} arrived after {len(self._records)} cycles")
+        self._records.append(record)
+        summary = summarize(record)
+        self._summaries.append(summary)
+        return summary
+
+    def cycle(self, index: int) -> CycleRecord:
+        return self._records[index]
+
+    def summaries(self) -> list[CycleSummary]:
+        return self._summaries

@@ -1,0 +1,139 @@
+"""A cycle in a few numbers: what the timeline, the filters, the charts and the output view need.
+
+A :class:`CycleSummary` is computed once from a :class:`CycleRecord` (when the cycle is recorded,
+or live) and stored next to it, so opening a 10,000-cycle recording reads small rows instead of
+every tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import CycleRecord
+
+#: How a committed token got into the output, besides a drafted node's own source.
+BONUS = "bonus"
+AR = "ar"
+PROMPT = "prompt"
+
+#: Sources whose chain is a "spine": a break in it is what the spine-break filter finds.
+SPINE_SOURCES = ("spine", "ngram")
+
+
+@dataclass(frozen=True, slots=True)
+class CycleSummary:
+    """One cycle, summarised. Counts are in tokens, times in ms."""
+
+    index: int
+    """Cycle number in the session, from 0."""
+    mode: str
+    """``ar``, ``chain``, ``tree`` or ``bypass``."""
+    n_verified: int
+    """Tokens in the verify block (root included)."""
+    n_accepted: int
+    """Draft tokens accepted (bonus excluded)."""
+    committed_ids: tuple[int, ...]
+    """Tokens committed by this cycle."""
+    committed_kinds: tuple[str, ...]
+    """Per committed token: the accepted node's source, ``bonus``, or ``ar`` (an AR cycle's token)."""
+    cycle_ms: float
+    """Wall time of the whole cycle (every timing summed)."""
+    spine_broke_at: int | None
+    """Depth of the first rejected spine (or copied n-gram) token; None if the spine held or there was none."""
+    spine_continued: bool
+    """A branch continued the accepted path after the spine broke."""
+    by_source: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per node source: (verified, accepted) counts."""
+    by_depth_rank: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    """Per (depth, sibling rank): (verified, accepted) counts; rank 0 is the first child tried."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """The method's state for this cycle (spine ratio, EMA, delta, ...)."""
+
+    @property
+    def n_committed(self) -> int:
+        return len(self.committed_ids)
+
+    @property
+    def spine_broke(self) -> bool:
+        return self.spine_broke_at is not None
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.n_committed / self.cycle_ms * 1000.0 if self.cycle_ms > 0 else 0.0
+
+    # -- storage ------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """The parts not already stored in the cycle row (compact keys)."""
+        return {
+            "kinds": list(self.committed_kinds),
+            "broke": self.spine_broke_at,
+            "cont": self.spine_continued,
+            "src": {k: list(v) for k, v in self.by_source.items()},
+            "dr": [[d, r, v, a] for (d, r), (v, a) in self.by_depth_rank.items()],
+        }
+
+
+def summary_from_row(index: int, mode: str, n_verified: int, n_accepted: int, committed_ids: list[int],
+                     state: dict[str, Any], timings_ms: dict[str, float], extra: dict[str, Any]) -> CycleSummary:
+    """Rebuild a summary from a recording row and its stored ``to_json`` part."""
+    return CycleSummary(
+        index=index, mode=mode, n_verified=n_verified, n_accepted=n_accepted,
+        committed_ids=tuple(committed_ids), committed_kinds=tuple(extra["kinds"]),
+        cycle_ms=float(sum(timings_ms.values())), spine_broke_at=extra["broke"], spine_continued=bool(extra["cont"]),
+        by_source={k: (int(v[0]), int(v[1])) for k, v in extra["src"].items()},
+        by_depth_rank={(int(d), int(r)): (int(v), int(a)) for d, r, v, a in extra["dr"]},
+        state=state,
+    )
+
+
+def summarize(record: CycleRecord) -> CycleSummary:
+    """Compute a cycle's summary from its record."""
+    nodes = record.node_by_id
+    accepted = set(record.accepted_path)
+    verified = [n for n in record.nodes if n.verified and n.parent >= 0]
+
+    by_source: dict[str, list[int]] = {}
+    for n in verified:
+        c = by_source.setdefault(n.source, [0, 0])
+        c[0] += 1
+        c[1] += n.id in accepted
+
+    # Sibling rank follows verify order, which puts higher-priority and better-scored children first.
+    order = {nid: i for i, nid in enumerate(record.verify_order)}
+    children: dict[int, list[int]] = {}
+    for n in verified:
+        children.setdefault(n.parent, []).append(n.id)
+    by_depth_rank: dict[tuple[int, int], list[int]] = {}
+    for kids in children.values():
+        for rank, nid in enumerate(sorted(kids, key=lambda k: order.get(k, k))):
+            c = by_depth_rank.setdefault((nodes[nid].depth, rank), [0, 0])
+            c[0] += 1
+            c[1] += nid in accepted
+
+    # The spine is the chain of spine-source nodes from the root; it broke where its first node is rejected.
+    spine_broke_at: int | None = None
+    spine_continued = False
+    spine_child = {n.parent: n for n in verified if n.source in SPINE_SOURCES}
+    node = spine_child.get(0)
+    while node is not None:
+        if node.id not in accepted:
+            spine_broke_at = node.depth
+            spine_continued = any(nodes[a].source not in SPINE_SOURCES and nodes[nodes[a].parent].source in SPINE_SOURCES
+                                  for a in accepted if nodes[a].parent > 0)
+            break
+        node = spine_child.get(node.id)
+
+    n_committed = len(record.committed_ids)
+    kinds = [nodes[a].source for a in record.accepted_path][:n_committed]
+    if len(kinds) < n_committed:
+        kinds.append(AR if record.mode == "ar" else BONUS)
+    return CycleSummary(
+        index=record.index, mode=record.mode, n_verified=record.n_verified, n_accepted=record.n_accepted,
+        committed_ids=tuple(record.committed_ids), committed_kinds=tuple(kinds),
+        cycle_ms=float(sum(record.timings_ms.values())), spine_broke_at=spine_broke_at,
+        spine_continued=spine_continued,
+        by_source={k: (v[0], v[1]) for k, v in by_source.items()},
+        by_depth_rank={k: (v[0], v[1]) for k, v in by_depth_rank.items()},
+        state=dict(record.state),
+    )

@@ -1,0 +1,46 @@
+"""Token ids as text a person can read, whitespace made visible."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+_VISIBLE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
+
+
+class TokenText:
+    """Decodes single tokens (cached). Without a tokenizer, tokens show as ``#id``."""
+
+    def __init__(self, tokenizer: Any | None) -> None:
+        self.tokenizer = tokenizer
+        self.piece = lru_cache(maxsize=65536)(self._piece)
+
+    def _piece(self, token: int) -> str:
+        if self.tokenizer is None or token < 0:
+            return f"#{token}"
+        try:
+            return self.tokenizer.decode([token], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        except Exception:  # a tokenizer that cannot decode one id alone still shows something
+            return f"#{token}"
+
+    def label(self, token: int, limit: int = 12) -> str:
+        """Short and single-line: spaces as ␣, newlines as ↵."""
+        text = self.piece(token).translate(_VISIBLE) or "∅"
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    def text(self, tokens: list[int] | tuple[int, ...]) -> str:
+        if self.tokenizer is None:
+            return " ".join(f"#{t}" for t in tokens)
+        return self.tokenizer.decode(list(tokens), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+
+def load_token_text(tokenizer_path: str | None) -> TokenText:
+    """The tokenizer of a recorded session, from its local folder; ids only if it cannot be found."""
+    if not tokenizer_path:
+        return TokenText(None)
+    try:
+        from transformers import AutoTokenizer
+
+        return TokenText(AutoTokenizer.from_pretrained(tokenizer_path, local_files_only=True))
+    except Exception:
+        return TokenText(None)
