@@ -1,0 +1,255 @@
+"""Why did the spine break: a few plain sentences about the current cycle's spine.
+
+A spine is the chain of context-copied tokens from the root: Goose's ``spine`` nodes or PLD's ``ngram`` nodes. The
+panel says where it was copied from (the matched n-gram and the copied span of the context), how much of it the target
+accepted, what it proposed where it broke against what the target wanted (with both probabilities and the top-5), and
+whether a branch carried the accepted path on. ``span_changed`` tells the output view which context tokens matched.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import QUrl, Signal
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QTextBrowser, QWidget
+
+from specviz_core.records import CycleRecord, Node
+from specviz_core.session_model import SessionModel
+from specviz_core.vocab import TokenText
+
+from ..theme import REJECTED, SOURCE_COLORS
+from .base import PanelMixin
+from .tree_layout import spine_chain, topk_after
+
+log = logging.getLogger(__name__)
+HINT = "Step a cycle (F10) or open a recording"
+METHOD_NAMES = {"goose": "Goose", "isotropic": "Isotropic", "pld": "PLD", "tr": "Token Recycling", "ar": "AR"}
+
+
+@dataclass
+class Explanation:
+    """What the panel says about one cycle: HTML paragraphs and the context spans it refers to."""
+
+    paragraphs: list[str] = field(default_factory=list)
+    matched: tuple[int, int] | None = None
+    copied: tuple[int, int] | None = None
+
+
+class SpinePanel(PanelMixin, QTextBrowser):
+    """Plain-language account of the current cycle's spine.
+
+    ``matched_span()`` / ``copied_span()``: context token indices ``(start, end)``, end exclusive, of the matched
+    n-gram and of the copied tokens, where the context is the prompt ids followed by every token committed before this
+    cycle (index < len(prompt_ids) is a prompt token). ``span_changed`` is emitted with ``matched_span()`` (a tuple
+    or None) whenever it changes.
+    """
+
+    title = "Why did the spine break"
+    span_changed = Signal(object)
+
+    def __init__(self, model: SessionModel, parent: QWidget | None = None) -> None:
+        QTextBrowser.__init__(self, parent)
+        self.setOpenLinks(False)
+        self.anchorClicked.connect(self._on_link)
+        self.setToolTip("Why the spine (Goose's context-matched chain, PLD's copied n-gram) stopped being accepted "
+                        "this cycle.\nClick a node link to select that node in the tree.")
+        self._explanation = Explanation()
+        self._flat: list[int] = []
+        self._cum: list[int] = [0]
+        self.connect_model(model)
+        self._show()
+
+    # -- model callbacks ----------------------------------------------------------------------------------------------
+    def on_session_opened(self, source) -> None:
+        self._flat, self._cum = [], [0]
+        self._show()
+
+    def on_session_closed(self) -> None:
+        self._flat, self._cum = [], [0]
+        self._show()
+
+    def on_cycle_changed(self, record: CycleRecord) -> None:
+        self._show()
+
+    # -- public -------------------------------------------------------------------------------------------------------
+    def matched_span(self) -> tuple[int, int] | None:
+        """Context token indices (start, end exclusive) of the n-gram the spine's match was found with."""
+        return self._explanation.matched
+
+    def copied_span(self) -> tuple[int, int] | None:
+        """Context token indices (start, end exclusive) of the tokens copied as the spine."""
+        return self._explanation.copied
+
+    def explanation(self) -> str:
+        """The panel's text, plain."""
+        return self.toPlainText()
+
+    def export_target(self) -> QWidget:
+        return self
+
+    # -- context ------------------------------------------------------------------------------------------------------
+    def context_tokens(self, start: int, end: int) -> list[int]:
+        """Context tokens ``start:end`` as the current cycle saw them (prompt, then tokens committed before it)."""
+        source, rec = self.model.source, self.model.record
+        if source is None or rec is None:
+            return []
+        summaries = source.summaries()
+        while len(self._cum) <= min(rec.index, len(summaries)):  # grows with live sessions, never re-read
+            ids = summaries[len(self._cum) - 1].committed_ids
+            self._flat.extend(ids)
+            self._cum.append(self._cum[-1] + len(ids))
+        prompt = source.info.prompt_ids
+        n_ctx = len(prompt) + self._cum[min(rec.index, len(self._cum) - 1)]
+        out = []
+        for i in range(max(0, start), min(end, n_ctx)):
+            out.append(prompt[i] if i < len(prompt) else self._flat[i - len(prompt)])
+        return out
+
+    # -- text ---------------------------------------------------------------------------------------------------------
+    def _show(self) -> None:
+        rec = self.model.record
+        old = self._explanation.matched
+        if rec is None or self.model.source is None:
+            self._explanation = Explanation()
+            hint = self.palette().color(QPalette.ColorRole.PlaceholderText).name()
+            self.setHtml(f"<p style='color:{hint}'>{HINT}</p>")
+        else:
+            try:
+                self._explanation = self._explain(rec)
+                self.setHtml("".join(f"<p>{p}</p>" for p in self._explanation.paragraphs))
+            except Exception as exc:  # noqa: BLE001 - one odd record must not stop the other panels' updates
+                log.exception("spine panel: cannot explain cycle %s", rec.index)
+                self._explanation = Explanation()
+                self.setPlainText(f"Cannot explain this cycle ({type(exc).__name__}: {exc})")
+        if self._explanation.matched != old:
+            self.span_changed.emit(self._explanation.matched)
+
+    def _explain(self, rec: CycleRecord) -> Explanation:
+        vocab = self.model.vocab
+        info = self.model.source.info
+        method = METHOD_NAMES.get(info.method, info.method)
+        spine = spine_chain(rec)
+        head = f"<b>Cycle {rec.index}</b> · {method} · {rec.mode}"
+        out = Explanation()
+        if not spine:
+            out.paragraphs = [f"{head}<br>{self._no_spine(rec, info.method)}"]
+            return out
+        what = "spine"
+        kind = " (PLD's copied n-gram continuation)" if spine[0].source == "ngram" else ""
+        st = rec.state
+        match = st.get("match") or None
+        paras = [f"{head} · a spine of {len(spine)} token{_s(len(spine))}{kind}"]
+        if match:
+            ms, me = (int(x) for x in match["match_span"])
+            cs, ce = (int(x) for x in match["copy_span"])
+            out.matched, out.copied = (ms, me), (cs, ce)
+            where = "the prompt" if ce <= len(info.prompt_ids) else "the output" if cs >= len(info.prompt_ids) \
+                else "the prompt and output"
+            paras.append(
+                f"<b>Where it came from:</b> copied from tokens {cs}–{ce - 1} of {where} "
+                f"{self._quote(self.context_tokens(cs, ce))}, after matching the {match['ngram']}-gram "
+                f"{self._quote(self.context_tokens(ms, me))} at tokens {ms}–{me - 1}: the context ended with the "
+                f"same {match['ngram']} token{_s(int(match['ngram']))}.")
+        if rec.mode == "bypass":
+            reasons = []
+            threshold = int(info.params.get("bypass_threshold", 8))
+            if int(st.get("match_len", len(spine))) >= threshold:
+                reasons.append(f"the match was long ({st.get('match_len', len(spine))} ≥ {threshold} tokens)")
+            if st.get("consensus"):
+                reasons.append("two or more n-gram lengths agreed on the next token (consensus)")
+            paras.append("<b>Linear bypass:</b> " + (" and ".join(reasons) or "the match was trusted")
+                         + ", so the spine was verified alone as a chain, without branches.")
+        n_acc = sum(1 for n in spine if n.accepted)
+        broken = next((n for n in spine if not n.accepted), None)
+        after = [rec.node_by_id[a] for a in rec.accepted_path[n_acc:]]
+        if broken is None:
+            paras.append(f"<b>Accepted:</b> the target accepted all {len(spine)} {what} tokens; "
+                         f"then it added the bonus token {self._chip(rec.bonus_token, 'bonus')}.")
+        else:
+            paras.append(f"<b>Accepted:</b> the target accepted {n_acc} of {len(spine)} {what} tokens.")
+            paras.append(self._break(rec, broken, vocab))
+            if after:
+                paras.append(
+                    f"<b>Branch:</b> a {after[0].source} continued the accepted path for {len(after)} more "
+                    f"token{_s(len(after))} ({' '.join(self._chip(n.token, n.source, n.id) for n in after)}), "
+                    f"then the bonus {self._chip(rec.bonus_token, 'bonus')}.")
+            else:
+                parent = rec.node_by_id.get(broken.parent)
+                want = parent.target_token if parent is not None else rec.bonus_token
+                siblings = [n for n in rec.nodes if n.parent == broken.parent and n.id != broken.id]
+                note = ""
+                if any(n.gated and n.token == want for n in siblings):
+                    note = f"; a gated candidate had {self._chip(want, 'branch')} but was cut before verification"
+                elif siblings:
+                    note = (f"; none of the {len(siblings)} other candidate{_s(len(siblings))} at that position "
+                            f"proposed {self._chip(want, None)}")
+                paras.append(f"<b>Branch:</b> no branch continued the path{note}. The cycle committed {n_acc} "
+                             f"{what} token{_s(n_acc)} and the bonus {self._chip(rec.bonus_token, 'bonus')}.")
+        if "spine_ratio" in st and rec.mode == "tree":
+            ema = f"{st['ema_p_s']:.2f}" + (f" → {st['ema_p_s_after']:.2f}" if "ema_p_s_after" in st else "")
+            paras.append(f"<small>Spine share r = {st['spine_ratio']:.2f} of the node budget "
+                         f"(EMA of spine acceptance p_s {ema}).</small>")
+        out.paragraphs = paras
+        return out
+
+    def _break(self, rec: CycleRecord, broken: Node, vocab: TokenText) -> str:
+        parent = rec.node_by_id.get(broken.parent)
+        top = topk_after(rec, broken.parent)
+        want = parent.target_token if parent is not None and parent.target_token >= 0 else (top[0][0] if top else -1)
+        probs = dict(top)
+        own = broken.target_prob if broken.target_prob is not None else probs.get(broken.token)
+        listing = ", ".join(f"{self._chip(t, None)} {p:.3f}" for t, p in top)
+        return (f"<b>The break:</b> at depth {broken.depth} the spine proposed "
+                f"{self._chip(broken.token, broken.source, broken.id, REJECTED)} (target probability {_p(own)}); "
+                f"the target wanted {self._chip(want, None)} (probability {_p(probs.get(want))})."
+                + (f"<br><small>Target's top-5 there: {listing}</small>" if listing else ""))
+
+    def _no_spine(self, rec: CycleRecord, method: str) -> str:
+        if rec.mode == "ar":
+            reasons = {"goose": "Goose found no context match and no adjacency-table successor",
+                       "pld": "PLD found no earlier occurrence of the context's last n-gram"}
+            why = reasons.get(method, "nothing was drafted")
+            return (f"No spine this cycle: an AR cycle ({why}), so the target produced one token, "
+                    f"{self._chip(rec.bonus_token, 'bonus')}.")
+        sources = sorted({n.source for n in rec.nodes if n.parent >= 0})
+        if method in ("goose", "isotropic") and not rec.state.get("match"):
+            return "No spine this cycle: Goose found no context match, so the tree holds only adjacency-table branches."
+        return (f"No spine this cycle: {METHOD_NAMES.get(method, method)} drafted a tree of "
+                f"{', '.join(sources) or 'no'} nodes, with no context-copied chain.")
+
+    def _chip(self, token: int, source: str | None, node_id: int | None = None, border: str | None = None) -> str:
+        """A token as a small coloured label; a link to its node when it has one."""
+        text = html.escape(self.model.vocab.label(token, 24))
+        if source is None:
+            chip = f"<b>“{text}”</b>"
+        else:
+            bg = SOURCE_COLORS.get(source, "#7f8c8d")
+            chip = f"<span style='background-color:{bg}; color:#ffffff'>&nbsp;{text}&nbsp;</span>"
+            if border:
+                chip = f"<span style='color:{border}'>✗</span>{chip}"
+        return f"<a href='node:{node_id}' style='text-decoration:none'>{chip}</a>" if node_id is not None else chip
+
+    def _quote(self, ids: list[int]) -> str:
+        text = self.model.vocab.text(ids).replace("\n", "↵").strip()
+        if len(text) > 90:
+            text = text[:89] + "…"
+        return f"“<i>{html.escape(text)}</i>”"
+
+    def _on_link(self, url: QUrl) -> None:
+        text = url.toString()
+        if text.startswith("node:"):
+            try:
+                self.model.select_node(int(text[5:]))
+            except ValueError:
+                pass
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def _p(p: float | None) -> str:
+    return "not in its top-5" if p is None else f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"

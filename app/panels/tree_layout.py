@@ -1,0 +1,74 @@
+"""Qt-free helpers for the tree and spine panels: the layered layout, the spine chain, the target's top-5 rows."""
+
+from __future__ import annotations
+
+from specviz_core.records import CycleRecord, Node
+from specviz_core.summary import SPINE_SOURCES
+
+
+def tidy_rows(children: dict[int, list[int]], root: int = 0) -> dict[int, float]:
+    """Row of every node (in row units, root at 0) for a layered drawing with one layer per depth.
+
+    Subtrees are packed as tightly as their per-layer contours allow (Reingold-Tilford style, one row apart at
+    least), and every parent sits midway between its first and last child.
+    """
+    order, stack = [], [root]
+    while stack:  # pre-order: parents before children
+        n = stack.pop()
+        order.append(n)
+        stack.extend(children.get(n, ()))
+    contour: dict[int, list[list[float]]] = {}
+    offset: dict[int, float] = {}
+    for n in reversed(order):
+        kids = children.get(n)
+        if not kids:
+            contour[n] = [[0.0, 0.0]]
+            continue
+        acc: list[list[float]] = []
+        shifts = []
+        for k in kids:
+            c = contour.pop(k)
+            s = max((acc[d][1] - c[d][0] + 1.0 for d in range(min(len(acc), len(c)))), default=0.0)
+            shifts.append(s)
+            for d, (lo, hi) in enumerate(c):
+                if d < len(acc):
+                    acc[d][0], acc[d][1] = min(acc[d][0], lo + s), max(acc[d][1], hi + s)
+                else:
+                    acc.append([lo + s, hi + s])
+        mid = (shifts[0] + shifts[-1]) / 2
+        for k, s in zip(kids, shifts):
+            offset[k] = s - mid
+        contour[n] = [[0.0, 0.0]] + [[lo - mid, hi - mid] for lo, hi in acc]
+    rows = {root: 0.0}
+    for n in order:
+        for k in children.get(n, ()):
+            rows[k] = rows[n] + offset[k]
+    return rows
+
+
+def spine_chain(record: CycleRecord) -> list[Node]:
+    """The spine: verified spine / copied n-gram nodes chained from the root, in depth order."""
+    child = {n.parent: n for n in record.nodes if n.verified and n.source in SPINE_SOURCES and n.parent >= 0}
+    chain, node = [], child.get(0)
+    while node is not None:
+        chain.append(node)
+        node = child.get(node.id)
+    return chain
+
+
+def first_rejected_spine(record: CycleRecord) -> Node | None:
+    """The first node of the spine chain that the target did not accept (None if it held or there is none)."""
+    return next((n for n in spine_chain(record) if not n.accepted), None)
+
+
+def topk_after(record: CycleRecord, node_id: int) -> tuple[tuple[int, float], ...]:
+    """The target's top-5 (token, probability) after ``node_id``: its verify row (empty if it was not verified)."""
+    try:
+        return record.target_topk[record.verify_order.index(node_id)]
+    except (ValueError, IndexError):
+        return ()
+
+
+def parent_topk(record: CycleRecord, node: Node) -> tuple[tuple[int, float], ...]:
+    """The target's top-5 at ``node``'s position: the verify row of its parent."""
+    return topk_after(record, node.parent)

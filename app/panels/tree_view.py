@@ -1,0 +1,503 @@
+"""Draft tree: the current cycle's tree, root on the left, one layer per depth.
+
+Nodes are boxes labelled with their token (whitespace visible) and filled with their source's colour; gated nodes
+are hollow and dashed; the accepted path is bold and ends in the bonus token (a double-outlined ★ box); the first
+rejected spine node has a red outline and a callout with the token the target wanted there and its top-5.
+Wheel zooms, dragging pans, a double-click fits; clicking a node selects it in the model.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
+from PySide6.QtGui import (QBrush, QColor, QFont, QFontMetricsF, QHelpEvent, QMouseEvent, QPainter, QPainterPath,
+                           QPalette, QPen, QResizeEvent, QTransform, QWheelEvent)
+from PySide6.QtWidgets import (QGraphicsItem, QGraphicsPathItem, QGraphicsScene, QGraphicsSimpleTextItem,
+                               QGraphicsView, QHBoxLayout, QLabel, QToolButton, QToolTip, QWidget)
+
+from specviz_core.records import CycleRecord, Node
+from specviz_core.session_model import SessionModel
+
+from ..theme import ACCEPTED, GATED, REJECTED, SOURCE_COLORS, SOURCE_LABELS, source_color
+from .base import PanelMixin
+from .tree_layout import first_rejected_spine, parent_topk, tidy_rows, topk_after
+
+log = logging.getLogger(__name__)
+HINT = "Step a cycle (F10) or open a recording"
+BONUS = -1
+"""Node id used for the bonus token's item (it is not a node of the record)."""
+FONT_PX, NODE_H, PAD_X, MIN_W = 12, 15.0, 4.0, 18.0
+ROW, HGAP, MARGIN = 17.5, 15.0, 10.0
+MAX_FIT, MIN_ZOOM, MAX_ZOOM = 1.4, 0.08, 8.0
+
+
+def _text_color(fill: QColor) -> QColor:
+    lum = 0.2126 * fill.redF() + 0.7152 * fill.greenF() + 0.0722 * fill.blueF()
+    return QColor("#111111") if lum > 0.55 else QColor("#ffffff")
+
+
+class NodeItem(QGraphicsPathItem):
+    """One node box, or the bonus token (``node_id == BONUS``). Brush and pen are the path item's; the label is
+    painted here (cheaper to change per cycle than a child text item)."""
+
+    _paths: dict[tuple[float, bool], QPainterPath] = {}
+
+    def __init__(self, font: QFont) -> None:
+        super().__init__()
+        self.node_id = BONUS
+        self.font = font
+        self.fg = QColor()
+        self.rect = QRectF()
+        self._text = ""
+        self._shape: tuple[float, bool] | None = None
+        self.setZValue(2)
+
+    def text(self) -> str:
+        return self._text
+
+    def set_label(self, text: str, width: float, bonus: bool, fg: QColor) -> None:
+        self._text, self.fg = text, fg
+        key = (width, bonus)
+        if self._shape != key:
+            self._shape = key
+            self.rect = QRectF(0, 0, width, NODE_H)
+            path = self._paths.get(key)
+            if path is None:
+                path = QPainterPath()
+                path.addRoundedRect(self.rect, 4, 4)
+                if bonus:  # a double outline: the pen strokes both outlines, the winding fill covers both
+                    path.addRoundedRect(QRectF(2.5, 2.5, width - 5, NODE_H - 5), 2.5, 2.5)
+                    path.setFillRule(Qt.FillRule.WindingFill)
+                self._paths[key] = path
+            self.setPath(path)
+
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        super().paint(painter, option, widget)
+        painter.setFont(self.font)
+        painter.setPen(self.fg)
+        painter.drawText(self.rect, Qt.AlignmentFlag.AlignCenter, self._text)
+
+
+class _Header(QWidget):
+    """The strip above the drawing: a legend of the sources present, the gated toggle and Fit."""
+
+    def __init__(self, view: TreeView) -> None:
+        super().__init__(view)
+        self.setAutoFillBackground(True)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(6, 1, 4, 1)
+        lay.setSpacing(4)
+        self.legend = QLabel(self)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        lay.addWidget(self.legend, 1)
+        self.gated = QToolButton(self, text="Gated", checkable=True, checked=True)
+        self.gated.setToolTip("Show gated nodes: candidates cut by the confidence gate or the budget, never verified")
+        self.gated.setAutoRaise(True)
+        self.fit = QToolButton(self, text="Fit")
+        self.fit.setToolTip("Fit the whole tree in the view (or double-click the drawing)")
+        self.fit.setAutoRaise(True)
+        lay.addWidget(self.gated)
+        lay.addWidget(self.fit)
+
+
+class TreeView(PanelMixin, QGraphicsView):
+    """The current cycle's draft tree. ``fit()`` fits it; ``node_items()`` maps node ids to their items."""
+
+    title = "Draft tree"
+
+    def __init__(self, model: SessionModel, parent: QWidget | None = None) -> None:
+        QGraphicsView.__init__(self, parent)
+        self._scene = QGraphicsScene(self)
+        self._scene.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.NoIndex)
+        self.setScene(self._scene)
+        self.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
+        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.FullViewportUpdate)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setFrameShape(QGraphicsView.Shape.NoFrame)
+        self.setMinimumSize(200, 120)
+        self.show_gated = True
+        self._font = QFont(self.font())
+        self._font.setPixelSize(FONT_PX)
+        self._fm = QFontMetricsF(self._font)
+        self._widths: dict[str, float] = {}
+        self._style: dict[tuple[str, str], object] = {}
+        self._pool: list[NodeItem] = []
+        self._items: dict[int, NodeItem] = {}
+        self._edges = {k: self._scene.addPath(QPainterPath()) for k in ("plain", "gated", "accepted")}
+        for k, z in (("plain", 0), ("gated", 0), ("accepted", 1)):
+            self._edges[k].setZValue(z)
+        self._halo = self._scene.addPath(QPainterPath())
+        self._halo.setZValue(1.5)
+        self._leader = self._scene.addPath(QPainterPath())
+        self._leader.setZValue(0.5)
+        self._callout = self._scene.addPath(QPainterPath())
+        self._callout.setZValue(3)
+        self._callout_text = QGraphicsSimpleTextItem(self._callout)
+        self._callout_text.setFont(self._font)
+        self.broken_node: Node | None = None
+        """The first rejected spine node of the current cycle, if any."""
+        self._auto_fit = True
+        self._error: str | None = None
+        self._press: QPointF | None = None
+        self.header = _Header(self)
+        self.header.gated.toggled.connect(self.set_show_gated)
+        self.header.fit.clicked.connect(self.fit)
+        self.connect_model(model)
+        self._redraw()
+
+    # -- model callbacks ----------------------------------------------------------------------------------------------
+    def on_session_opened(self, source) -> None:
+        self._redraw()
+
+    def on_session_closed(self) -> None:
+        self._redraw()
+
+    def on_cycle_changed(self, record: CycleRecord) -> None:
+        self._redraw()
+        self.fit()
+
+    def on_node_selected(self, node_id: int | None) -> None:
+        item = self._items.get(node_id) if node_id is not None else None
+        if item is None:
+            self._halo.setVisible(False)
+            return
+        path = QPainterPath()
+        path.addRoundedRect(item.mapRectToScene(item.path().boundingRect()).adjusted(-3.5, -3.5, 3.5, 3.5), 6, 6)
+        self._halo.setPath(path)
+        self._halo.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 3.0))
+        self._halo.setVisible(True)
+
+    # -- public -------------------------------------------------------------------------------------------------------
+    def node_items(self) -> dict[int, NodeItem]:
+        """Visible node items by node id (the bonus token under ``BONUS``)."""
+        return dict(self._items)
+
+    def callout_text(self) -> str:
+        """The text of the spine-break callout ('' when there is none)."""
+        return self._callout_text.text() if self._callout.isVisible() else ""
+
+    def legend_sources(self) -> list[str]:
+        rec = self.model.record
+        return sorted({n.source for n in rec.nodes}, key=_source_rank) if rec is not None else []
+
+    def tooltip_for(self, node_id: int) -> str:
+        """The hover text of a node (or of the bonus token, ``BONUS``), built when asked."""
+        rec = self.model.record
+        if rec is None:
+            return ""
+        nodes = rec.node_by_id
+        if node_id == BONUS:
+            return self._bonus_tip(rec, nodes[rec.accepted_path[-1] if rec.accepted_path else 0])
+        return self._node_tip(rec, nodes[node_id]) if node_id in nodes else ""
+
+    def set_show_gated(self, show: bool) -> None:
+        self.show_gated = show
+        if self.header.gated.isChecked() != show:
+            self.header.gated.setChecked(show)
+        self._redraw()
+        self.fit()
+
+    def fit(self) -> None:
+        """Fit the whole tree in the view (never zooming in past 140%); the view refits on resize until zoomed."""
+        self._auto_fit = True
+        rect = self._scene.sceneRect()
+        vp = self.viewport().rect()
+        if rect.isEmpty() or vp.width() < 10 or vp.height() < 10:
+            return
+        s = min(vp.width() / rect.width(), vp.height() / rect.height(), MAX_FIT)
+        self.setTransform(QTransform.fromScale(s, s))
+        self.centerOn(rect.center())
+
+    def export_target(self) -> QWidget:
+        return self
+
+    # -- drawing ------------------------------------------------------------------------------------------------------
+    def _width(self, label: str) -> float:
+        w = self._widths.get(label)
+        if w is None:
+            w = self._widths[label] = max(MIN_W, self._fm.horizontalAdvance(label) + 2 * PAD_X)
+        return w
+
+    def _redraw(self) -> None:
+        """Rebuild the drawing; a record the panel cannot draw gives a short message, never a traceback."""
+        self._error = None
+        try:
+            self._rebuild()
+        except Exception as exc:  # noqa: BLE001 - one odd record must not stop the other panels' updates
+            log.exception("draft tree: cannot draw cycle %s", self.model.index)
+            self._error = f"Cannot draw this cycle's tree ({type(exc).__name__}: {exc})"
+            for item in (*self._pool, self._halo, self._callout, self._leader, *self._edges.values()):
+                item.setVisible(False)
+            self._items = {}
+            self.viewport().update()
+
+    def _rebuild(self) -> None:
+        rec = self.model.record
+        self._items = {}
+        if rec is None:
+            for item in (*self._pool, self._halo, self._callout, self._leader, *self._edges.values()):
+                item.setVisible(False)
+            self._scene.setSceneRect(QRectF(0, 0, 1, 1))
+            self._set_legend(None)
+            self.viewport().update()
+            return
+        vocab, pal = self.model.vocab, self.palette()
+        nodes = {n.id: n for n in rec.nodes if (self.show_gated or not n.gated)}
+        children: dict[int, list[int]] = {}
+        for n in nodes.values():
+            if n.parent >= 0 and n.parent in nodes:
+                children.setdefault(n.parent, []).append(n.id)
+        for kids in children.values():
+            kids.sort()
+        last = rec.accepted_path[-1] if rec.accepted_path and rec.accepted_path[-1] in nodes else 0
+        children.setdefault(last, []).append(BONUS)
+        rows = tidy_rows(children, 0)
+        depth = {i: nodes[i].depth for i in rows if i != BONUS}
+        depth[BONUS] = nodes[last].depth + 1
+        labels = {i: vocab.label(nodes[i].token) for i in rows if i != BONUS}
+        labels[BONUS] = "★" + vocab.label(rec.bonus_token)
+        col_w: dict[int, float] = {}
+        for i, d in depth.items():
+            col_w[d] = max(col_w.get(d, 0.0), self._width(labels[i]))
+        col_x, x = {}, MARGIN
+        for d in range(max(col_w) + 1):
+            col_x[d] = x
+            x += col_w.get(d, MIN_W) + HGAP
+        top = min(rows.values())
+        pos = {i: (col_x[depth[i]], MARGIN + (r - top) * ROW) for i, r in rows.items()}
+
+        self.broken_node = broken = first_rejected_spine(rec)
+        while len(self._pool) < len(rows):
+            item = NodeItem(self._font)
+            self._scene.addItem(item)
+            self._pool.append(item)
+        style = self._style
+        for item, i in zip(self._pool, rows):
+            if i == BONUS:
+                key = ("bonus", "bonus")
+            else:
+                n = nodes[i]
+                key = (n.source, "gated" if n.gated else "broken" if broken is not None and i == broken.id
+                       else "accepted" if n.accepted else "plain")
+            brush, pen, fg = style.get(key) or self._make_style(key)
+            item.node_id = i
+            item.set_label(labels[i], self._width(labels[i]), i == BONUS, fg)
+            item.setPos(*pos[i])
+            item.setBrush(brush)
+            item.setPen(pen)
+            item.setVisible(True)
+            self._items[i] = item
+        for item in self._pool[len(rows):]:
+            if item.isVisible():
+                item.setVisible(False)
+
+        # Edges: parent's right side to child's left side, grouped by style into three path items.
+        paths = {k: QPainterPath() for k in self._edges}
+        accepted = {0, *rec.accepted_path}
+        half = NODE_H / 2
+        for parent, kids in children.items():
+            ax, ay = pos[parent]
+            ax += self._width(labels[parent])
+            ay += half
+            for k in kids:
+                bx, by = pos[k]
+                by += half
+                kind = ("accepted" if k == BONUS or (k in accepted and parent in accepted)
+                        else "gated" if nodes[k].gated else "plain")
+                p = paths[kind]
+                p.moveTo(ax, ay)
+                mx = (ax + bx) / 2
+                p.cubicTo(mx, ay, mx, by, bx, by)
+        for k, item in self._edges.items():
+            item.setPath(paths[k])
+            item.setPen(style.get(("edge", k)) or self._make_style(("edge", k)))
+            item.setVisible(True)
+
+        bounds = QRectF(0, 0, x - HGAP + MARGIN, MARGIN * 2 + (max(rows.values()) - top) * ROW + NODE_H)
+        bounds = self._place_callout(rec, broken, bounds)
+        self._scene.setSceneRect(bounds)
+        self._set_legend(rec)
+        self.header.gated.setEnabled(not self.show_gated or any(n.gated for n in rec.nodes))
+        self.on_node_selected(self.model.selected_node)
+
+    def _make_style(self, key: tuple[str, str]):
+        """Brush, pen and text colour of a node (source, state), or the pen of an edge kind; cached per palette."""
+        source, state = key
+        text_fg = self.palette().color(QPalette.ColorRole.Text)
+        if source == "edge":
+            edge = QColor(text_fg)
+            edge.setAlpha(110)
+            out = {"plain": QPen(edge, 1.0), "gated": QPen(QColor(GATED), 1.0, Qt.PenStyle.DashLine),
+                   "accepted": QPen(QColor(ACCEPTED), 3.0)}[state]
+        else:
+            fill = source_color(source)
+            if state == "gated":
+                out = (QBrush(Qt.BrushStyle.NoBrush), QPen(fill, 1.3, Qt.PenStyle.DashLine), text_fg)
+            else:
+                pen = {"bonus": QPen(fill.darker(150), 1.2), "broken": QPen(QColor(REJECTED), 2.6),
+                       "accepted": QPen(QColor(ACCEPTED), 2.6), "plain": QPen(fill.darker(160), 0.8)}[state]
+                out = (QBrush(fill), pen, _text_color(fill))
+        self._style[key] = out
+        return out
+
+    def _place_callout(self, rec: CycleRecord, broken: Node | None, bounds: QRectF) -> QRectF:
+        """The spine-break callout sits above the tree with a leader line down to the broken node."""
+        item = self._items.get(broken.id) if broken is not None else None
+        if item is None:
+            self._callout.setVisible(False)
+            self._leader.setVisible(False)
+            return bounds
+        vocab, pal = self.model.vocab, self.palette()
+        top = parent_topk(rec, broken)
+        parent = rec.node_by_id.get(broken.parent)
+        want = parent.target_token if parent is not None and parent.target_token >= 0 else (top[0][0] if top else -1)
+        p_want = dict(top).get(want)
+        p_own = broken.target_prob
+        lines = [f"✗ spine broke at depth {broken.depth}: proposed '{vocab.label(broken.token)}' "
+                 f"(p {_p(p_own)})",
+                 f"target wanted '{vocab.label(want)}' (p {_p(p_want)})"]
+        if top:
+            lines.append("top-5: " + "   ".join(f"{vocab.label(t)} {p:.2f}" for t, p in top))
+        self._callout_text.setText("\n".join(lines))
+        tr = self._callout_text.boundingRect()
+        box = QRectF(0, 0, tr.width() + 12, tr.height() + 8)
+        path = QPainterPath()
+        path.addRoundedRect(box, 5, 5)
+        self._callout.setPath(path)
+        self._callout.setBrush(pal.color(QPalette.ColorRole.Base))
+        self._callout.setPen(QPen(QColor(REJECTED), 1.5))
+        self._callout_text.setBrush(pal.color(QPalette.ColorRole.Text))
+        self._callout_text.setPos(6, 4)
+        node_rect = item.mapRectToScene(item.path().boundingRect())
+        cx = max(MARGIN, node_rect.center().x() - 24)
+        cy = bounds.top() - box.height() - 14
+        self._callout.setPos(cx, cy)
+        self._callout.setToolTip("The target's top-5 tokens at the first rejected spine position (from the verify "
+                                 "row of its parent)")
+        leader = QPainterPath(QPointF(node_rect.center().x(), cy + box.height()))
+        leader.lineTo(node_rect.center().x(), node_rect.top() - 1)
+        self._leader.setPath(leader)
+        self._leader.setPen(QPen(QColor(REJECTED), 1.2, Qt.PenStyle.DashLine))
+        self._callout.setVisible(True)
+        self._leader.setVisible(True)
+        return bounds.united(QRectF(cx - MARGIN, cy - MARGIN, box.width() + 2 * MARGIN, box.height() + MARGIN))
+
+    def _node_tip(self, rec: CycleRecord, n: Node) -> str:
+        vocab = self.model.vocab
+        status = ("gated (never verified)" if n.gated else "verified, accepted" if n.accepted
+                  else "verified, rejected" if n.verified else "not verified")
+        lines = [f"node {n.id} · depth {n.depth} · {SOURCE_LABELS.get(n.source, n.source)}",
+                 f"token '{vocab.label(n.token, 40)}' (id {n.token})",
+                 f"score {n.score:.3f} · target p {_p(n.target_prob)}", status]
+        if n.parent < 0:
+            lines[-1] = "root: the last committed token (accepted)"
+        if n.target_token >= 0:
+            lines.append(f"target's next token: '{vocab.label(n.target_token, 40)}'")
+        if self.broken_node is not None and n.id == self.broken_node.id:
+            lines.append("the first rejected spine token")
+        return "\n".join(lines)
+
+    def _bonus_tip(self, rec: CycleRecord, last: Node) -> str:
+        top = dict(topk_after(rec, last.id))
+        return (f"bonus token '{self.model.vocab.label(rec.bonus_token, 40)}' (id {rec.bonus_token})\n"
+                f"the target's own token after node {last.id}, the last accepted one · target p "
+                f"{_p(top.get(rec.bonus_token))}")
+
+    def _set_legend(self, rec: CycleRecord | None) -> None:
+        if rec is None:
+            text = ""
+        else:
+            parts = [f"<span style='color:{SOURCE_COLORS.get(s, '#7f8c8d')}'>■</span>&nbsp;{s}"
+                     for s in self.legend_sources()]
+            parts.append(f"<span style='color:{ACCEPTED}'>━</span>&nbsp;accepted")
+            parts.append(f"<span style='color:{SOURCE_COLORS['bonus']}'>★</span>&nbsp;bonus")
+            if any(n.gated for n in rec.nodes):
+                parts.append(f"<span style='color:{GATED}'>┅</span>&nbsp;gated")
+            if self.broken_node is not None:
+                parts.append(f"<span style='color:{REJECTED}'>▢</span>&nbsp;spine broke")
+            text = "&nbsp;&nbsp; ".join(parts)
+        if self.header.legend.text() != text:
+            self.header.legend.setText(text)
+            self.header.legend.setToolTip("\n".join(
+                [f"{s}: {SOURCE_LABELS.get(s, s)}" for s in self.legend_sources()]
+                + ["Wheel: zoom · drag: pan · double-click: fit · click a node: select it"]))
+
+    # -- interaction --------------------------------------------------------------------------------------------------
+    def drawForeground(self, painter: QPainter, rect: QRectF) -> None:
+        if self.model.record is not None and self._error is None:
+            return
+        painter.save()
+        painter.resetTransform()
+        painter.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))
+        painter.drawText(self.viewport().rect().adjusted(8, 8, -8, -8),
+                         Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self._error or HINT)
+        painter.restore()
+
+    def viewportEvent(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
+            item = self.itemAt(event.pos())
+            if isinstance(item, NodeItem):
+                QToolTip.showText(event.globalPos(), self.tooltip_for(item.node_id), self.viewport())
+                return True
+        return super().viewportEvent(event)
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        cur = self.transform().m11()
+        new = min(max(cur * 1.0015 ** event.angleDelta().y(), MIN_ZOOM), MAX_ZOOM)
+        self.scale(new / cur, new / cur)
+        self._auto_fit = False
+        event.accept()
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        self._press = event.position()
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        if self._press is not None and (event.position() - self._press).manhattanLength() > 3:
+            self._auto_fit = False
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        super().mouseReleaseEvent(event)
+        press, self._press = self._press, None
+        if press is None or (event.position() - press).manhattanLength() > 3 or \
+                event.button() != Qt.MouseButton.LeftButton:
+            return
+        event.accept()
+        item: QGraphicsItem | None = self.itemAt(event.position().toPoint())
+        if item is None:
+            self.model.select_node(None)
+        elif isinstance(item, NodeItem) and item.node_id >= 0:
+            self.model.select_node(item.node_id)
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
+        self.fit()
+        event.accept()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        h = self.header.sizeHint().height()
+        self.setViewportMargins(0, h, 0, 0)
+        self.header.setGeometry(0, 0, self.width(), h)
+        super().resizeEvent(event)
+        if self._auto_fit:
+            self.fit()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._style.clear()
+            self._redraw()
+
+
+def _p(p: float | None) -> str:
+    return "–" if p is None else f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def _source_rank(source: str) -> int:
+    order = list(SOURCE_COLORS)
+    return order.index(source) if source in order else len(order)
