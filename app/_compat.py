@@ -1,0 +1,23 @@
+"""Guards against known faults of the Qt bindings."""
+
+from __future__ import annotations
+
+import sys
+
+
+def guard_none_refcount() -> None:
+    """PySide6 6.12.0 under Python < 3.12 returns ``None`` from void Qt methods without a new reference,
+    so every such call drops one of None's references and the interpreter aborts ("none_dealloc") after a
+    few thousand. pyproject pins ``<6.12``; if 6.12 is installed anyway, give None a reference count no
+    session can use up (None is never freed in CPython, so this changes nothing else)."""
+    if sys.version_info >= (3, 12):
+        return
+    import PySide6
+
+    if not PySide6.__version__.startswith("6.12."):
+        return
+    import ctypes
+
+    refcnt = ctypes.c_ssize_t.from_address(id(None))  # ob_refcnt is PyObject's first field
+    if refcnt.value < 1 << 40:
+        refcnt.value += 1 << 40
