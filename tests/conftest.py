@@ -24,3 +24,28 @@ def smol():
     from specviz_core.models import load_model
 
     return load_model(device="cpu")
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory):
+    """A tiny random Llama saved as a model folder with the default model's tokenizer (and chat template),
+    so the window can load it by path and show real token text, in milliseconds per cycle."""
+    import shutil
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from specviz_core.models import default_model_dir
+
+    src = default_model_dir()
+    out = tmp_path_factory.mktemp("tiny-model")
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=49152, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=4096, initializer_range=0.3, eos_token_id=2,
+        bos_token_id=1, pad_token_id=None, tie_word_embeddings=True,
+    )
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    for f in src.iterdir():
+        if f.name.startswith(("tokenizer", "special_tokens", "chat_template", "vocab", "merges")):
+            shutil.copy(f, out / f.name)
+    return out

@@ -1,0 +1,63 @@
+"""The ``specviz`` console command: the core's commands plus ``gui`` and ``screenshot`` (which need Qt)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from specviz_core import cli as core_cli
+from specviz_core.errors import SpecVizError
+
+PANELS = ("tree", "mask", "kv", "charts", "output", "spine", "window")
+
+
+def add_commands(sub) -> None:
+    g = sub.add_parser("gui", help="open the window (on a recording with --db)",
+                       description="Open the SpecViz window. With --db, replay a session from that recording "
+                       "(the latest, or --session); live sessions are recorded to the same file.")
+    g.add_argument("--db", type=Path, default=None, help="recording to open (default: your sessions.db, not opened)")
+    g.add_argument("--session", default=None, help="session id to replay (default: the latest)")
+
+    s = sub.add_parser("screenshot", help="render one panel of a recorded cycle to a PNG or SVG, headless",
+                       description="Render a recorded cycle the way the window shows it, without a screen.")
+    s.add_argument("--db", type=Path, required=True, help="the recording")
+    s.add_argument("--session", default=None, help="session id (default: the latest)")
+    s.add_argument("--cycle", type=int, default=0, help="cycle index (default 0; negative counts from the end)")
+    s.add_argument("--panel", choices=PANELS, default="window", help="what to render (default: the whole window)")
+    s.add_argument("--size", default="1500x940", help="window size WxH (default 1500x940)")
+    s.add_argument("--out", type=Path, required=True, help="output file, .png or .svg")
+
+
+def cmd_gui(args: argparse.Namespace) -> int:
+    from .gui import run_gui
+
+    if args is None or getattr(args, "db", None) is None:
+        return run_gui(core_cli.default_db())
+    return run_gui(args.db, args.session, replay=True)
+
+
+def cmd_screenshot(args: argparse.Namespace) -> int:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    try:
+        w, h = (int(v) for v in args.size.lower().split("x"))
+    except ValueError:
+        raise SpecVizError(f"--size takes WIDTHxHEIGHT, got {args.size!r}") from None
+    if args.out.suffix.lower() not in (".png", ".svg"):
+        raise SpecVizError(f"--out must end in .png or .svg, got {args.out.name}")
+    from .screenshot import render
+
+    render(args.db, args.session, args.cycle, args.panel, args.out, (w, h))
+    print(args.out)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    handlers = {"gui": cmd_gui, "screenshot": cmd_screenshot, None: cmd_gui}
+    return core_cli.main(argv, extra=add_commands, extra_handlers=handlers)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Starting the window: ``specviz`` (live, on the default model) and ``specviz gui --db FILE [--session ID]``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from specviz_core.errors import SpecVizError
+
+
+def make_app(argv: list[str] | None = None):
+    from PySide6.QtWidgets import QApplication
+
+    from .theme import apply_system_theme
+
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(argv if argv is not None else sys.argv[:1])
+        app.setApplicationName("SpecViz")
+        app.setOrganizationName("SpecViz")
+        apply_system_theme(app)
+    return app
+
+
+def open_window(db: Path, session: str | None = None, replay: bool = False):
+    """Build the main window on ``db``; with ``replay``, open ``session`` (or the latest) from it."""
+    from .main_window import MainWindow
+
+    if replay and not Path(db).exists():
+        raise SpecVizError(f"no recording at {db}")
+    window = MainWindow(db)
+    if replay:
+        window.sessions.set_file(db)
+        if not window.open_session(str(db), session):
+            raise SpecVizError(window.run_panel.message.text() or f"cannot open {db}")
+    return window
+
+
+def run_gui(db: Path, session: str | None = None, replay: bool = False) -> int:
+    app = make_app()
+    window = open_window(db, session, replay)
+    window.show()
+    return app.exec()

@@ -1,0 +1,326 @@
+"""The run panel: what to decode (model, method, every parameter, prompt) and the step/run controls."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel,
+    QLineEdit, QPlainTextEdit, QPushButton, QScrollArea, QSizePolicy, QSpinBox, QToolButton, QVBoxLayout, QWidget,
+)
+
+from specviz_core.drafters import METHODS
+from specviz_core.errors import SpecVizError
+from specviz_core.filters import KINDS, CycleFilter
+from specviz_core.session import SessionRequest
+
+DEFAULT_MODEL_LABEL = "default: SmolLM2-135M-Instruct (embedded)"
+NO_DRAFT_LABEL = "none"
+SAME_AS_TARGET = "default: the embedded model"
+DEFAULT_METHOD = "goose"
+
+DEMO_PROMPT = (
+    "Rename the variables in this function to be more descriptive and add type hints:\n\n"
+    "def f(a, b):\n    c = []\n    for x in a:\n        if x in b:\n            c.append(x)\n    return c\n"
+)
+
+
+class RunPanel(QWidget):
+    """Session settings and the controls. Emits requests; the window decides what to do with them."""
+
+    title = "Run"
+    step_requested = Signal()
+    run_requested = Signal()
+    run_to_breakpoint_requested = Signal()
+    pause_requested = Signal()
+    reset_requested = Signal()
+
+    def __init__(self, db_path: Path, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._param_widgets: dict[str, QWidget] = {}
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(6, 6, 6, 6)
+
+        # -- controls first: they are what a user reaches for most -----------------------
+        buttons = QGridLayout()
+        self.step_button = self._button("Step", "Decode one cycle (F10)", self.step_requested)
+        self.run_button = self._button("Run", "Decode until the end or Pause (F5)", self.run_requested)
+        self.pause_button = self._button("Pause", "Stop after the cycle in flight (F6)", self.pause_requested)
+        self.bp_button = self._button("Run to breakpoint", "Decode until a cycle matches the breakpoint (F8)",
+                                      self.run_to_breakpoint_requested)
+        self.reset_button = self._button("Reset", "End this session (it stays recorded) and unlock the settings (Ctrl+R)",
+                                         self.reset_requested)
+        for i, b in enumerate((self.step_button, self.run_button, self.pause_button)):
+            buttons.addWidget(b, 0, i)
+        buttons.addWidget(self.bp_button, 1, 0, 1, 2)
+        buttons.addWidget(self.reset_button, 1, 2)
+        outer.addLayout(buttons)
+
+        bp = QHBoxLayout()
+        bp.addWidget(QLabel("Breakpoint:"))
+        self.bp_kind = QComboBox()
+        for kind, label in KINDS.items():
+            if kind != "all":
+                self.bp_kind.addItem(label, kind)
+        self.bp_kind.setToolTip("Run to breakpoint stops after the first cycle that matches this condition")
+        self.bp_k = QSpinBox()
+        self.bp_k.setRange(0, 64)
+        self.bp_k.setToolTip("k, for the 'accepted' conditions")
+        self.bp_mode = QComboBox()
+        self.bp_mode.addItems(["ar", "chain", "tree", "bypass"])
+        self.bp_mode.setToolTip("The mode, for 'Mode is …'")
+        bp.addWidget(self.bp_kind, 1)
+        bp.addWidget(self.bp_k)
+        bp.addWidget(self.bp_mode)
+        outer.addLayout(bp)
+        self.bp_kind.currentIndexChanged.connect(self._sync_bp)
+        self._sync_bp()
+
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.message.setVisible(False)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        outer.addWidget(self.message)
+        self.status = QLabel("No session yet: press Step (F10) to start one.")
+        self.status.setWordWrap(True)
+        self.status.setStyleSheet("color: palette(placeholder-text);")
+        outer.addWidget(self.status)
+
+        # -- settings, scrollable ------------------------------------------------------------
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        body = QWidget()
+        self.settings = QVBoxLayout(body)
+        self.settings.setContentsMargins(0, 0, 0, 0)
+        scroll.setWidget(body)
+        outer.addWidget(scroll, 1)
+
+        model_box = QGroupBox("Model")
+        form = QFormLayout(model_box)
+        self.model = self._model_combo(DEFAULT_MODEL_LABEL, "The target model: the embedded default, or a local "
+                                       "transformers folder (Browse…)")
+        form.addRow("Target", self._with_browse(self.model))
+        self.draft_model = self._model_combo(NO_DRAFT_LABEL, "A draft model sharing the target's tokenizer, for "
+                                             "draft-model methods (draft_tree, TALON with drafter=model)")
+        self.draft_model.addItem(SAME_AS_TARGET)
+        form.addRow("Draft", self._with_browse(self.draft_model))
+        self.settings.addWidget(model_box)
+
+        method_box = QGroupBox("Method")
+        mform = QVBoxLayout(method_box)
+        self.method = QComboBox()
+        self.method.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.method.setMinimumContentsLength(10)
+        for mid, cls in METHODS.items():
+            self.method.addItem(mid, mid)
+            self.method.setItemData(self.method.count() - 1, cls.description, Qt.ItemDataRole.ToolTipRole)
+        self.method_help = QLabel()
+        self.method_help.setWordWrap(True)
+        self.method_help.setStyleSheet("color: palette(placeholder-text);")
+        mform.addWidget(self.method)
+        mform.addWidget(self.method_help)
+        self.params_form = QFormLayout()
+        mform.addLayout(self.params_form)
+        defaults = QPushButton("Defaults")
+        defaults.setToolTip("Put every parameter of this method back to its published default")
+        defaults.clicked.connect(self._rebuild_params)
+        mform.addWidget(defaults, 0, Qt.AlignmentFlag.AlignRight)
+        self.settings.addWidget(method_box)
+
+        prompt_box = QGroupBox("Prompt")
+        pform = QVBoxLayout(prompt_box)
+        self.prompt = QPlainTextEdit(DEMO_PROMPT)
+        self.prompt.setToolTip("The prompt to decode from")
+        self.prompt.setMinimumHeight(110)
+        self.chat_template = QCheckBox("Use the model's chat template")
+        self.chat_template.setChecked(True)
+        self.chat_template.setToolTip("Wrap the prompt as a user message with the model's chat template")
+        pform.addWidget(self.prompt)
+        pform.addWidget(self.chat_template)
+        self.settings.addWidget(prompt_box)
+
+        dec_box = QGroupBox("Decoding")
+        dform = QFormLayout(dec_box)
+        self.temperature = QDoubleSpinBox()
+        self.temperature.setRange(0.0, 5.0)
+        self.temperature.setSingleStep(0.1)
+        self.temperature.setDecimals(2)
+        self.temperature.setToolTip("0 decodes greedily; above 0 samples (verification stays lossless)")
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 2**31 - 1)
+        self.seed.setToolTip("Seed of the session's one random generator: same seed, same session")
+        self.max_new_tokens = QSpinBox()
+        self.max_new_tokens.setRange(1, 100000)
+        self.max_new_tokens.setValue(128)
+        self.max_new_tokens.setToolTip("Stop after this many new tokens (or at the end-of-sequence token)")
+        dform.addRow("Temperature", self.temperature)
+        dform.addRow("Seed", self.seed)
+        dform.addRow("Max new tokens", self.max_new_tokens)
+        self.db = QLineEdit(str(db_path))
+        self.db.setToolTip("Every session is recorded to this SQLite file")
+        dform.addRow("Record to", self._with_browse(self.db, save=True))
+        self.settings.addWidget(dec_box)
+        self.settings.addStretch(1)
+
+        self.method.currentIndexChanged.connect(self._rebuild_params)
+        self.method.setCurrentIndex(max(0, self.method.findData(DEFAULT_METHOD)))
+        self._rebuild_params()
+        self.set_locked(False)
+
+    # -- building -----------------------------------------------------------------
+    def _button(self, text: str, tip: str, signal) -> QPushButton:
+        b = QPushButton(text)
+        b.setToolTip(tip)
+        b.clicked.connect(signal.emit)
+        return b
+
+    def _model_combo(self, first: str, tip: str) -> QComboBox:
+        c = QComboBox()
+        c.setEditable(True)
+        c.addItem(first)
+        c.setToolTip(tip)
+        c.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        c.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        c.setMinimumContentsLength(12)
+        return c
+
+    def _with_browse(self, field: QWidget, save: bool = False) -> QWidget:
+        w = QWidget()
+        row = QHBoxLayout(w)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(field, 1)
+        b = QToolButton()
+        b.setText("…")
+        b.setToolTip("Choose a file" if save else "Choose a local model folder")
+        row.addWidget(b)
+
+        def browse() -> None:
+            if save:
+                path, _ = QFileDialog.getSaveFileName(self, "Record sessions to", field.text(),
+                                                      "SpecViz recordings (*.db *.sqlite);;All files (*)",
+                                                      options=QFileDialog.Option.DontConfirmOverwrite)
+                if path:
+                    field.setText(path)
+            else:
+                path = QFileDialog.getExistingDirectory(self, "Model folder (config.json, weights, tokenizer)")
+                if path:
+                    field.setEditText(path)
+
+        b.clicked.connect(browse)
+        return w
+
+    def _rebuild_params(self) -> None:
+        while self.params_form.rowCount():
+            self.params_form.removeRow(0)
+        self._param_widgets.clear()
+        cls = METHODS[self.method.currentData()]
+        self.method_help.setText(cls.description)
+        for f in dataclasses.fields(cls.params_cls):
+            help_text = f.metadata.get("help", "")
+            w = _param_widget(f)
+            tip = f"{help_text}\nDefault: {f.default}"
+            w.setToolTip(tip)
+            label = QLabel(f.name)
+            label.setToolTip(tip)
+            self.params_form.addRow(label, w)
+            self._param_widgets[f.name] = w
+        if not self._param_widgets:
+            self.params_form.addRow(QLabel("This method has no parameters."))
+
+    def _sync_bp(self) -> None:
+        kind = self.bp_kind.currentData()
+        self.bp_k.setVisible(kind in ("accepted_le", "accepted_ge"))
+        self.bp_mode.setVisible(kind == "mode")
+
+    # -- reading ------------------------------------------------------------------------
+    def request(self) -> SessionRequest:
+        """The session the settings describe; raises SpecVizError with a message for the user."""
+        model = self.model.currentText().strip()
+        draft = self.draft_model.currentText().strip()
+        params = {name: _param_value(w) for name, w in self._param_widgets.items()}
+        req = SessionRequest(
+            method=self.method.currentData(), prompt=self.prompt.toPlainText(),
+            model=None if model in ("", DEFAULT_MODEL_LABEL) else model,
+            draft_model=None if draft in ("", NO_DRAFT_LABEL) else ("default" if draft == SAME_AS_TARGET else draft),
+            params=params, max_new_tokens=self.max_new_tokens.value(), temperature=self.temperature.value(),
+            seed=self.seed.value(), chat_template=None if self.chat_template.isChecked() else False,
+        )
+        if req.model is not None and not Path(req.model).expanduser().exists() and "/" not in req.model:
+            raise SpecVizError(f"no model folder {req.model!r}: choose a local folder with Browse…")
+        req.check()
+        if not self.db.text().strip():
+            raise SpecVizError("choose a file to record the session to")
+        return req
+
+    def db_path(self) -> Path:
+        return Path(self.db.text().strip()).expanduser()
+
+    def breakpoint(self) -> CycleFilter:
+        return CycleFilter(self.bp_kind.currentData(), k=self.bp_k.value(), mode=self.bp_mode.currentText())
+
+    # -- showing --------------------------------------------------------------------------
+    def show_message(self, text: str, error: bool = True) -> None:
+        """A message in the panel (red for errors); empty text hides it."""
+        self.message.setVisible(bool(text))
+        self.message.setText(text)
+        color = "#c62828" if error else "palette(text)"
+        self.message.setStyleSheet(f"color: {color}; font-weight: {'bold' if error else 'normal'};")
+
+    def set_status(self, text: str) -> None:
+        self.status.setText(text)
+
+    def set_locked(self, locked: bool) -> None:
+        """While a session is open its settings are fixed; Reset unlocks them."""
+        for w in (self.model, self.draft_model, self.method, self.prompt, self.chat_template, self.temperature,
+                  self.seed, self.max_new_tokens, self.db, *self._param_widgets.values()):
+            w.setEnabled(not locked)
+
+    def set_running(self, running: bool, has_session: bool) -> None:
+        self.step_button.setEnabled(not running)
+        self.run_button.setEnabled(not running)
+        self.bp_button.setEnabled(not running)
+        self.pause_button.setEnabled(running)
+        self.reset_button.setEnabled(has_session and not running)
+
+
+def _param_widget(f: dataclasses.Field) -> QWidget:
+    default = f.default
+    choices = f.metadata.get("choices")
+    lo = f.metadata.get("minimum")
+    if choices:
+        w = QComboBox()
+        w.addItems([str(c) for c in choices])
+        w.setCurrentText(str(default))
+        return w
+    if isinstance(default, bool):
+        w = QCheckBox()
+        w.setChecked(default)
+        return w
+    if isinstance(default, int):
+        w = QSpinBox()
+        w.setRange(int(lo) if lo is not None else -(2**31), 2**31 - 1)
+        w.setValue(default)
+        return w
+    if isinstance(default, float):
+        w = QDoubleSpinBox()
+        w.setDecimals(4)
+        w.setRange(float(lo) if lo is not None else -1e9, 1e9)
+        w.setSingleStep(0.05 if abs(default) < 2 else 1.0)
+        w.setValue(default)
+        return w
+    w = QLineEdit("" if default is None else str(default))
+    return w
+
+
+def _param_value(w: QWidget):
+    if isinstance(w, QComboBox):
+        return w.currentText()
+    if isinstance(w, QCheckBox):
+        return w.isChecked()
+    if isinstance(w, (QSpinBox, QDoubleSpinBox)):
+        return w.value()
+    return w.text()

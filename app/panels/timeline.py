@@ -1,0 +1,212 @@
+"""The timeline: every cycle as a bar (tokens it committed), the current one marked; drag to scrub, filter cycles."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
+from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QToolButton, QToolTip, QWidget
+
+from specviz_core.filters import KINDS, CycleFilter
+from specviz_core.records import CycleRecord
+from specviz_core.sources import CycleSource
+from specviz_core.summary import CycleSummary
+
+from .base import PanelMixin
+
+MODE_COLORS = {"ar": "#8a8f98", "chain": "#159a8c", "tree": "#e07b00", "bypass": "#1f77d0"}
+
+
+class TimelineStrip(QWidget):
+    """Bars of committed tokens per cycle, bucketed to pixels; matching cycles bright, others faded."""
+
+    def __init__(self, panel: TimelinePanel) -> None:
+        super().__init__()
+        self.panel = panel
+        self.setMinimumHeight(34)
+        self.setMouseTracking(True)
+        self.setToolTip("Drag to scrub cycles; bar height = tokens committed, colour = mode")
+        self._committed = np.zeros(0, dtype=np.int32)
+        self._mode = np.zeros(0, dtype=np.int8)
+        self._match = np.zeros(0, dtype=bool)
+        self._modes = list(MODE_COLORS)
+
+    def set_data(self, summaries: list[CycleSummary], matching: np.ndarray) -> None:
+        self._committed = np.fromiter((s.n_committed for s in summaries), dtype=np.int32, count=len(summaries))
+        self._mode = np.fromiter((self._modes.index(s.mode) if s.mode in self._modes else 0 for s in summaries),
+                                 dtype=np.int8, count=len(summaries))
+        self._match = matching
+        self.update()
+
+    def append(self, summaries: list[CycleSummary], matching: list[bool]) -> None:
+        self._committed = np.concatenate([self._committed, [s.n_committed for s in summaries]]).astype(np.int32)
+        self._mode = np.concatenate([self._mode, [self._modes.index(s.mode) if s.mode in self._modes else 0
+                                                  for s in summaries]]).astype(np.int8)
+        self._match = np.concatenate([self._match, np.asarray(matching, dtype=bool)])
+        self.update()
+
+    def cycle_at(self, x: float) -> int:
+        n = len(self._committed)
+        if n == 0:
+            return -1
+        return int(np.clip(x / max(self.width(), 1) * n, 0, n - 1))
+
+    def paintEvent(self, e: QPaintEvent) -> None:
+        p = QPainter(self)
+        w, h = self.width(), self.height()
+        p.fillRect(self.rect(), self.palette().base())
+        n = len(self._committed)
+        if n == 0:
+            p.setPen(self.palette().placeholderText().color())
+            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "no cycles yet")
+            return
+        top = max(int(self._committed.max()), 1)
+        per_px = n / w
+        if per_px <= 1:  # one bar per cycle
+            bw = w / n
+            for i in range(n):
+                self._bar(p, i * bw, bw, self._committed[i], top, h, int(self._mode[i]), bool(self._match[i]))
+        else:  # several cycles per pixel: the tallest bar, and matching if any is
+            cols = np.minimum((np.arange(n) / per_px).astype(np.int64), w - 1)
+            height = np.zeros(w, dtype=np.int32)
+            np.maximum.at(height, cols, self._committed)
+            match = np.zeros(w, dtype=bool)
+            np.logical_or.at(match, cols, self._match)
+            mode = np.zeros(w, dtype=np.int8)
+            mode[cols] = self._mode
+            for x in range(w):
+                if height[x]:
+                    self._bar(p, x, 1, height[x], top, h, int(mode[x]), bool(match[x]))
+        idx = self.panel.model.index
+        if 0 <= idx < n:
+            x = (idx + 0.5) * w / n
+            p.setPen(QPen(self.palette().text().color(), 2))
+            p.drawLine(QPointF(x, 0), QPointF(x, h))
+        p.end()
+
+    def _bar(self, p: QPainter, x: float, bw: float, value: int, top: int, h: int, mode: int, match: bool) -> None:
+        color = QColor(MODE_COLORS[self._modes[mode]])
+        if not match:
+            color.setAlpha(50)
+        bh = max(2.0, (h - 4) * value / top)
+        p.fillRect(QRectF(x, h - bh, max(bw - (1 if bw > 3 else 0), 1), bh), color)
+
+    def mousePressEvent(self, e: QMouseEvent) -> None:
+        self.panel.scrub_to(self.cycle_at(e.position().x()))
+
+    def mouseMoveEvent(self, e: QMouseEvent) -> None:
+        i = self.cycle_at(e.position().x())
+        if e.buttons() & Qt.MouseButton.LeftButton:
+            self.panel.scrub_to(i)
+        elif i >= 0:
+            s = self.panel.model.summaries()[i]
+            QToolTip.showText(e.globalPosition().toPoint(),
+                              f"cycle {i} · {s.mode} · {s.n_committed} tokens ({s.n_accepted} accepted + bonus)", self)
+
+
+class TimelinePanel(PanelMixin, QWidget):
+    """Scrub, step and filter cycles; the filter also decides which cycles Left/Right visit."""
+
+    title = "Timeline"
+
+    def __init__(self, model, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(4, 2, 4, 2)
+        self.prev_button = QToolButton()
+        self.prev_button.setText("◀")
+        self.prev_button.setToolTip("Previous cycle (Left)")
+        self.next_button = QToolButton()
+        self.next_button.setText("▶")
+        self.next_button.setToolTip("Next cycle (Right)")
+        self.prev_button.clicked.connect(lambda: self.model.step(-1))
+        self.next_button.clicked.connect(lambda: self.model.step(1))
+        self.strip = TimelineStrip(self)
+        self.label = QLabel("—")
+        self.label.setMinimumWidth(130)
+        self.label.setToolTip("Current cycle / cycles in the session")
+        self.filter_kind = QComboBox()
+        for kind, label in KINDS.items():
+            self.filter_kind.addItem(label, kind)
+        self.filter_kind.setToolTip("Show only cycles that match; Left/Right skip the others")
+        self.filter_k = QSpinBox()
+        self.filter_k.setRange(0, 64)
+        self.filter_k.setToolTip("k, for the 'accepted' filters")
+        self.filter_mode = QComboBox()
+        self.filter_mode.addItems(["ar", "chain", "tree", "bypass"])
+        self.filter_mode.setToolTip("The mode, for 'Mode is …'")
+        self.matches = QLabel()
+        self.matches.setToolTip("Cycles that match the filter")
+        for w in (self.prev_button, self.next_button):
+            row.addWidget(w)
+        row.addWidget(self.strip, 1)
+        row.addWidget(self.label)
+        row.addWidget(QLabel("Filter:"))
+        for w in (self.filter_kind, self.filter_k, self.filter_mode, self.matches):
+            row.addWidget(w)
+        self.filter_kind.currentIndexChanged.connect(self._filter_edited)
+        self.filter_k.valueChanged.connect(self._filter_edited)
+        self.filter_mode.currentIndexChanged.connect(self._filter_edited)
+        # Scrubbing fast: keep only the newest requested cycle, apply it when the UI is free.
+        self._pending: int | None = None
+        self._scrub_timer = QTimer(self)
+        self._scrub_timer.setSingleShot(True)
+        self._scrub_timer.setInterval(0)
+        self._scrub_timer.timeout.connect(self._apply_scrub)
+        self._sync_filter_widgets()
+        self.connect_model(model)
+
+    # -- model callbacks ----------------------------------------------------------------------
+    def on_session_opened(self, source: CycleSource) -> None:
+        self._refresh()
+
+    def on_session_closed(self) -> None:
+        self.strip.set_data([], np.zeros(0, dtype=bool))
+        self.label.setText("—")
+        self.matches.setText("")
+
+    def on_cycles_appended(self, summaries: list[CycleSummary]) -> None:
+        f = self.model.filter
+        self.strip.append(summaries, [f(s) for s in summaries])
+        self._update_label()
+
+    def on_cycle_changed(self, record: CycleRecord) -> None:
+        self._update_label()
+        self.strip.update()
+
+    # -- actions ------------------------------------------------------------------------------------
+    def scrub_to(self, index: int) -> None:
+        if index < 0:
+            return
+        self._pending = index
+        self._scrub_timer.start()
+
+    def _apply_scrub(self) -> None:
+        if self._pending is not None:
+            index, self._pending = self._pending, None
+            self.model.set_cycle(index)
+
+    def _filter_edited(self) -> None:
+        self._sync_filter_widgets()
+        f = CycleFilter(self.filter_kind.currentData(), k=self.filter_k.value(), mode=self.filter_mode.currentText())
+        self.model.set_filter(f)
+        self._refresh()
+
+    def _sync_filter_widgets(self) -> None:
+        kind = self.filter_kind.currentData()
+        self.filter_k.setVisible(kind in ("accepted_le", "accepted_ge"))
+        self.filter_mode.setVisible(kind == "mode")
+
+    def _refresh(self) -> None:
+        summaries = self.model.summaries()
+        f = self.model.filter
+        self.strip.set_data(summaries, np.fromiter((f(s) for s in summaries), dtype=bool, count=len(summaries)))
+        self._update_label()
+
+    def _update_label(self) -> None:
+        n = self.model.n_cycles
+        self.label.setText(f"cycle {self.model.index} / {n - 1}" if n and self.model.index >= 0 else f"{n} cycles")
+        if self.model.filter.kind != "all":
+            self.matches.setText(f"{int(self.strip._match.sum())} match")
+        else:
+            self.matches.setText("")

@@ -1,0 +1,237 @@
+"""The window as a user drives it: F10, Run/Pause, scrubbing, bad input, closing mid-run (offscreen)."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+from PySide6.QtCore import Qt
+
+from specviz_core.engine import Engine
+from specviz_core.filters import CycleFilter
+from specviz_core.models import load_model
+from specviz_core.recording import Recording
+from specviz_core.session import SessionRequest, prepare
+from specviz_core.sources import LiveSource, RecordingSource
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, monkeypatch, tiny_dir):
+    monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
+    from app.main_window import MainWindow
+
+    w = MainWindow(tmp_path / "sessions.db")
+    qtbot.addWidget(w)
+    w.run_panel.model.setEditText(str(tiny_dir))
+    w.run_panel.max_new_tokens.setValue(400)
+    w.show()
+    qtbot.waitExposed(w)
+    yield w
+    w.close()
+
+
+def wait_idle(qtbot, w, timeout=60000):
+    qtbot.waitUntil(lambda: w.idle, timeout=timeout)
+
+
+def committed_text(w, record) -> list[int]:
+    return [t for t, c, _ in w.output.shown_tokens() if c == record.index]
+
+
+def test_f10_runs_one_cycle_and_every_panel_shows_it(qtbot, window):
+    w = window
+    qtbot.keyClick(w, Qt.Key.Key_F10)
+    qtbot.waitUntil(lambda: w.model.n_cycles == 1, timeout=60000)
+    wait_idle(qtbot, w)
+    assert w.model.n_cycles == 1, "one press of F10 decodes exactly one cycle"
+    rec = w.model.record
+    assert rec is not None and rec.index == 0
+    assert isinstance(w.model.source, LiveSource)
+    # Output: the prompt tokens, then this cycle's committed tokens, in that order.
+    shown = w.output.shown_tokens()
+    prompt = list(w.model.source.info.prompt_ids)
+    assert [t for t, c, _ in shown[: len(prompt)]] == prompt
+    assert committed_text(w, rec) == list(rec.committed_ids)
+    assert w.output.current_cycle_range() == (len(prompt), len(prompt) + len(rec.committed_ids))
+    assert w.timeline.label.text() == "cycle 0 / 0"
+    assert "cycle 0" in w.windowTitle()
+    # The run panel locks its settings while the session is open.
+    assert not w.run_panel.prompt.isEnabled()
+    qtbot.keyClick(w, Qt.Key.Key_F10)
+    qtbot.waitUntil(lambda: w.model.n_cycles == 2, timeout=30000)
+    assert w.model.index == 1 and w.timeline.label.text() == "cycle 1 / 1"
+    # The session is recorded as it goes.
+    wait_idle(qtbot, w)
+    with Recording(w.run_panel.db_path()) as rec_file:
+        info = rec_file.session(w.model.source.info.id)
+        assert info.n_cycles == 2
+        assert rec_file.cycle(info.id, 1) == w.model.source.cycle(1)
+
+
+def test_run_then_pause_stops_within_one_cycle(qtbot, window):
+    w = window
+    w.run_panel.max_new_tokens.setValue(3000)
+    w.run()
+    qtbot.waitUntil(lambda: w.model.n_cycles >= 5, timeout=60000)
+    n_at_pause = len(w.model.source)
+    w.pause()
+    wait_idle(qtbot, w)
+    qtbot.wait(50)
+    assert len(w.model.source) <= n_at_pause + 1
+    assert w.run_panel.step_button.isEnabled() and not w.run_panel.pause_button.isEnabled()
+    # The window shows the latest cycle once the run stops.
+    assert w.model.index == len(w.model.source) - 1
+
+
+def test_run_to_breakpoint_stops_on_a_matching_cycle(qtbot, window):
+    w = window
+    w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("tr"))
+    kind = w.run_panel.bp_kind
+    kind.setCurrentIndex(kind.findData("accepted_ge"))
+    w.run_panel.bp_k.setValue(1)
+    w.run_to_breakpoint()
+    wait_idle(qtbot, w)
+    qtbot.waitUntil(lambda: w.model.n_cycles > 0, timeout=30000)
+    summaries = w.model.summaries()
+    hits = CycleFilter("accepted_ge", k=1).matching(summaries)
+    assert hits, "the tiny model accepted no draft token in 400 tokens"
+    assert hits == [len(summaries) - 1], "the run stops at the first matching cycle, not before or after"
+
+
+@pytest.mark.parametrize("prompt, model, expect", [
+    ("", None, "the prompt is empty"),
+    ("Hello", "/no/such/model/folder", "/no/such/model/folder"),
+])
+def test_bad_input_shows_a_message_not_a_traceback(qtbot, window, prompt, model, expect):
+    w = window
+    w.run_panel.prompt.setPlainText(prompt)
+    if model:
+        w.run_panel.model.setEditText(model)
+    qtbot.keyClick(w, Qt.Key.Key_F10)
+    qtbot.waitUntil(lambda: w.run_panel.message.isVisible(), timeout=30000)
+    assert expect in w.run_panel.message.text()
+    assert w.model.n_cycles == 0
+    assert w.run_panel.prompt.isEnabled(), "settings stay editable after a refused start"
+
+
+def test_bad_parameter_value_from_the_form_is_refused(qtbot, window):
+    w = window
+    w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("goose"))
+    w.run_panel._param_widgets["ngram_min"].setValue(9)  # larger than ngram_max
+    w.run_panel._param_widgets["ngram_max"].setValue(3)
+    w.step()
+    qtbot.wait(200)
+    if w.run_panel.message.isVisible():
+        assert "ngram" in w.run_panel.message.text()
+    else:  # the method accepts it: then a cycle must come
+        qtbot.waitUntil(lambda: w.model.n_cycles == 1, timeout=30000)
+
+
+def test_closing_mid_run_leaves_a_readable_recording(qtbot, window):
+    w = window
+    w.run_panel.max_new_tokens.setValue(3000)
+    w.run()
+    qtbot.waitUntil(lambda: w.model.n_cycles >= 3, timeout=60000)
+    sid = w.model.source.info.id
+    db = w.run_panel.db_path()
+    w.close()
+    with Recording(db) as rec:
+        info = rec.session(sid)
+        assert info.status in ("interrupted", "complete")
+        n = rec.n_cycles(sid)
+        assert n >= 3
+        assert [c.index for c in rec.cycles(sid)] == list(range(n))
+
+
+@pytest.fixture(scope="module")
+def long_recording(tmp_path_factory, tiny_dir):
+    """A 1,000-cycle session: 40 real TR cycles of the tiny model, then the same cycles again with new indices
+    (replay does not care how the cycles were made, and decoding 1,000 would take minutes on a loaded CPU)."""
+    target = load_model(str(tiny_dir), device="cpu")
+    path = tmp_path_factory.mktemp("long") / "long.db"
+    prepared = prepare(SessionRequest(method="tr", prompt="Count: 1 2 3 4 5 6 7 8 9 10", max_new_tokens=3000,
+                                      params={"budget": 20}), target)
+    engine: Engine = prepared.engine
+    engine.eos = set()  # a random model says EOS now and then; this session must be long
+    engine.prefill()
+    real = [engine.step() for _ in range(40)]
+    with Recording(path, create=True) as rec:
+        writer = rec.new_session(prepared.info)
+        for i in range(1000):
+            writer.append(real[i % len(real)].replace(index=i))
+        writer.finish("complete", "test")
+        assert rec.n_cycles(prepared.info.id) == 1000
+    return path, prepared.info.id
+
+
+def test_scrubbing_a_long_recording_updates_every_panel(qtbot, window, long_recording):
+    w = window
+    path, sid = long_recording
+    assert w.open_session(str(path), sid)
+    n = w.model.n_cycles
+    assert n >= 1000
+    source = w.model.source
+    assert isinstance(source, RecordingSource)
+    strip = w.timeline.strip
+    # Drag across the strip: many requests, only the newest is applied.
+    for x in range(0, strip.width(), max(1, strip.width() // 200)):
+        w.timeline.scrub_to(strip.cycle_at(x))
+    target = strip.cycle_at(strip.width() * 0.73)
+    w.timeline.scrub_to(target)
+    qtbot.waitUntil(lambda: w.model.index == target, timeout=5000)
+    rec = source.cycle(target)
+    assert w.model.record == rec
+    assert w.timeline.label.text() == f"cycle {target} / {n - 1}"
+    assert committed_text(w, rec) == list(rec.committed_ids)
+    assert w.output.current_cycle_range() is not None
+    # Left / Right step through cycles; with a filter they skip the others.
+    qtbot.keyClick(w, Qt.Key.Key_Right)
+    assert w.model.index == target + 1
+    qtbot.keyClick(w, Qt.Key.Key_Left)
+    assert w.model.index == target
+    kind = w.timeline.filter_kind
+    kind.setCurrentIndex(kind.findData("accepted_ge"))
+    w.timeline.filter_k.setValue(1)
+    nxt = next((i for i in range(target + 1, n) if len(source.cycle(i).accepted_path) >= 1), None)
+    if nxt is not None:
+        qtbot.keyClick(w, Qt.Key.Key_Right)
+        assert w.model.index == nxt
+
+
+def test_export_csv_and_panels(qtbot, window, long_recording, tmp_path):
+    w = window
+    path, sid = long_recording
+    w.open_session(str(path), sid)
+    w.model.set_cycle(10)
+    out = tmp_path / "cycles.csv"
+    n = w.export_csv(out)
+    with open(out, newline="", encoding="utf-8") as fh:
+        lines = list(csv.reader(fh))
+    assert n == w.model.n_cycles and len(lines) == n + 1
+    assert lines[0][:4] == ["cycle", "mode", "verified", "accepted"]
+    row10 = lines[11]
+    s10 = w.model.summaries()[10]
+    assert row10[:5] == ["10", s10.mode, str(s10.n_verified), str(s10.n_accepted), str(s10.n_committed)]
+    for name in ("tree", "mask", "kv", "charts", "window"):
+        png = w.export_panel(name, tmp_path / f"{name}.png")
+        assert png.stat().st_size > 1000
+    svg = w.export_panel("tree", tmp_path / "tree.svg")
+    assert svg.read_text(encoding="utf-8").lstrip().startswith("<?xml")
+
+
+def test_layout_is_restored_on_restart(qtbot, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
+    from app.main_window import MainWindow
+
+    w = MainWindow(tmp_path / "s.db")
+    qtbot.addWidget(w)
+    w.show()
+    w.docks["kv"].hide()
+    w.close()
+    w2 = MainWindow(tmp_path / "s.db")
+    qtbot.addWidget(w2)
+    w2.show()
+    assert not w2.docks["kv"].isVisible() and w2.docks["mask"].isVisible()
+    w2.reset_layout()
+    assert w2.docks["kv"].isVisible()
+    w2.close()
