@@ -1,0 +1,451 @@
+"""The KV cache around the current cycle: before the forward, the verify block, after the trim.
+
+Cache slot p holds context token p (the prompt, then every committed token; the root, the last committed
+token, is written by this cycle's forward as verify row 0). The forward writes the n verify rows at slots
+``cache_len ..``; the trim keeps rows ``record.kv_keep`` (root first) compacted after the old slots and drops
+the rest. Long caches show only their last positions after an elided block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QHelpEvent, QMouseEvent, QPainter, QPaintEvent, QPalette, QPen
+from PySide6.QtWidgets import QToolTip, QWidget
+
+from specviz_core.records import CycleRecord, Node
+from specviz_core.summary import PROMPT
+
+from ..theme import ACCEPTED, GATED, SOURCE_COLORS, SOURCE_LABELS, source_color
+from .base import PanelMixin
+
+HINT = "Step a cycle (F10) or open a recording"
+MARGIN, GAP = 8, 6
+STRIPS = ("before", "verify", "after")
+STRIP_NAMES = {"before": "before", "verify": "verify block", "after": "after trim"}
+MAX_CELL, OLD_CELL = 28, 16
+STRIP_HELP = {
+    "header": "Cache slot p holds context token p. The forward writes the verify block after the cache; the trim keeps\n"
+              "the root and the accepted rows, moved to the slots right after the old ones, and drops the rest.",
+    "before": "The KV cache before this cycle's forward: the prompt and every committed token but the root.\n"
+              "Colour: how each token was committed. Long caches show their last positions only.",
+    "verify": "The verify block: one row per verified node, written at the slots after the cache.\n"
+              "Colour: the node's source; a green bar marks the rows whose KV is kept. Click to select a node.",
+    "after": "The cache after the trim: the old positions, the kept rows compacted after them,\n"
+             "then the dropped (rejected) rows, hatched grey.",
+}
+
+
+@dataclass
+class Cell:
+    """One drawn cell: which strip, where, and what it stands for."""
+
+    strip: str
+    rect: QRect
+    slot: int
+    """Cache slot (position in the cache); -1 for a dropped row."""
+    token: int
+    kind: str
+    """Source or commit kind (prompt, spine, branch, bonus, ...) that colours it."""
+    row: int = -1
+    """Verify row for block cells, -1 for old positions."""
+    node: Node | None = None
+    dropped: bool = False
+    cycle: int = -1
+    """Cycle that committed an old position's token (-1: the prompt)."""
+    text: str = ""
+    """The token label drawn in the cell ("" where there is no room)."""
+
+
+@dataclass
+class _Layout:
+    key: tuple
+    cells: list[Cell]
+    elided: dict[str, QRect]
+    strip_y: dict[str, int]
+    strip_h: int
+    x0: int
+    font_px: int
+    old_font_px: int
+    n_elided: int
+
+
+class KVView(PanelMixin, QWidget):
+    """Three strips: the cache before the forward, the verify block, and the cache after the trim."""
+
+    title = "KV cache"
+
+    def __init__(self, model, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._layout: _Layout | None = None
+        self._old: tuple[int, list[tuple[int, int, str, int]]] | None = None
+        self.setMouseTracking(True)
+        self.setMinimumSize(320, 240)
+        self.connect_model(model)
+
+    # -- model events -------------------------------------------------------------------
+    def on_session_opened(self, source) -> None:
+        self.update()
+
+    def on_session_closed(self) -> None:
+        self.update()
+
+    def on_cycle_changed(self, record: CycleRecord) -> None:
+        self.update()
+
+    def on_node_selected(self, node_id: int | None) -> None:
+        self.update()
+
+    def changeEvent(self, e: QEvent) -> None:
+        if e.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._layout = None
+        super().changeEvent(e)
+
+    # -- what is shown --------------------------------------------------------------------
+    def counts(self) -> tuple[int, int, int, int] | None:
+        """(cache before, cache after, kept rows, dropped rows) of the current cycle."""
+        rec = self.model.record
+        if rec is None:
+            return None
+        kept = len(rec.kv_keep)
+        return rec.cache_len, rec.cache_len + kept, kept, rec.n_verified - kept
+
+    def counts_text(self) -> str:
+        c = self.counts()
+        if c is None:
+            return ""
+        before, after, kept, dropped = c
+        rec = self.model.record
+        root = bool(rec.kv_keep) and rec.kv_keep[0] == 0
+        kept_s = (f"root + {kept - 1} accepted" if kept > 1 else "root") if root else f"{kept} rows"
+        dropped_s = f"{dropped} rejected" if dropped else "none"
+        return f"cache {before:,} → {after:,} positions: kept {kept_s}, dropped {dropped_s}"
+
+    def strip_subtitles(self) -> tuple[str, str, str]:
+        """The line under each strip's name: cache lengths and the block's slots."""
+        c = self.counts()
+        if c is None:
+            return ("", "", "")
+        before, after, _, _ = c
+        n = self.model.record.n_verified
+        at = f"at {before:,}" + (f"–{before + n - 1:,}" if n > 1 else "")
+        return (f"{before:,} positions", at, f"{after:,} positions")
+
+    def old_positions(self, count: int) -> list[tuple[int, int, str, int]]:
+        """The last ``count`` cached positions before this cycle: (slot, token, kind, committing cycle or -1)."""
+        rec, src = self.model.record, self.model.source
+        if rec is None:
+            return []
+        key = (id(rec), count)
+        if self._old is not None and self._old[0] == key:
+            return self._old[1]
+        out: list[tuple[int, int, str, int]] = []
+        # The context ends with the root (slot cache_len); walk back over earlier cycles' commits, then the prompt.
+        pos = rec.cache_len
+        want_from = max(0, rec.cache_len - count)
+        if src is not None:
+            summaries = src.summaries()
+            for c in range(min(rec.index, len(summaries)) - 1, -1, -1):
+                s = summaries[c]
+                for tok, kind in zip(reversed(s.committed_ids), reversed(s.committed_kinds)):
+                    if pos < rec.cache_len:
+                        out.append((pos, tok, kind, c))
+                    pos -= 1
+                if pos < want_from:
+                    break
+            prompt = src.info.prompt_ids
+            while pos >= want_from and pos >= 0:
+                if pos < rec.cache_len:
+                    out.append((pos, prompt[pos] if pos < len(prompt) else -1, PROMPT, -1))
+                pos -= 1
+        out = [o for o in out if want_from <= o[0] < rec.cache_len]
+        have = {o[0] for o in out}
+        out += [(p, -1, PROMPT, -1) for p in range(want_from, rec.cache_len) if p not in have]
+        out.sort()
+        self._old = (key, out)
+        return out
+
+    # -- layout -------------------------------------------------------------------------------
+    def _font(self, px: int, bold: bool = False) -> QFont:
+        f = QFont(self.font())
+        f.setPixelSize(px)
+        f.setBold(bold)
+        return f
+
+    def layout_cells(self) -> _Layout | None:
+        rec = self.model.record
+        if rec is None or not rec.verify_order:
+            return None
+        key = (id(rec), self.width(), self.height(), self.font().key())
+        if self._layout is not None and self._layout.key == key:
+            return self._layout
+        fm = QFontMetrics(self.font())
+        n, C = rec.n_verified, rec.cache_len
+        x0 = MARGIN + max(fm.horizontalAdvance(t) for t in (*STRIP_NAMES.values(), *self.strip_subtitles())) + 12
+        avail = self.width() - x0 - MARGIN
+        # Keep the verify block readable: show fewer old positions before making block cells tiny.
+        for k in (16, 12, 8, 4):
+            shown = min(C, k)
+            elide_w = fm.horizontalAdvance(f"… {C - shown:,} earlier") + 14 if C > shown else 0
+            wb = (avail - elide_w - shown * OLD_CELL) // n
+            if wb >= 9:
+                break
+        wb = max(2, min(MAX_CELL, wb))
+        wo = max(OLD_CELL, min(MAX_CELL, wb, (avail - elide_w - n * wb) // max(1, shown)))
+        head = 2 * (fm.height() + 4)
+        tick = fm.height()
+        rest = self.height() - MARGIN - head - 3 * tick - 26 - 2 * GAP - MARGIN
+        strip_h = max(2 * tick + 4, min(72, rest // 3))
+        font_px = max(8, min(11, wb - 1))
+        y = MARGIN + head + 4
+        strip_y = {"before": y, "verify": y + strip_h + tick + GAP // 2, "after": 0}
+        strip_y["after"] = strip_y["verify"] + strip_h + 26 + GAP
+        cells: list[Cell] = []
+        elided: dict[str, QRect] = {}
+        old = self.old_positions(shown)
+        for strip in ("before", "after"):
+            x = x0
+            if elide_w:
+                elided[strip] = QRect(x, strip_y[strip], elide_w - 4, strip_h)
+                x += elide_w
+            for slot, tok, kind, cyc in old:
+                cells.append(Cell(strip, QRect(x, strip_y[strip], wo - 1, strip_h), slot, tok, kind, cycle=cyc))
+                x += wo
+        block_x = x0 + elide_w + len(old) * wo
+        by_id = rec.node_by_id
+        nodes = [by_id[nid] for nid in rec.verify_order]
+        for i, node in enumerate(nodes):
+            cells.append(Cell("verify", QRect(block_x + i * wb, strip_y["verify"], wb - 1, strip_h), C + i, node.token,
+                              node.source, row=i, node=node, dropped=i not in rec.kv_keep))
+        keep = list(rec.kv_keep)
+        dropped = [i for i in range(n) if i not in set(keep)]
+        for k, i in enumerate(keep + dropped):
+            cells.append(Cell("after", QRect(block_x + k * wb, strip_y["after"], wb - 1, strip_h),
+                              C + k if k < len(keep) else -1, nodes[i].token, nodes[i].source, row=i, node=nodes[i],
+                              dropped=k >= len(keep)))
+        old_px = max(8, min(11, wo - 3))
+        label, chars = self.model.vocab.label, max(2, (strip_h - 6) // 6)
+        show = {True: wb >= 9, False: QFontMetrics(self._font(old_px)).height() <= wo}
+        for c in cells:
+            if show[c.node is not None] and c.token >= 0 and not (c.dropped and c.strip == "after"):
+                c.text = label(c.token, chars)
+        self._layout = _Layout(key, cells, elided, strip_y, strip_h, x0, font_px, old_px, n_elided=C - shown)
+        return self._layout
+
+    def cell(self, strip: str, row: int = -1, slot: int = -1) -> Cell | None:
+        """The cell of verify ``row`` in a strip, or of cache ``slot`` (old positions)."""
+        lay = self.layout_cells()
+        for c in lay.cells if lay else ():
+            if c.strip == strip and ((row >= 0 and c.row == row) or (row < 0 and c.slot == slot and c.row < 0)):
+                return c
+        return None
+
+    def cell_at(self, pos: QPoint) -> Cell | None:
+        lay = self.layout_cells()
+        for c in lay.cells if lay else ():
+            if c.rect.adjusted(0, 0, 1, 0).contains(pos):
+                return c
+        return None
+
+    # -- interaction ------------------------------------------------------------------------------
+    def tooltip_at(self, pos: QPoint) -> str:
+        lay, rec = self.layout_cells(), self.model.record
+        if lay is None or rec is None:
+            return ""
+        for r in lay.elided.values():
+            if r.contains(pos):
+                return f"positions 0–{lay.n_elided - 1:,}: {lay.n_elided:,} earlier tokens in the cache (not drawn)"
+        c = self.cell_at(pos)
+        if c is None:
+            if pos.x() < lay.x0:
+                for strip, y in lay.strip_y.items():
+                    if y <= pos.y() < y + lay.strip_h:
+                        return STRIP_HELP[strip]
+            if pos.y() < lay.strip_y["before"]:
+                return STRIP_HELP["header"]
+            return ""
+        label = self.model.vocab.label
+        tok = f"'{label(c.token, 24)}'" if c.token >= 0 else "(token unknown)"
+        if c.node is None:
+            how = "prompt" if c.cycle < 0 else f"{c.kind}, committed in cycle {c.cycle}"
+            return f"position {c.slot:,}: {tok} ({how})\nin the cache before this cycle, kept"
+        node = c.node
+        what = f"node {node.id} {tok} ({SOURCE_LABELS.get(node.source, node.source)}), depth {node.depth}"
+        fate = ("dropped: rejected, its KV is discarded" if c.dropped
+                else f"kept: compacted to position {rec.cache_len + rec.kv_keep.index(c.row):,}")
+        if c.strip == "verify":
+            return (f"row {c.row} at position {c.slot:,} (position id {rec.positions[c.row]:,}): {what}\n{fate}"
+                    f"\nclick: select node {node.id}")
+        where = f"position {c.slot:,}" if not c.dropped else f"row {c.row}"
+        return f"{where}: {what}\n{fate}\nclick: select node {node.id}"
+
+    def event(self, e: QEvent) -> bool:
+        if e.type() == QEvent.Type.ToolTip and isinstance(e, QHelpEvent):
+            tip = self.tooltip_at(e.pos())
+            if tip:
+                QToolTip.showText(e.globalPos(), tip, self)
+            else:
+                QToolTip.hideText()
+                e.ignore()
+            return True
+        return super().event(e)
+
+    def mousePressEvent(self, e: QMouseEvent) -> None:
+        c = self.cell_at(e.position().toPoint())
+        if e.button() == Qt.MouseButton.LeftButton and c is not None and c.node is not None:
+            self.model.select_node(c.node.id)
+        super().mousePressEvent(e)
+
+    # -- drawing ----------------------------------------------------------------------------------
+    def dropped_color(self) -> QColor:
+        """Fill of a dropped row's cell (hatched over with the gated grey)."""
+        base = self.palette().color(QPalette.ColorRole.Base)
+        g = QColor(GATED)
+        return QColor((base.red() + g.red()) // 2, (base.green() + g.green()) // 2, (base.blue() + g.blue()) // 2)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        p = QPainter(self)
+        try:
+            self._paint(p)
+        finally:
+            p.end()
+
+    def _paint(self, p: QPainter) -> None:
+        pal = self.palette()
+        text, dim = pal.color(QPalette.ColorRole.WindowText), pal.color(QPalette.ColorRole.PlaceholderText)
+        p.fillRect(self.rect(), pal.color(QPalette.ColorRole.Window))
+        lay, rec = self.layout_cells(), self.model.record
+        if lay is None or rec is None:
+            p.setPen(dim)
+            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, HINT)
+            return
+        fm = QFontMetrics(self.font())
+        lh = fm.height() + 4
+        bold = QFont(self.font())
+        bold.setBold(True)
+        p.setFont(bold)
+        p.setPen(text)
+        p.drawText(QPointF(MARGIN, MARGIN + fm.ascent()), self.counts_text())
+        p.setFont(self.font())
+        self._paint_legend(p, lay, MARGIN + lh, fm, text)
+
+        sh = lay.strip_h
+        right = Qt.AlignmentFlag.AlignRight
+        for strip, sub in zip(STRIPS, self.strip_subtitles()):
+            r = QRect(MARGIN, lay.strip_y[strip] + sh // 2 - fm.height(), lay.x0 - MARGIN - 6, fm.height())
+            p.setPen(text)
+            p.drawText(r, right | Qt.AlignmentFlag.AlignBottom, STRIP_NAMES[strip])
+            p.setPen(dim)
+            p.drawText(r.translated(0, fm.height()), right | Qt.AlignmentFlag.AlignTop, sub)
+        for r in lay.elided.values():
+            p.setPen(QPen(dim, 1, Qt.PenStyle.DashLine))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            p.drawRect(r.adjusted(0, 0, -1, -1))
+            p.drawText(r, Qt.AlignmentFlag.AlignCenter, f"… {lay.n_elided:,} earlier")
+
+        sel = self.model.selected_node
+        dropped_fill = self.dropped_color()
+        gated = QColor(GATED)
+        hatch = QBrush(gated, Qt.BrushStyle.BDiagPattern)
+        accepted = QColor(ACCEPTED)
+        colors: dict[str, QColor] = {}
+        labels: dict[bool, list[tuple[QRect, str]]] = {True: [], False: []}
+        highlight: list[QRect] = []
+        p.setPen(QPen(gated, 1))
+        for c in lay.cells:
+            r = c.rect
+            if c.dropped and c.strip == "after":
+                p.fillRect(r, dropped_fill)
+                p.fillRect(r, hatch)
+                p.drawLine(r.left(), r.center().y(), r.right(), r.center().y())
+            else:
+                color = colors.get(c.kind)
+                if color is None:
+                    color = colors[c.kind] = source_color(c.kind)
+                p.fillRect(r, color)
+                if c.text:
+                    labels[c.node is not None].append((r, c.text))
+            if c.strip == "verify" and not c.dropped:
+                p.fillRect(QRect(r.left(), r.bottom() + 2, r.width(), 3), accepted)
+            if c.node is not None and c.node.id == sel:
+                highlight.append(r)
+        # Token labels read bottom-up inside their cells: one rotation for all of them.
+        p.save()
+        p.rotate(-90)
+        p.setPen(QColor("#ffffff"))
+        for is_block, px in ((True, lay.font_px), (False, lay.old_font_px)):
+            if labels[is_block]:
+                font = self._font(px)
+                p.setFont(font)
+                fmc = QFontMetrics(font)
+                off = (fmc.ascent() - fmc.descent()) / 2
+                for r, t in labels[is_block]:
+                    p.drawText(QPointF(-(r.bottom() - 3), r.left() + r.width() / 2 + off), t)
+        p.restore()
+        self._paint_connectors(p, lay, rec)
+        self._paint_ticks(p, lay, rec, fm, dim)
+        if highlight:
+            p.setPen(QPen(pal.color(QPalette.ColorRole.Highlight), 2))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            for r in highlight:
+                p.drawRect(r.adjusted(-2, -2, 2, 2))
+
+    def _paint_connectors(self, p: QPainter, lay: _Layout, rec: CycleRecord) -> None:
+        """A line from each kept verify row to its compacted slot after the trim."""
+        src = {c.row: c.rect for c in lay.cells if c.strip == "verify"}
+        dst = {c.row: c.rect for c in lay.cells if c.strip == "after" and not c.dropped}
+        p.setPen(QPen(QColor(ACCEPTED), 1.5))
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        for row in rec.kv_keep:
+            a, b = src.get(row), dst.get(row)
+            if a is not None and b is not None:
+                p.drawLine(QPointF(a.center().x() + 0.5, a.bottom() + 6), QPointF(b.center().x() + 0.5, b.top() - 2))
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+
+    def _paint_ticks(self, p: QPainter, lay: _Layout, rec: CycleRecord, fm: QFontMetrics, dim: QColor) -> None:
+        """Position numbers where they matter: the shown old slots and the new cache end."""
+        p.setPen(dim)
+        sh = lay.strip_h
+        before = [c for c in lay.cells if c.strip == "before"]
+        kept = [c for c in lay.cells if c.strip == "after" and c.node is not None and not c.dropped]
+
+        def tick(x: int, y: int, s: str, right: bool = False) -> None:
+            w = fm.horizontalAdvance(s)
+            p.drawText(QPointF(x - w if right else x, y + fm.ascent() + 1), s)
+
+        if before:
+            first, last = f"{before[0].slot:,}", f"{before[-1].slot:,}"
+            tick(before[-1].rect.right() + 1, lay.strip_y["before"] + sh, last, right=True)
+            room = before[-1].rect.right() - before[0].rect.left() - fm.horizontalAdvance(first + last)
+            if len(before) > 1 and room > 8:
+                tick(before[0].rect.left(), lay.strip_y["before"] + sh, first)
+        y = lay.strip_y["after"] + sh
+        if kept:
+            end = kept[-1].rect.right() + 1
+            p.drawLine(end, lay.strip_y["after"] - 3, end, y + fm.height())
+            s = f"new length {rec.cache_len + len(kept):,}"
+            fits = end + 3 + fm.horizontalAdvance(s) <= self.width() - MARGIN
+            tick(end + 3 if fits else end - 3, y, s, right=not fits)
+        nxt = f"next root: bonus '{self.model.vocab.label(rec.bonus_token, 16)}' at position {rec.cache_len + len(kept):,}"
+        p.drawText(QPointF(MARGIN, y + fm.height() + fm.ascent() + 2), nxt + " (its KV is written by the next forward)")
+
+    def _paint_legend(self, p: QPainter, lay: _Layout, y: int, fm: QFontMetrics, text: QColor) -> None:
+        """Colours present in the strips (how each token got there), then the kept and dropped marks."""
+        s = fm.height() - 6
+        x = MARGIN
+        present = {c.kind for c in lay.cells}
+        kinds = [k for k in SOURCE_COLORS if k in present] + sorted(present - set(SOURCE_COLORS))
+        p.setPen(text)
+        for name in kinds + ["kept", "dropped"]:
+            r = QRect(x, y + 3, s, s)
+            if name == "kept":
+                p.fillRect(QRect(x, y + 3 + s - 3, s, 3), QColor(ACCEPTED))
+            elif name == "dropped":
+                p.fillRect(r, self.dropped_color())
+                p.fillRect(r, QBrush(QColor(GATED), Qt.BrushStyle.BDiagPattern))
+            else:
+                p.fillRect(r, source_color(name))
+            x += s + 4
+            p.drawText(QPointF(x, y + fm.ascent()), name)
+            x += fm.horizontalAdvance(name) + 10
