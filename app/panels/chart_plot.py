@@ -1,0 +1,209 @@
+"""One plot of the charts panel: a pyqtgraph PlotItem with a two-line header (title, then the series keys
+coloured like their lines), a grey note for when the session has nothing to show there, and theme-aware
+axes. :class:`HeatmapPlot` adds the acceptance heatmap by depth and sibling rank."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsTextItem
+
+#: A series key: (symbol, colour or "fg" for the text colour, label).
+Key = tuple[str, str, str]
+
+HEAT_CMAP = "viridis"
+HEAT_TEXT_CELLS = 48  # print each cell's rate when the grid has at most this many cells
+
+
+def _narrowable(label: pg.LabelItem) -> None:
+    """Let a title be narrower than its text (clipped), so a long title never widens its column."""
+
+    def update_min() -> None:
+        h = label.itemRect().height()
+        label.setMinimumSize(0, h)
+        label._sizeHint = {Qt.SizeHint.MinimumSize: (0, h), Qt.SizeHint.PreferredSize: (0, h),
+                           Qt.SizeHint.MaximumSize: (-1, -1), Qt.SizeHint.MinimumDescent: (0, 0)}
+        label.updateGeometry()
+
+    label.updateMin = update_min
+    label.setFlag(QGraphicsItem.GraphicsItemFlag.ItemClipsChildrenToShape)
+
+
+class ChartPlot(pg.PlotItem):
+    """A titled plot with axis labels, series keys, an optional note, and curves made for long series."""
+
+    def __init__(self, title: str, x_label: str, y_label: str, tooltip: str) -> None:
+        super().__init__()
+        self.title, self.keys = title, list[Key]()
+        self.note: str | None = None
+        self._colors = (QColor("black"), QColor("grey"))
+        self._scale = 1.0
+        self._title_args: tuple[str, str, str] | None = None
+        self.setLabel("bottom", x_label)
+        self.setLabel("left", y_label)
+        self.showGrid(x=False, y=True, alpha=0.15)
+        self.setDownsampling(auto=True, mode="peak")  # applied to every curve the plot holds
+        self.setClipToView(True)
+        self.vb.setToolTip(tooltip)
+        _narrowable(self.titleLabel)
+        self.layout.removeItem(self.titleLabel)  # span the axes' columns too, not only the view's
+        self.layout.addItem(self.titleLabel, 0, 0, 1, 3)
+        for name in ("left", "bottom", "right"):
+            self.getAxis(name).enableAutoSIPrefix(False)
+        self._note_item = QGraphicsTextItem(self.vb)
+        self._note_item.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresParentOpacity)
+        self._note_item.setZValue(100)
+        opt = self._note_item.document().defaultTextOption()
+        opt.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        self._note_item.document().setDefaultTextOption(opt)
+        self._note_item.hide()
+        self.vb.sigResized.connect(self._place_note)
+
+    def curve(self, **kw: object) -> pg.PlotDataItem:
+        """A curve, peak-downsampled to about two points per pixel and clipped to the view."""
+        item = self.plot(**kw)
+        item.opts["autoDownsampleFactor"] = 1.0  # pyqtgraph's default draws 5 samples per pixel
+        # Moving the current-cycle line repaints a strip of the plot: blit the curve instead of redrawing it.
+        item.curve.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        return item
+
+    # -- header --------------------------------------------------------------------------------
+    def set_header(self, title: str | None = None, keys: list[Key] | None = None) -> None:
+        """Title on the first line; the series keys (the legend), coloured like their lines, on the second."""
+        if title is not None:
+            self.title = title
+        if keys is not None:
+            self.keys = keys
+        fg, grey = self._colors
+        html = self.title
+        if self.keys:
+            parts = (f"<span style='color:{fg.name() if c == 'fg' else c}'>{sym}</span>&nbsp;{label}"
+                     for sym, c, label in self.keys)
+            html += f"<br><span style='font-size:{8 * self._scale:g}pt'>{'&nbsp;&nbsp;'.join(parts)}</span>"
+        args = (html, (grey if self.note else fg).name(), f"{9 * self._scale:g}pt")
+        if args != self._title_args:  # laying out a title again is the costliest part of a live redraw
+            self._title_args = args
+            self.setTitle(args[0], color=args[1], size=args[2])
+            h = self.titleLabel.itemRect().height()  # pyqtgraph fixes the title row at 30 px: two lines need more
+            self.titleLabel.setMaximumHeight(h)
+            self.layout.setRowFixedHeight(0, h)
+
+    def header_text(self) -> str:
+        """The title and the series keys as plain text."""
+        return " | ".join([self.title, *(label for _, _, label in self.keys)])
+
+    # -- note ----------------------------------------------------------------------------------
+    def set_note(self, text: str | None) -> None:
+        """Grey the plot out with a short note, or (None) show it normally."""
+        if text == self.note:
+            return
+        self.note = text
+        if text is None:
+            self._note_item.hide()
+            self.setOpacity(1.0)
+        else:
+            self._note_item.setPlainText(text)
+            self._note_item.show()
+            self.setOpacity(0.45)
+            self._place_note()
+        self.set_header()
+
+    def _place_note(self, *_: object) -> None:
+        r = self.vb.rect()
+        self._note_item.setTextWidth(max(60.0, r.width() - 16))
+        self._note_item.setPos(r.left() + 8, r.center().y() - self._note_item.boundingRect().height() / 2)
+
+    # -- theme ---------------------------------------------------------------------------------
+    def apply_theme(self, fg: QColor, grey: QColor, scale: float) -> None:
+        self._colors, self._scale = (fg, grey), scale
+        tick_font = QFont()
+        tick_font.setPointSizeF(8 * scale)
+        for name in ("left", "bottom", "right"):
+            ax = self.getAxis(name)
+            ax.setPen(pg.mkPen(fg.red(), fg.green(), fg.blue(), 110))
+            ax.setTextPen(fg)
+            ax.setStyle(tickFont=tick_font)
+            if ax.labelText:
+                ax.setLabel(ax.labelText, **{"font-size": f"{8.5 * scale:g}pt", "color": fg.name()})
+        note_font = QFont()
+        note_font.setPointSizeF(9 * scale)
+        self._note_item.setFont(note_font)
+        self._note_item.setDefaultTextColor(grey)
+        self.set_header()
+
+
+class HeatmapPlot(ChartPlot):
+    """Acceptance rate by depth (x) and sibling rank (y, rank 0 on top), with a colour bar and cell labels."""
+
+    def __init__(self, tooltip: str) -> None:
+        super().__init__("acceptance heatmap", "depth", "sibling rank (0 = first)", tooltip)
+        self.verified = self.accepted = np.zeros((0, 0))
+        self.img = pg.ImageItem(axisOrder="col-major")  # image[x, y] = rate[depth - 1, rank]
+        self.addItem(self.img)
+        self.invertY(True)
+        self.setMouseEnabled(False, False)
+        self.hideButtons()
+        self.cmap = pg.colormap.get(HEAT_CMAP)
+        self._lut = self.cmap.getLookupTable(nPts=256)
+        self.colorbar = pg.ColorBarItem(values=(0, 1), colorMap=self.cmap, interactive=False, width=12)
+        self.colorbar.setImageItem(self.img, insert_in=self)
+        self.texts: list[pg.TextItem] = []
+        self.vb.sigResized.connect(self._label_cells)
+
+    def set_counts(self, verified: np.ndarray, accepted: np.ndarray) -> bool:
+        """Show accepted / verified per [depth, rank] (depth 0, the root, is left out); False if nothing verified."""
+        self.verified, self.accepted = verified, accepted
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = np.where(verified > 0, accepted / np.maximum(verified, 1), np.nan)[1:]
+        if not rate.size or not np.isfinite(rate).any():
+            self.img.clear()
+            self._label_cells()
+            return False
+        depths, ranks = rate.shape
+        self.img.setImage(rate, levels=(0.0, 1.0), lut=self._lut)
+        self.img.setRect(QRectF(0.5, -0.5, depths, ranks))
+        self.vb.setRange(xRange=(0.5, depths + 0.5), yRange=(-0.5, ranks - 0.5), padding=0)
+        self.getAxis("bottom").setTicks([[(d, str(d)) for d in range(1, depths + 1, 1 + (depths - 1) // 10)]])
+        self.getAxis("left").setTicks([[(r, str(r)) for r in range(0, ranks, 1 + (ranks - 1) // 6)]])
+        self._label_cells()
+        return True
+
+    def _label_cells(self, *_: object) -> None:
+        """Print each cell's rate in it when the cells are big enough to hold the text."""
+        for t in self.texts:
+            t.hide()
+        rate = self.img.image
+        if rate is None or not rate.size or rate.size > HEAT_TEXT_CELLS:
+            return
+        if self.vb.width() / rate.shape[0] < 34 * self._scale or self.vb.height() / rate.shape[1] < 16 * self._scale:
+            return
+        k = 0
+        for (di, r), v in np.ndenumerate(rate):
+            if not np.isfinite(v):
+                continue
+            if k == len(self.texts):
+                self.texts.append(pg.TextItem(anchor=(0.5, 0.5)))
+                self.addItem(self.texts[-1], ignoreBounds=True)
+            t = self.texts[k]
+            t.setText(f"{v:.0%}")
+            t.setColor("#000000" if v > 0.6 else "#ffffff")  # dark text on viridis' light end
+            t.setPos(di + 1, r)
+            t.show()
+            k += 1
+
+    def tooltip(self, depth: int, rank: int) -> str:
+        if not (1 <= depth < self.verified.shape[0] and 0 <= rank < self.verified.shape[1]):
+            return "Acceptance by depth and sibling rank (rank 0 = first child tried), all cycles so far"
+        ver, acc = self.verified[depth, rank], self.accepted[depth, rank]
+        rate = f"{acc / ver:.0%}" if ver else "—"
+        return f"depth {depth}, rank {rank}: {acc:.0f} accepted of {ver:.0f} verified ({rate})"
+
+    def apply_theme(self, fg: QColor, grey: QColor, scale: float) -> None:
+        super().apply_theme(fg, grey, scale)
+        tick_font = QFont()
+        tick_font.setPointSizeF(8 * scale)
+        self.colorbar.axis.setTextPen(fg)
+        self.colorbar.axis.setStyle(tickFont=tick_font)
+        self.colorbar.axis.setLabel("accepted / verified", **{"font-size": f"{8.5 * scale:g}pt", "color": fg.name()})

@@ -1,0 +1,426 @@
+"""Charts: how a session's speculation went, cycle by cycle (pyqtgraph).
+
+Seven plots in a grid (three columns, two when the panel is narrow): tau per cycle and its rolling mean;
+tokens/s with the speed-up against a measured AR baseline; cumulative acceptance per node source (Goose's
+p_s and p_t); Goose's spine ratio and EMA with bypass cycles marked; TALON's delta against tau; acceptance
+by depth and sibling rank; the verify cost curve. Plot items are made once and fed with
+``setData``/``setImage``; long series are clipped to the view and peak-downsampled. A vertical line marks
+the current cycle; clicking a per-cycle plot jumps there. The numbers come from
+:class:`~app.panels.charts_data.ChartData`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QPointF, Qt, QTimer
+from PySide6.QtGui import QColor, QPalette, QResizeEvent
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QStackedLayout, QWidget
+
+from app.panels.base import PanelMixin
+from app.panels.chart_plot import ChartPlot, HeatmapPlot
+from app.panels.charts_data import WINDOW, ChartData, cost_points
+from app.theme import ACCEPTED, GATED, SOURCE_COLORS, SOURCE_LABELS
+from specviz_core.records import CycleRecord
+from specviz_core.session_model import SessionModel
+from specviz_core.sources import CycleSource
+from specviz_core.summary import CycleSummary
+
+try:  # written by another engineer; the panel works without it
+    from specviz_core.bench import load_cost_curve
+except Exception:  # noqa: BLE001 - absent or broken: no cost curve
+    load_cost_curve = None
+
+HINT = "Step a cycle (F10) or open a recording"
+NO_COST = "no cost curve measured yet — run specviz bench"
+NO_SPINE = "no spine ratio in this method's state (Goose records one)"
+NO_DELTA = "no draft-step count (δ) in this method's state (TALON records one)"
+NO_HEAT = "no draft tokens verified yet"
+PLOT_HELP = "Click: jump to that cycle · wheel/drag: zoom/pan · right-click: menu"
+REDRAW_MS = 40  # live appends are drawn at most this often
+ROW_MIN_PX = 165  # below this a plot is unreadable: the grid scrolls instead
+THREE_COLUMNS_PX = 780  # narrower than this, two columns
+SPINE_Y = (-0.05, 1.12)  # ratios in [0, 1], bypass ticks above
+GOOSE_LABELS = {"spine": "p_s spine", "branch": "p_t branch"}
+
+
+class ChartsPanel(PanelMixin, QWidget):
+    """Charts of the current session. For the main window: ``set_ar_baseline``, ``set_cost_curve``,
+    ``set_font_scale``; ``flush`` draws pending live cycles now."""
+
+    title = "Charts"
+
+    def __init__(self, model: SessionModel, parent: QWidget | None = None) -> None:
+        QWidget.__init__(self, parent)
+        self.data = ChartData()
+        self.ar_tokens_per_s: float | None = None
+        self.ar_note = ""
+        self.cost_points: list[tuple[int, float]] | None = None
+        self.columns = 0
+        self._font_scale = 1.0
+        self._base_pt = self.font().pointSizeF()  # the app font grows in presentation mode: so do the charts
+        self._method = ""
+        self._syncing_x = False
+        self._source_curves: dict[str, pg.PlotDataItem] = {}
+
+        self.glw = pg.GraphicsLayoutWidget()
+        self.hint = QLabel(HINT)
+        self.hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setWidget(self.glw)
+        self._stack = QStackedLayout(self)
+        self._stack.addWidget(self.hint)
+        self._stack.addWidget(self.scroll)
+        self._build()
+        self._layout(3)
+        self._timer = QTimer(self, singleShot=True, interval=REDRAW_MS)
+        self._timer.timeout.connect(self._redraw)
+        self._apply_palette()
+        self.set_ar_baseline(None)
+        self.connect_model(model)
+        if model.source is not None:
+            self.on_session_opened(model.source)
+            if model.record is not None:
+                self.on_cycle_changed(model.record)
+
+    # -- building ----------------------------------------------------------------------------
+    def _build(self) -> None:
+        cyc = "cycle"
+        self.p_tau = ChartPlot("accepted tokens per cycle (τ)", cyc, "tokens / target forward", PLOT_HELP)
+        self.p_src = ChartPlot("acceptance by source (cumulative)", cyc, "accepted / verified", PLOT_HELP)
+        self.p_tps = ChartPlot("tokens/s", cyc, "tokens / s", PLOT_HELP)
+        self.p_heat = HeatmapPlot("Acceptance by depth and sibling rank, all cycles so far")
+        self.p_spine = ChartPlot("Goose spine ratio & EMA p_s", cyc, "ratio", PLOT_HELP)
+        self.p_delta = ChartPlot("TALON δ vs τ", cyc, "per target forward", PLOT_HELP)
+        self.p_cost = ChartPlot("verify cost", "block size N (tokens)", "forward ms",
+                                "Target forward time against the verify block size N; the line is this cycle's N")
+        self.plots = [self.p_tau, self.p_src, self.p_tps, self.p_heat, self.p_spine, self.p_delta, self.p_cost]
+        self.cycle_plots = [self.p_tau, self.p_tps, self.p_src, self.p_spine, self.p_delta]
+        # pyqtgraph's x link aligns screen positions, wrong for plots of different widths: copy the range instead.
+        for p in self.cycle_plots:
+            p.vb.sigXRangeChanged.connect(self._sync_x)
+        self.cursors = {p: pg.InfiniteLine(angle=90, movable=False) for p in self.cycle_plots}
+        for p, line in self.cursors.items():
+            line.hide()
+            p.addItem(line, ignoreBounds=True)
+
+        green = QColor(ACCEPTED)
+        self.c_tau = self.p_tau.curve(stepMode="right", fillLevel=0, pen=pg.mkPen(green),
+                                      brush=QColor(green.red(), green.green(), green.blue(), 90))
+        self.c_tau_roll = self.p_tau.curve()
+        self.p_tau.keys = [("▆", ACCEPTED, "n_accepted + 1"), ("━", "fg", f"rolling mean ({WINDOW})")]
+
+        self.c_tps = self.p_tps.curve(pen=pg.mkPen(GATED, width=1))
+        self.c_tps_roll = self.p_tps.curve()
+        self.ar_line = pg.InfiniteLine(angle=0, movable=False, label="AR",
+                                       pen=pg.mkPen(SOURCE_COLORS["ar"], width=2, style=Qt.PenStyle.DashLine),
+                                       labelOpts={"position": 0.02, "anchors": [(0, 0), (0, 0)],
+                                                  "color": SOURCE_COLORS["ar"]})
+        self.p_tps.addItem(self.ar_line)  # in the y auto-range: the AR rate stays in view
+        # Speed-up on the right axis: a second view whose y range is the left one divided by the AR rate.
+        self.vb_speed = pg.ViewBox(enableMouse=False)
+        self.vb_speed.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
+        self.vb_speed.setZValue(-10)
+        self.glw.scene().addItem(self.vb_speed)
+        self.p_tps.getAxis("right").linkToView(self.vb_speed)
+        self.p_tps.getAxis("right").setLabel("speed-up (× AR)")
+        self.vb_speed.setXLink(self.p_tps)
+        self.c_speed = pg.PlotDataItem(autoDownsample=True, downsampleMethod="peak", clipToView=True)
+        self.c_speed.opts["autoDownsampleFactor"] = 1.0
+        self.vb_speed.addItem(self.c_speed)
+        self.p_tps.vb.sigResized.connect(self._sync_speed_view)
+        self.p_tps.vb.sigYRangeChanged.connect(self._sync_speed_view)
+
+        spine, branch, ngram = SOURCE_COLORS["spine"], SOURCE_COLORS["branch"], SOURCE_COLORS["ngram"]
+        self.c_ratio = self.p_spine.curve(pen=pg.mkPen(spine, width=2))
+        self.c_ema = self.p_spine.curve(pen=pg.mkPen(branch, width=2))
+        self.s_bypass = pg.ScatterPlotItem(symbol="|", size=12, pen=pg.mkPen(ngram, width=2), brush=ngram)
+        self.p_spine.addItem(self.s_bypass)
+        self.p_spine.keys = [("━", spine, "spine ratio"), ("━", branch, "EMA p_s"), ("┃", ngram, "bypass cycle")]
+        self.p_spine.setYRange(*SPINE_Y, padding=0)
+        self.p_spine.vb.enableAutoRange(y=False)
+
+        self.c_delta = self.p_delta.curve(pen=pg.mkPen(SOURCE_COLORS["draft"], width=2))
+        self.c_tau_cum = self.p_delta.curve(pen=pg.mkPen(ACCEPTED, width=2))
+        self.p_delta.keys = [("━", SOURCE_COLORS["draft"], "δ draft steps"), ("━", ACCEPTED, "τ tokens")]
+
+        self.c_cost = self.p_cost.plot(symbol="o", symbolSize=5, pen=pg.mkPen(SOURCE_COLORS["root"], width=2))
+        self.n_line = pg.InfiniteLine(angle=90, movable=False)
+        self.n_line.hide()
+        self.p_cost.addItem(self.n_line, ignoreBounds=True)
+        self.p_cost.set_note(NO_COST)
+
+        self.glw.scene().sigMouseClicked.connect(self._on_click)
+        self.glw.scene().sigMouseMoved.connect(self._on_hover)
+
+    def _layout(self, columns: int) -> None:
+        """Three columns (the wide per-cycle plots span two), or two when the panel is narrow."""
+        grid = self.glw.ci.layout
+        cells = {  # plot: (row, column, column span)
+            3: {self.p_tau: (0, 0, 2), self.p_src: (0, 2, 1), self.p_tps: (1, 0, 2), self.p_heat: (1, 2, 1),
+                self.p_spine: (2, 0, 1), self.p_delta: (2, 1, 1), self.p_cost: (2, 2, 1)},
+            2: {self.p_tau: (0, 0, 1), self.p_tps: (0, 1, 1), self.p_src: (1, 0, 1), self.p_heat: (1, 1, 1),
+                self.p_spine: (2, 0, 1), self.p_delta: (2, 1, 1), self.p_cost: (3, 0, 2)},
+        }[columns]
+        if columns != self.columns:
+            for p in cells:
+                if self.columns:
+                    grid.removeItem(p)
+                grid.addItem(p, *cells[p][:2], 1, cells[p][2])
+        rows = 1 + max(r for r, _, _ in cells.values())
+        for i in range(4):
+            grid.setColumnStretchFactor(i, 1 if i < columns else 0)
+            grid.setRowStretchFactor(i, 1 if i < rows else 0)
+        self.glw.setMinimumHeight(rows * round(ROW_MIN_PX * self._font_scale))
+        self.columns = columns
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        self._layout(3 if event.size().width() >= THREE_COLUMNS_PX else 2)
+        super().resizeEvent(event)
+
+    # -- theme -------------------------------------------------------------------------------
+    def _apply_palette(self) -> None:
+        pal, s = self.palette(), self._font_scale
+        bg, fg = pal.color(QPalette.ColorRole.Base), pal.color(QPalette.ColorRole.Text)
+        grey, hi = pal.color(QPalette.ColorRole.PlaceholderText), pal.color(QPalette.ColorRole.Highlight)
+        self.glw.setBackground(bg)
+        self.hint.setStyleSheet(f"color: {grey.name()}; font-size: {round(11 * s)}pt;")
+        for p in self.plots:
+            p.apply_theme(fg, grey, s)
+        for curve in (self.c_tau_roll, self.c_tps_roll, self.c_speed):
+            curve.setPen(pg.mkPen(fg, width=2))
+        for line in (*self.cursors.values(), self.n_line):
+            line.setPen(pg.mkPen(hi, width=2))
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self._apply_palette()
+        elif event.type() == QEvent.Type.FontChange and self._base_pt > 0:
+            self.set_font_scale(self.font().pointSizeF() / self._base_pt)
+        super().changeEvent(event)
+
+    def set_font_scale(self, scale: float) -> None:
+        """Larger (presentation mode) or smaller chart fonts; 1.0 is the default. Follows the widget's font."""
+        if scale == self._font_scale:
+            return
+        self._font_scale = scale
+        self._apply_palette()
+        self._layout(self.columns)
+
+    # -- inputs from the main window ------------------------------------------------------------
+    def set_ar_baseline(self, tokens_per_s: float | None, note: str = "") -> None:
+        """The AR rate (tokens/s) to compare against, measured on the same prompt; None: no baseline."""
+        self.ar_tokens_per_s = float(tokens_per_s) if tokens_per_s and tokens_per_s > 0 else None
+        self.ar_note = note
+        has = self.ar_tokens_per_s is not None
+        self.c_tps_roll.setVisible(not has)
+        self.c_speed.setVisible(has)
+        self.ar_line.setVisible(has)
+        self.p_tps.showAxis("right", has)
+        keys = [("━", GATED, "per cycle")]
+        if has:
+            keys += [("━", "fg", f"rolling {WINDOW} → speed-up"), ("╍", SOURCE_COLORS["ar"], "AR")]
+            self.ar_line.setValue(self.ar_tokens_per_s)
+            self.ar_line.label.setFormat(f"AR {self.ar_tokens_per_s:.1f} tok/s")
+            self.ar_line.setToolTip(f"AR baseline {self.ar_tokens_per_s:.1f} tok/s {note}".rstrip())
+        else:
+            keys += [("━", "fg", f"rolling ({WINDOW})")]
+        self.p_tps.keys = keys
+        self._draw_tps()
+
+    def set_cost_curve(self, points: list[tuple[int, float]] | None) -> None:
+        """Forward ms against verify block size N, from ``specviz bench``; None: not measured."""
+        self.cost_points = cost_points(points)
+        if self.cost_points:
+            n, ms = np.array(self.cost_points, dtype=float).T
+            self.c_cost.setData(n, ms)
+        else:
+            self.c_cost.setData([], [])
+        self.p_cost.set_note(None if self.cost_points else NO_COST)
+        self.n_line.setVisible(bool(self.cost_points) and self.model.record is not None)
+
+    # -- model events ---------------------------------------------------------------------------
+    def on_session_opened(self, source: CycleSource) -> None:
+        self._timer.stop()
+        self.data.reset()
+        self.data.extend(source.summaries())
+        self._method = getattr(source.info, "method", "")
+        self._stack.setCurrentWidget(self.scroll if self.data.n else self.hint)
+        if load_cost_curve is not None:
+            try:
+                pts = cost_points(load_cost_curve(source.info.model, source.info.device))
+            except Exception:  # noqa: BLE001 - a missing or broken measurement is "not measured"
+                pts = None
+            if pts:
+                self.set_cost_curve(pts)
+        self._redraw()
+
+    def on_session_closed(self) -> None:
+        self._timer.stop()
+        self.data.reset()
+        self._redraw()
+        for line in (*self.cursors.values(), self.n_line):
+            line.hide()
+        self._stack.setCurrentWidget(self.hint)
+
+    def on_cycles_appended(self, summaries: list[CycleSummary]) -> None:
+        self.data.extend(summaries)
+        self._stack.setCurrentWidget(self.scroll)
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def on_cycle_changed(self, record: CycleRecord) -> None:
+        for line in self.cursors.values():
+            line.setValue(record.index)
+            line.show()
+        self.n_line.setValue(record.n_verified)
+        self.n_line.setVisible(bool(self.cost_points))
+
+    def flush(self) -> None:
+        """Draw appended cycles now instead of at the next redraw tick."""
+        if self._timer.isActive():
+            self._timer.stop()
+            self._redraw()
+
+    # -- drawing --------------------------------------------------------------------------------
+    def _redraw(self) -> None:
+        d = self.data
+        x = np.arange(d.n, dtype=float)
+        tau = d.series("tau")
+        # Step mode "right" draws y[i] from x[i] to x[i+1]: bars centred on each cycle, the last one repeated.
+        self.c_tau.setData(np.arange(d.n + 1) - 0.5, np.append(tau, tau[-1])) if d.n else self.c_tau.setData([], [])
+        self.c_tau_roll.setData(x, d.series("tau_rolling"))
+        self.p_tau.set_header(f"accepted tokens per cycle · mean τ {d.mean_tau:.2f}" if d.n
+                              else "accepted tokens per cycle (τ)")
+        self._draw_tps()
+        self._draw_sources(x)
+        self._draw_spine(x)
+        self._draw_delta(x)
+        self.p_heat.set_note(None if self.p_heat.set_counts(d.heat_verified, d.heat_accepted) or not d.n
+                             else NO_HEAT)
+
+    def _draw_tps(self) -> None:
+        d, ar = self.data, self.ar_tokens_per_s
+        x = np.arange(d.n, dtype=float)
+        roll = d.series("tps_rolling")
+        self.c_tps.setData(x, d.series("tps"))
+        self.c_tps_roll.setData(x, roll)
+        if ar is None:
+            self.c_speed.setData([], [])
+            title = f"tokens/s · {d.total_tokens_per_s:.1f} overall · no AR baseline"
+        else:
+            self.c_speed.setData(x, roll / ar)
+            title = f"tokens/s · {d.total_tokens_per_s / ar:.2f}× AR overall"  # the AR rate labels its line
+        self.p_tps.set_header(title)
+        self._sync_speed_view()
+
+    def _sync_speed_view(self, *_: object) -> None:
+        self.vb_speed.setGeometry(self.p_tps.vb.sceneBoundingRect())
+        self.vb_speed.linkedViewChanged(self.p_tps.vb, self.vb_speed.XAxis)
+        if self.ar_tokens_per_s:
+            lo, hi = self.p_tps.vb.viewRange()[1]
+            self.vb_speed.setYRange(lo / self.ar_tokens_per_s, hi / self.ar_tokens_per_s, padding=0)
+
+    def _sync_x(self, vb: pg.ViewBox, rng: tuple[float, float]) -> None:
+        if self._syncing_x:
+            return
+        self._syncing_x = True
+        try:
+            for p in self.cycle_plots:
+                if p.vb is not vb:
+                    p.vb.setXRange(*rng, padding=0)
+        finally:
+            self._syncing_x = False
+
+    def source_label(self, source: str) -> str:
+        if self._method == "goose" and source in GOOSE_LABELS:
+            return GOOSE_LABELS[source]
+        return SOURCE_LABELS.get(source, source).split(" (")[0]
+
+    def _draw_sources(self, x: np.ndarray) -> None:
+        d, keys = self.data, []
+        for name in d.sources:
+            color = SOURCE_COLORS.get(name, GATED)
+            if name not in self._source_curves:
+                self._source_curves[name] = self.p_src.curve(pen=pg.mkPen(color, width=2))
+            rate = d.source_rate(name)
+            self._source_curves[name].setData(x, rate)
+            last = rate[np.isfinite(rate)]
+            keys.append(("━", color, f"{self.source_label(name)} {last[-1]:.2f}" if len(last) else self.source_label(name)))
+        for name in set(self._source_curves) - set(d.sources):
+            self.p_src.removeItem(self._source_curves.pop(name))
+        self.p_src.set_header(keys=keys)
+
+    def _draw_spine(self, x: np.ndarray) -> None:
+        d = self.data
+        self.p_spine.setYRange(*SPINE_Y, padding=0)
+        self.c_ratio.setData(x, d.series("spine_ratio"))
+        self.c_ema.setData(x, d.series("ema_p_s"))
+        b = d.bypass_indices
+        if not np.array_equal(b, self.s_bypass.data["x"]):  # rarely changes: skip the scatter's costly rebuild
+            self.s_bypass.setData(b.astype(float), np.full(len(b), 1.06))
+        self.p_spine.set_note(None if d.has_spine or not d.n else NO_SPINE)
+
+    def _draw_delta(self, x: np.ndarray) -> None:
+        d = self.data
+        delta = d.series("delta")
+        self.c_delta.setData(x, delta)
+        self.c_tau_cum.setData(x, d.series("tau_cum"))
+        fin = delta[np.isfinite(delta)]
+        self.p_delta.set_header(f"TALON δ {fin[-1]:.2f} vs τ {d.mean_tau:.2f}" if len(fin) else "TALON δ vs τ")
+        self.p_delta.set_note(None if d.has_delta or not d.n else NO_DELTA)
+        for c in (self.c_delta, self.c_tau_cum):
+            c.setVisible(d.has_delta)
+
+    # -- mouse -------------------------------------------------------------------------------------
+    def _cycle_at(self, scene_pos: QPointF) -> tuple[ChartPlot, int] | None:
+        for p in self.cycle_plots:
+            if p.vb.sceneBoundingRect().contains(scene_pos):
+                i = int(round(p.vb.mapSceneToView(scene_pos).x()))
+                if 0 <= i < self.data.n:
+                    return p, i
+        return None
+
+    def _on_click(self, ev: object) -> None:
+        if ev.button() != Qt.MouseButton.LeftButton or ev.double():
+            return
+        hit = self._cycle_at(ev.scenePos())
+        if hit is not None:
+            self.model.set_cycle(hit[1])
+
+    def _on_hover(self, pos: QPointF) -> None:
+        hit = self._cycle_at(pos)
+        if hit is not None:
+            hit[0].vb.setToolTip(f"{self.cycle_tooltip(*hit)}\n{PLOT_HELP}")
+        elif self.p_heat.vb.sceneBoundingRect().contains(pos):
+            v = self.p_heat.vb.mapSceneToView(pos)
+            self.p_heat.vb.setToolTip(self.p_heat.tooltip(int(round(v.x())), int(round(v.y()))))
+
+    def cycle_tooltip(self, p: ChartPlot, i: int) -> str:
+        """What hovering cycle ``i`` of per-cycle plot ``p`` shows."""
+        d = self.data
+
+        def s(name: str) -> float:
+            return float(d.series(name)[i])
+
+        if p is self.p_tau:
+            return f"cycle {i}: τ = {s('tau'):.0f} tokens (rolling {s('tau_rolling'):.2f})"
+        if p is self.p_tps:
+            text = f"cycle {i}: {s('tps'):.1f} tok/s, {s('ms'):.1f} ms (rolling {s('tps_rolling'):.1f} tok/s"
+            if self.ar_tokens_per_s:
+                return (f"{text}, {s('tps_rolling') / self.ar_tokens_per_s:.2f}× AR)\n"
+                        f"AR baseline {self.ar_tokens_per_s:.1f} tok/s {self.ar_note}".rstrip())
+            return f"{text})\nno AR baseline: run an AR session on the same prompt"
+        if p is self.p_src:
+            parts = [f"{self.source_label(n)}: {a:.0f}/{v:.0f}" for n in d.sources for v, a in [d.source_counts(n)[i]]]
+            return f"cycle {i} (cumulative): " + ", ".join(parts)
+        if p is self.p_spine:
+            mode = " (bypass)" if i in d.bypass_indices else ""
+            return f"cycle {i}{mode}: spine ratio {s('spine_ratio'):.2f}, EMA p_s {s('ema_p_s'):.2f}"
+        return f"cycle {i}: δ {s('delta'):.2f}, τ running mean {s('tau_cum'):.2f}"
+
+    def export_target(self) -> QWidget:
+        return self.glw
