@@ -1,0 +1,69 @@
+"""``specviz screenshot`` and ``specviz gui``: headless rendering of a recorded cycle, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtGui import QImage
+
+from app.cli import main
+from specviz_core.recording import Recording
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, tiny_dir):
+    db = tmp_path_factory.mktemp("shot") / "runs.db"
+    assert main(["record", "--method", "tr", "--model", str(tiny_dir), "--prompt", "one two three one two",
+                 "--max-new-tokens", "12", "--db", str(db), "--quiet"]) == 0
+    with Recording(db) as rec:
+        info = rec.sessions()[-1]
+        n = rec.n_cycles(info.id)
+        last = rec.cycle(info.id, n - 1)
+    return db, info.id, n, last
+
+
+@pytest.mark.parametrize("panel", ["tree", "mask", "kv", "window"])
+def test_screenshot_renders_the_recorded_cycle(monkeypatch, tmp_path, recorded, panel, capsys):
+    monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
+    db, sid, n, last = recorded
+    out = tmp_path / f"{panel}.png"
+    assert main(["screenshot", "--db", str(db), "--session", sid, "--cycle", "-1", "--panel", panel,
+                 "--size", "1200x800", "--out", str(out)]) == 0
+    img = QImage(str(out))
+    assert not img.isNull() and img.width() > 100 and img.height() > 100
+    # Not a blank image: a drawing has many colours.
+    colours = {img.pixel(x, y) for x in range(0, img.width(), 7) for y in range(0, img.height(), 7)}
+    assert len(colours) > 8
+    assert not (tmp_path / "gui.ini").exists(), "a screenshot must not overwrite the user's window layout"
+
+
+def test_screenshot_svg(monkeypatch, tmp_path, recorded):
+    monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
+    db, sid, n, last = recorded
+    out = tmp_path / "tree.svg"
+    assert main(["screenshot", "--db", str(db), "--cycle", "0", "--panel", "tree", "--out", str(out)]) == 0
+    assert "<svg" in out.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--cycle", "999"], "out of range"),
+    (["--session", "nope"], "no session 'nope'"),
+    (["--out", "x.jpg"], ".png or .svg"),
+    (["--size", "big"], "WIDTHxHEIGHT"),
+])
+def test_screenshot_errors_are_one_line(monkeypatch, tmp_path, recorded, capsys, argv, needle):
+    monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
+    db, sid, n, last = recorded
+    args = {"--db": str(db), "--out": str(tmp_path / "o.png")}
+    for k, v in zip(argv[::2], argv[1::2]):
+        args[k] = v
+    code = main(["screenshot", *[x for kv in args.items() for x in kv]])
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = [x for x in err.splitlines() if x.startswith("specviz: error")]
+    assert len(lines) == 1 and needle in lines[0], err
+    assert "Traceback" not in err
+
+
+def test_gui_on_a_missing_recording_is_an_error(capsys, tmp_path):
+    assert main(["gui", "--db", str(tmp_path / "missing.db")]) == 2
+    assert "no recording at" in capsys.readouterr().err
