@@ -18,6 +18,7 @@ def guard_none_refcount() -> None:
         return
     import ctypes
 
-    refcnt = ctypes.c_ssize_t.from_address(id(None))  # ob_refcnt is PyObject's first field
-    if refcnt.value < 1 << 40:
-        refcnt.value += 1 << 40
+    for obj in (None, True, False):  # 6.12.0 also drops a reference to True on Signal.emit
+        refcnt = ctypes.c_ssize_t.from_address(id(obj))  # ob_refcnt is PyObject's first field
+        if refcnt.value < 1 << 40:
+            refcnt.value += 1 << 40

@@ -55,6 +55,7 @@ def test_f10_runs_one_cycle_and_every_panel_shows_it(qtbot, window):
     assert w.output.current_cycle_range() == (len(prompt), len(prompt) + len(rec.committed_ids))
     assert w.timeline.label.text() == "cycle 0 / 0"
     assert "cycle 0" in w.windowTitle()
+    assert_panels_show(w, rec)
     # The run panel locks its settings while the session is open.
     assert not w.run_panel.prompt.isEnabled()
     qtbot.keyClick(w, Qt.Key.Key_F10)
@@ -66,6 +67,46 @@ def test_f10_runs_one_cycle_and_every_panel_shows_it(qtbot, window):
         info = rec_file.session(w.model.source.info.id)
         assert info.n_cycles == 2
         assert rec_file.cycle(info.id, 1) == w.model.source.cycle(1)
+
+
+def assert_panels_show(w, rec) -> None:
+    """Every panel draws ``rec``: numbers read back from the widgets against the record itself."""
+    from app.panels.tree_view import BONUS
+
+    items = w.tree.node_items()
+    shown_nodes = {k for k in items if k != BONUS}
+    assert shown_nodes == {n.id for n in rec.nodes if n.verified or (n.gated and w.tree.show_gated)}
+    assert (BONUS in items) == (rec.bonus_token >= 0)
+    rows = w.mask.row_texts()
+    assert [p for _, p, _ in rows] == list(rec.positions)
+    assert [a for _, _, a in rows] == [nid in {0, *rec.accepted_path} for nid in rec.verify_order]
+    assert f"Cycle {rec.index}" in w.mask.note_text()
+    assert w.kv.counts() == (rec.cache_len, rec.cache_len + len(rec.kv_keep), len(rec.kv_keep),
+                             rec.n_verified - len(rec.kv_keep))
+    assert f"Cycle {rec.index}" in w.spine.explanation()
+    w.charts.flush()
+    assert w.charts.data.n == len(w.model.source)
+
+
+def test_selecting_a_mask_row_selects_the_tree_node(qtbot, window):
+    w = window
+    w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("tr"))
+    w.step()
+    qtbot.waitUntil(lambda: w.model.n_cycles == 1, timeout=60000)
+    rec = w.model.record
+    assert rec.n_verified > 3
+    i = rec.n_verified - 2
+    qtbot.mouseClick(w.mask.canvas, Qt.MouseButton.LeftButton, pos=w.mask.row_label_rect(i).center())
+    node = rec.verify_order[i]
+    assert w.model.selected_node == node
+    assert w.tree._halo.isVisible()
+    halo = w.tree._halo.path().boundingRect()
+    assert halo.contains(w.tree.node_items()[node].mapRectToScene(w.tree.node_items()[node].path().boundingRect()))
+    assert w.mask.selected_row() == i
+    # And back: selecting in the model (as a tree click does) moves the mask's band.
+    other = rec.verify_order[1]
+    w.model.select_node(other)
+    assert w.mask.selected_row() == 1
 
 
 def test_run_then_pause_stops_within_one_cycle(qtbot, window):
@@ -184,6 +225,7 @@ def test_scrubbing_a_long_recording_updates_every_panel(qtbot, window, long_reco
     assert w.timeline.label.text() == f"cycle {target} / {n - 1}"
     assert committed_text(w, rec) == list(rec.committed_ids)
     assert w.output.current_cycle_range() is not None
+    assert_panels_show(w, rec)
     # Left / Right step through cycles; with a filter they skip the others.
     qtbot.keyClick(w, Qt.Key.Key_Right)
     assert w.model.index == target + 1
