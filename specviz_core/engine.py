@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -22,6 +22,9 @@ from .models import LoadedModel
 from .records import CycleRecord, Node
 from .tree import DraftTree, VerifyBlock, additive_mask, flatten
 from .verify import children_rows, greedy_walk, sampling_walk
+
+if TYPE_CHECKING:
+    from .budget import BudgetController
 
 TOPK_SHOWN = 5
 PREFILL_CHUNK = 512
@@ -48,7 +51,9 @@ class Engine:
         prompt_ids: list[int],
         config: DecodeConfig = DecodeConfig(),
         clock: Callable[[], float] = time.perf_counter,
+        budget: BudgetController | None = None,
     ) -> None:
+        """``budget``: ``budget=auto``'s controller, which sizes every cycle's tree (None: the method's own budget)."""
         if not prompt_ids:
             raise SpecVizError("the prompt is empty")
         if config.max_new_tokens < 1:
@@ -64,6 +69,7 @@ class Engine:
         self.drafter = drafter
         self.config = config
         self.clock = clock
+        self.budget = budget
         self.prompt_ids = list(prompt_ids)
         self.ids: list[int] = list(prompt_ids)
         self.generator = torch.Generator(device="cpu").manual_seed(config.seed)
@@ -131,11 +137,14 @@ class Engine:
 
         t0 = self.clock()
         max_depth = self.target.context_length - 1 - cache_len
+        ceiling = self.budget.draft_budget() if self.budget is not None else None
         tree = self.drafter.draft(
             DraftContext(ids=list(self.ids), cache_len=cache_len, max_depth=max_depth,
-                         generator=self.generator, temperature=cfg.temperature)
+                         generator=self.generator, temperature=cfg.temperature, budget=ceiling)
         )
         _gate_deeper_than(tree, max_depth)
+        if self.budget is not None:  # keep the best B nodes for this hardware; gate the rest
+            tree.state = dict(tree.state, budget=self.budget.fit(tree, ceiling).as_state())
         block = flatten(tree)
         n = len(block.order)
         t1 = self.clock()
@@ -182,6 +191,8 @@ class Engine:
                               {"draft": t1 - t0, "forward": t2 - t1, "walk": t3 - t2, "trim": t4 - t3, "harvest": t5 - t4})
         # Building the record is part of the cycle's cost too.
         record = record.replace(timings_ms=dict(record.timings_ms, build=(self.clock() - t5) * 1000.0))
+        if self.budget is not None:
+            self.budget.observe(record)
         self.cycle_index += 1
         return record
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .budget import make_controller, split_auto, wants_auto
 from .drafters import method_class, parse_params
 from .engine import DecodeConfig, Engine
 from .errors import SpecVizError
@@ -45,7 +46,7 @@ class SessionRequest:
             raise SpecVizError("max new tokens must be at least 1")
         if self.temperature < 0:
             raise SpecVizError("temperature must be >= 0")
-        raw = dict(self.params)
+        raw, _ = split_auto(self.method, cls.params_cls, self.params)  # budget=auto: see prepare()
         if self.budget is not None:
             if self.budget < 1:
                 raise SpecVizError(f"budget must be at least 1, got {self.budget}")
@@ -89,11 +90,13 @@ def prepare(req: SessionRequest, target: LoadedModel, draft: LoadedModel | None 
     cls, params = req.check()
     prompt_ids, used_chat = encode_prompt(target, req.prompt, req.chat_template)
     drafter = cls(params, target, draft)
+    auto = wants_auto(req.params)
     engine = Engine(target, drafter, prompt_ids,
-                    DecodeConfig(max_new_tokens=req.max_new_tokens, temperature=req.temperature, seed=req.seed))
+                    DecodeConfig(max_new_tokens=req.max_new_tokens, temperature=req.temperature, seed=req.seed),
+                    budget=make_controller(target, params.budget) if auto else None)
     info = SessionInfo(
         id=new_session_id(), model=target.name, tokenizer=target.path, method=req.method,
-        params=dict(vars(params)), prompt_ids=tuple(prompt_ids), prompt_text=req.prompt,
+        params=dict(vars(params), **({"budget": "auto"} if auto else {})), prompt_ids=tuple(prompt_ids), prompt_text=req.prompt,
         temperature=req.temperature, seed=req.seed, device=str(target.device), dtype=str(target.dtype).removeprefix("torch."),
         draft_model=draft.name if draft is not None else None, chat_template=used_chat,
         max_new_tokens=req.max_new_tokens, group_id=group_id,

@@ -77,6 +77,9 @@ class DraftContext:
     """The session's only source of randomness."""
     temperature: float
     """0 for greedy; drafters that sample use it."""
+    budget: int | None = None
+    """With ``budget=auto``: draft at most this many nodes this cycle (the engine then keeps the best
+    ones for this hardware). None: the method's own ``budget`` parameter. See ``Drafter.cycle_budget``."""
 
 
 class Drafter(ABC):
@@ -93,6 +96,10 @@ class Drafter(ABC):
         self.params = params
         self.target = target
         self.draft_model = draft_model
+
+    def cycle_budget(self, ctx: DraftContext) -> int:
+        """Nodes to draft this cycle: ``budget=auto``'s ceiling when it set one, else the ``budget`` parameter."""
+        return ctx.budget if ctx.budget is not None else self.params.budget
 
     def start(self, prompt_ids: list[int]) -> None:
         """A new session begins with this prompt (before the prefill is harvested)."""

@@ -125,7 +125,7 @@ class DraftTreeDrafter(Drafter):
                 for tok, q in zip(probs.indices[i].tolist(), probs.values[i].tolist()):
                     cand.append((path_score[parent] * q, parent, tok, q))
             cand.sort(key=lambda c: -c[0])
-            room = p.budget - used
+            room = self.cycle_budget(ctx) - used
             new_nodes = []
             for rank, (score, parent, tok, q) in enumerate(cand):
                 nid = tree.add(parent, tok, "draft", q, gated=rank >= room or tree.gated[parent])

@@ -17,7 +17,7 @@ baseline: a balanced k-ary tree with the same budget and the same sources.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -167,7 +167,7 @@ class GooseDrafter(Drafter):
         self.table.update(tokens, logits, prev)
 
     def shape(self, tree: DraftTree, ctx: DraftContext, cm: ContextMatch, r: float) -> dict[str, Any]:
-        return SpineTreeBuilder(self.params, self.table).build(
+        return SpineTreeBuilder(replace(self.params, budget=self.cycle_budget(ctx)), self.table).build(
             tree, cm.spine, r, ctx.max_depth, ctx.ids[-2] if len(ctx.ids) > 1 else -1)
 
     def draft(self, ctx: DraftContext) -> DraftTree:
@@ -257,7 +257,7 @@ class IsotropicDrafter(GooseDrafter):
     bypass = False
 
     def shape(self, tree: DraftTree, ctx: DraftContext, cm: ContextMatch, r: float) -> dict[str, Any]:
-        p: IsotropicParams = self.params
+        p: IsotropicParams = replace(self.params, budget=self.cycle_budget(ctx))
         prev_root = state_prev(ctx)
         spine_next = {0: 0}  # node -> index into the spine of its spine child
         frontier, used = [0], 0

@@ -58,6 +58,7 @@ class TokenRecyclingDrafter(Drafter):
         super().__init__(params, target, draft_model)
         self.template = rank_template(params.budget, params.max_depth, params.k)
         self.table = AdjacencyTable(target.vocab_size, params.k, target.device)
+        self._smaller: dict[int, list[tuple[int, ...]]] = {}  # budget=auto's smaller templates, by size
 
     def harvest(self, tokens: torch.Tensor, logits: torch.Tensor, prev: torch.Tensor | None = None) -> None:
         self.table.update(tokens, logits)
@@ -66,7 +67,12 @@ class TokenRecyclingDrafter(Drafter):
         tree = DraftTree(root_token=ctx.ids[-1], mode="tree")
         node_of: dict[tuple[int, ...], int] = {(): 0}
         by_depth: dict[int, list[tuple[int, ...]]] = {}
-        for path in self.template:
+        size, template = self.cycle_budget(ctx), self.template
+        if size < len(template):
+            if size not in self._smaller:
+                self._smaller[size] = rank_template(size, self.params.max_depth, self.params.k)
+            template = self._smaller[size]
+        for path in template:
             if len(path) <= ctx.max_depth:
                 by_depth.setdefault(len(path), []).append(path)
         for depth in sorted(by_depth):

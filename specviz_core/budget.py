@@ -1,0 +1,271 @@
+"""Hardware-aware draft budgets: ``--param budget=auto``.
+
+The papers fix the budget for a GPU (B=60), where a 60-token forward costs about what a
+1-token one does. On a CPU it costs about 3x, so the best tree is far smaller, and
+sometimes no tree at all. Each cycle, with ``budget=auto``:
+
+1. the drafter drafts up to a ceiling (``DraftContext.budget``);
+2. every verified node gets an estimated acceptance probability given that its parent is
+   accepted, from the session's own running statistics (by source, score band and depth,
+   shrunk towards the drafter's score while there is little data), and a path probability
+   (the product along its path);
+3. the controller keeps the B nodes with the highest path probability, B maximising
+
+       expected tokens per ms = (1 + sum of the B best path probabilities) / predicted cycle ms(B + 1)
+
+   with the cycle time predicted from the measured verify-cost curve (scaled online to the
+   forwards this session actually timed) plus the walk/trim/harvest/record-building time
+   (fitted online as a + b * rows). The other nodes are gated, so the tree view still shows
+   them. B = 0 verifies the root alone: an AR cycle, where speculation cannot pay here.
+
+Under greedy decoding the sum of path probabilities is the expected number of accepted
+draft tokens (exactly one child of an accepted node can match the target), so the
+objective is the expected tokens per second of this cycle.
+
+Drafters need nothing to benefit (the engine prunes their tree). A drafter that can build
+a smaller tree more cheaply reads ``ctx.budget`` (or calls ``Drafter.cycle_budget(ctx)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .cost_curve import CostCurve
+from .errors import SpecVizError
+from .records import CycleRecord
+from .tree import DraftTree
+
+AUTO = "auto"
+#: Upper edges of the score bands; scores at or above the last are "no confidence given" (a spine, a copy).
+SCORE_BANDS = (0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.9, 0.999)
+#: Prior acceptance of a node whose drafter gives no confidence (score 1.0).
+UNSCORED_PRIOR = 0.5
+#: Pseudo-observations behind each prior.
+PRIOR_WEIGHT = 2.0
+#: The cycle-time estimates ignore the draft's own time: it is spent before the choice.
+STAGES_AFTER_DRAFT = ("walk", "trim", "harvest", "build")
+
+
+def wants_auto(raw_params: dict[str, Any]) -> bool:
+    """Whether the user asked for ``budget=auto``."""
+    v = raw_params.get("budget")
+    return isinstance(v, str) and v.strip().lower() == AUTO
+
+
+def split_auto(method: str, params_cls: type, raw_params: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """``raw_params`` without ``budget=auto``, and whether it was there (checked against the method)."""
+    if not wants_auto(raw_params):
+        return dict(raw_params), False
+    if "budget" not in params_cls.__dataclass_fields__:
+        raise SpecVizError(f"method {method} has no budget, so budget=auto does not apply")
+    rest = {k: v for k, v in raw_params.items() if k != "budget"}
+    return rest, True
+
+
+def choose_budget(expected_tokens: Sequence[float], cycle_ms: Sequence[float]) -> int:
+    """The b maximising ``expected_tokens[b] / cycle_ms[b]`` (b = draft nodes kept; ties: the smaller b)."""
+    best, best_rate = 0, -1.0
+    for b, (e, t) in enumerate(zip(expected_tokens, cycle_ms)):
+        rate = e / t if t > 0 else 0.0
+        if rate > best_rate * (1 + 1e-9):
+            best, best_rate = b, rate
+    return best
+
+
+def score_band(score: float) -> int:
+    for i, edge in enumerate(SCORE_BANDS):
+        if score < edge:
+            return i
+    return len(SCORE_BANDS)
+
+
+class AcceptanceStats:
+    """Running acceptance of verified nodes whose parent was accepted, with exponential forgetting.
+
+    Keyed coarse ``(source, score band)`` and fine ``(source, score band, depth 1/2/3/4+)``;
+    the fine estimate is shrunk towards the coarse one, the coarse one towards the prior.
+    """
+
+    def __init__(self, decay: float = 0.995) -> None:
+        self.decay = decay
+        self.t = 0  # observations so far (cycles)
+        self._counts: dict[tuple, list[float]] = {}  # key -> [accepted, tried, t of last update]
+
+    def _get(self, key: tuple) -> tuple[float, float]:
+        c = self._counts.get(key)
+        if c is None:
+            return 0.0, 0.0
+        f = self.decay ** (self.t - c[2])
+        return c[0] * f, c[1] * f
+
+    def _add(self, key: tuple, accepted: bool) -> None:
+        a, n = self._get(key)
+        self._counts[key] = [a + float(accepted), n + 1.0, self.t]
+
+    @staticmethod
+    def prior(score: float) -> float:
+        return UNSCORED_PRIOR if score >= SCORE_BANDS[-1] else min(max(score, 0.005), 0.95)
+
+    def p(self, source: str, score: float, depth: int) -> float:
+        band = score_band(score)
+        a, n = self._get((source, band))
+        coarse = (a + PRIOR_WEIGHT * self.prior(score)) / (n + PRIOR_WEIGHT)
+        a, n = self._get((source, band, min(depth, 4)))
+        return (a + PRIOR_WEIGHT * coarse) / (n + PRIOR_WEIGHT)
+
+    def observe(self, record: CycleRecord) -> None:
+        """Count every verified node whose parent was accepted: was it accepted too?"""
+        self.t += 1
+        accepted = {n.id for n in record.nodes if n.accepted}
+        for node in record.nodes:
+            if node.id > 0 and node.verified and node.parent in accepted:
+                self._add((node.source, score_band(node.score)), node.accepted)
+                self._add((node.source, score_band(node.score), min(node.depth, 4)), node.accepted)
+
+
+class CycleTimeModel:
+    """Predicted ms of a cycle's forward plus what follows it, for a verify block of n rows."""
+
+    def __init__(self, curve: CostCurve, ema: float = 0.1) -> None:
+        self.curve = curve
+        self.ema = ema
+        self.scale = 1.0  # observed forward ms / the curve's ms, smoothed
+        # Exponentially weighted sums for other_ms ~ a + b * n.
+        self._w = self._n = self._nn = self._o = self._no = 0.0
+
+    def forward_ms(self, rows: int) -> float:
+        return self.scale * self.curve(rows)
+
+    def other_ms(self, rows: int) -> float:
+        if self._w == 0:
+            return 0.0
+        mean_n, mean_o = self._n / self._w, self._o / self._w
+        var = self._nn / self._w - mean_n ** 2
+        slope = max(0.0, (self._no / self._w - mean_n * mean_o) / var) if var > 1.0 else 0.0
+        return max(0.0, mean_o + slope * (rows - mean_n))
+
+    def __call__(self, rows: int) -> float:
+        return self.forward_ms(rows) + self.other_ms(rows)
+
+    def observe(self, rows: int, forward_ms: float, other_ms: float) -> None:
+        predicted = self.curve(rows)
+        if predicted > 0 and forward_ms > 0:
+            self.scale += self.ema * (forward_ms / predicted - self.scale)
+        k = 1.0 - self.ema
+        self._w = k * self._w + 1.0
+        self._n = k * self._n + rows
+        self._nn = k * self._nn + rows * rows
+        self._o = k * self._o + other_ms
+        self._no = k * self._no + rows * other_ms
+
+
+@dataclass
+class Choice:
+    """What the controller chose this cycle (recorded in the cycle's state as ``budget``)."""
+
+    chosen: int
+    """Draft nodes kept (verified), root excluded."""
+    candidates: int
+    """Draft nodes the drafter offered (before the choice)."""
+    ceiling: int
+    """The budget the drafter was asked to draft up to."""
+    expected_tokens: float
+    """Expected tokens committed this cycle (accepted + bonus) with the kept nodes."""
+    expected_ms: float
+    """Predicted forward + walk/trim/harvest ms."""
+    gain_vs_ar: float
+    """Expected tokens/ms over an AR cycle's (1 token, 1 row)."""
+
+    def as_state(self) -> dict[str, Any]:
+        return {"chosen": self.chosen, "candidates": self.candidates, "ceiling": self.ceiling,
+                "expected_tokens": round(self.expected_tokens, 3), "expected_ms": round(self.expected_ms, 3),
+                "gain_vs_ar": round(self.gain_vs_ar, 3)}
+
+
+class BudgetController:
+    """``budget=auto``: chooses each cycle's budget from the cost curve and the running acceptance."""
+
+    def __init__(self, curve: CostCurve, max_budget: int, min_ceiling: int = 16, decay: float = 0.995) -> None:
+        if max_budget < 1:
+            raise SpecVizError("budget=auto needs a maximum budget of at least 1")
+        self.max_budget = max_budget
+        self.min_ceiling = min(min_ceiling, max_budget)
+        self.stats = AcceptanceStats(decay)
+        self.time = CycleTimeModel(curve)
+        self._chosen_ema = float(max_budget)
+        self.last: Choice | None = None
+        self.n_cycles = 0
+        self.chosen_total = 0
+        self.ar_cycles = 0
+
+    def draft_budget(self) -> int:
+        """The ceiling to draft up to this cycle: room to grow to twice the recent choice."""
+        return int(min(self.max_budget, max(self.min_ceiling, 2 * self._chosen_ema + 4)))
+
+    def path_probs(self, tree: DraftTree) -> list[float]:
+        """Estimated probability that each node is on the accepted path (1 for the root, 0 for gated nodes)."""
+        pp = [1.0] * len(tree)
+        for i in range(1, len(tree)):
+            if tree.gated[i]:
+                pp[i] = 0.0
+                continue
+            pp[i] = pp[tree.parents[i]] * self.stats.p(tree.sources[i], tree.scores[i], tree.depths[i])
+        return pp
+
+    def fit(self, tree: DraftTree, ceiling: int | None = None) -> Choice:
+        """Gate every verified node but the best B; returns the choice (B may be 0: an AR cycle)."""
+        pp = self.path_probs(tree)
+        # Keep a node only with its parent and its earlier siblings (siblings sampled without replacement
+        # must stay a prefix): rank by the lowest path probability among the node, its parent's rank
+        # and its earlier sibling's rank.
+        rank = list(pp)
+        last_child: dict[int, int] = {}
+        for i in range(1, len(tree)):
+            if tree.gated[i]:
+                continue
+            par = tree.parents[i]
+            rank[i] = min(pp[i], rank[par], rank[last_child[par]] if par in last_child else 1.0)
+            last_child[par] = i
+        cand = sorted((i for i in range(1, len(tree)) if not tree.gated[i]), key=lambda i: (-rank[i], i))
+        cand = cand[: self.max_budget]
+        expected = [1.0]
+        for i in cand:
+            expected.append(expected[-1] + pp[i])
+        cycle_ms = [self.time(b + 1) for b in range(len(expected))]
+        b = choose_budget(expected, cycle_ms)
+        keep = set(cand[:b])
+        for i in range(1, len(tree)):
+            if not tree.gated[i] and i not in keep:
+                tree.gated[i] = True
+        if b == 0:
+            tree.mode = "ar"
+        ar_rate = 1.0 / cycle_ms[0] if cycle_ms[0] > 0 else 0.0
+        rate = expected[b] / cycle_ms[b] if cycle_ms[b] > 0 else 0.0
+        self.last = Choice(b, len(cand), ceiling if ceiling is not None else self.max_budget, expected[b],
+                           cycle_ms[b], rate / ar_rate if ar_rate > 0 else 1.0)
+        return self.last
+
+    def observe(self, record: CycleRecord) -> None:
+        """Learn from a finished cycle: acceptance of its verified nodes, and its timings."""
+        self.stats.observe(record)
+        t = record.timings_ms
+        rows = record.n_verified
+        self.time.observe(rows, t.get("forward", 0.0), sum(t.get(k, 0.0) for k in STAGES_AFTER_DRAFT))
+        chosen = rows - 1
+        self._chosen_ema += 0.2 * (chosen - self._chosen_ema)
+        self.n_cycles += 1
+        self.chosen_total += chosen
+        self.ar_cycles += chosen == 0
+
+    def summary(self) -> dict[str, Any]:
+        return {"cycles": self.n_cycles, "mean_budget": self.chosen_total / self.n_cycles if self.n_cycles else 0.0,
+                "ar_cycles": self.ar_cycles, "max_budget": self.max_budget, "forward_scale": round(self.time.scale, 3)}
+
+
+def make_controller(target: Any, max_budget: int) -> BudgetController:
+    """A controller for ``target`` on its device, measuring (once) and storing its cost curve if needed."""
+    from .cost_curve import ensure_cost_curve
+
+    return BudgetController(CostCurve.from_dict(ensure_cost_curve(target)), max_budget)

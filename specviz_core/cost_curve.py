@@ -1,0 +1,218 @@
+"""The verify-cost curve: how long one target forward over a verify block of N tokens takes here.
+
+Measured on the current device with a realistic cache (a few hundred committed
+tokens) and stored as a small JSON file in the user cache, one per model, device
+and dtype, so the GUI can plot it and ``budget=auto`` can weigh a bigger tree's
+extra accepted tokens against its extra forward time.
+
+File format (``<cache>/cost_curves/<model>__<device>__<dtype>.json``)::
+
+    {"version": 1, "model": "default", "model_path": "...", "device": "cpu", "device_name": "...",
+     "dtype": "float32", "threads": 2, "cache_len": 256, "reps": 5, "measured_at": "2025-...Z",
+     "n": [1, 2, 4, ...], "ms": [66.1, 68.0, ...], "ms_min": [...]}
+
+``n`` is the number of verify-block rows (root included); ``ms`` the median forward time
+of ``reps`` runs, ``ms_min`` the fastest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import statistics
+import time
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import DynamicCache
+
+from .models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, LoadedModel, cache_dir, pick_device, pick_dtype
+from .tree import VerifyBlock
+
+FORMAT_VERSION = 1
+#: Verify-block sizes measured by default (rows, root included).
+SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+#: A quick curve for ``budget=auto`` when none is stored yet (about a quarter of the time).
+QUICK_SIZES = (1, 4, 8, 16, 32, 64, 128)
+
+
+@dataclass(frozen=True)
+class CostCurve:
+    """Forward time (ms) against verify-block rows, linearly interpolated between measured points."""
+
+    n: tuple[int, ...]
+    """Verify-block rows measured, ascending (root included)."""
+    ms: tuple[float, ...]
+    """Median forward time at each size, ms."""
+
+    def __call__(self, rows: float) -> float:
+        """Predicted forward ms for ``rows`` rows; beyond the last point the last slope continues."""
+        n, ms = self.n, self.ms
+        if len(n) == 1:
+            return ms[0]
+        if rows <= n[0]:
+            return ms[0]
+        i = bisect_left(n, rows)
+        if i >= len(n):
+            i = len(n) - 1
+        x0, x1, y0, y1 = n[i - 1], n[i], ms[i - 1], ms[i]
+        return y0 + (y1 - y0) * (rows - x0) / (x1 - x0)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CostCurve:
+        pairs = sorted(zip(d["n"], d["ms"]))
+        # A noisy measurement may dip; the curve the chooser uses never falls as n grows.
+        ns, ms, best = [], [], 0.0
+        for n, m in pairs:
+            best = max(best, float(m))
+            ns.append(int(n))
+            ms.append(best)
+        return cls(tuple(ns), tuple(ms))
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"
+
+
+def model_key(model_name: str | None) -> str:
+    """A file-name-safe key for a model as the user names it (``default``, a folder, a hub id)."""
+    if not model_name or model_name == DEFAULT_MODEL:
+        return DEFAULT_MODEL_NAME
+    p = Path(model_name).expanduser()
+    if p.exists():
+        full = str(p.resolve())
+        return f"{_slug(p.name)}-{hashlib.sha1(full.encode()).hexdigest()[:8]}"
+    return _slug(model_name)
+
+
+def device_key(device: str | torch.device | None) -> str:
+    dev = torch.device(device) if device is not None else pick_device(None)
+    if dev.type == "cuda":
+        return f"cuda{dev.index or 0}"
+    return dev.type
+
+
+def curve_path(model_name: str | None, device: str | torch.device | None, dtype: str | torch.dtype | None = None) -> Path:
+    dev = torch.device(device) if device is not None else pick_device(None)
+    dt = pick_dtype(dev, None) if dtype is None else (pick_dtype(dev, dtype) if isinstance(dtype, str) else dtype)
+    dt_name = str(dt).removeprefix("torch.")
+    return cache_dir() / "cost_curves" / f"{model_key(model_name)}__{device_key(dev)}__{dt_name}.json"
+
+
+def load_cost_curve(model_name: str | None, device: str | torch.device | None,
+                    dtype: str | torch.dtype | None = None) -> dict[str, Any] | None:
+    """The stored curve for this model on this device (and dtype, default: the device's default), or None.
+
+    The dict has the keys described in the module docstring; plot ``ms`` against ``n``.
+    """
+    path = curve_path(model_name, device, dtype)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION or not data.get("n"):
+        return None
+    return data
+
+
+def save_cost_curve(curve: dict[str, Any]) -> Path:
+    path = curve_path(curve["model"], curve["device"], curve["dtype"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(curve, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    name = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return name or platform.processor() or platform.machine()
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _chain_block(n: int, vocab: int) -> VerifyBlock:
+    # The mask's content does not change the cost of an sdpa forward with a float mask; a chain will do.
+    tokens = 3 + np.arange(n, dtype=np.int64) % max(1, vocab - 3)
+    return VerifyBlock(order=np.arange(n), tokens=tokens, depths=np.arange(n),
+                       parent_rows=np.arange(n) - 1, mask=np.tril(np.ones((n, n), dtype=bool)))
+
+
+@torch.no_grad()
+def measure_cost_curve(
+    target: LoadedModel,
+    sizes: Sequence[int] = SIZES,
+    cache_len: int = 256,
+    reps: int = 5,
+    warmup: int = 2,
+    progress: Callable[[int, int], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, Any]:
+    """Time one verify forward of each size on top of a ``cache_len``-token cache; returns the stored dict."""
+    from .engine import verify_forward
+    from . import kv
+
+    dev = target.device
+    cache_len = max(1, min(cache_len, target.context_length - max(sizes) - 1))
+    g = torch.Generator().manual_seed(0)
+    prompt = torch.randint(3, min(target.vocab_size, 20000), (1, cache_len), generator=g)
+    cache = DynamicCache()
+    out = target.model(input_ids=prompt.to(dev), past_key_values=cache, use_cache=True)
+    cache = out.past_key_values
+    med, low = [], []
+    for k, n in enumerate(sizes):
+        block = _chain_block(n, target.vocab_size)
+        times = []
+        for r in range(warmup + reps):
+            _sync(dev)
+            t0 = clock()
+            verify_forward(target, cache, block, cache_len)
+            _sync(dev)
+            if r >= warmup:
+                times.append((clock() - t0) * 1000.0)
+            kv.crop(cache, cache_len)
+        med.append(round(statistics.median(times), 3))
+        low.append(round(min(times), 3))
+        if progress is not None:
+            progress(k + 1, len(sizes))
+    return {
+        "version": FORMAT_VERSION, "model": target.name, "model_path": target.path, "device": device_key(dev),
+        "device_name": device_name(dev), "dtype": str(target.dtype).removeprefix("torch."),
+        "threads": torch.get_num_threads(), "cache_len": cache_len, "reps": reps,
+        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "n": [int(n) for n in sizes], "ms": med, "ms_min": low,
+    }
+
+
+def ensure_cost_curve(target: LoadedModel, quick: bool = True) -> dict[str, Any]:
+    """The stored curve for ``target``, measuring (and storing) one first if there is none."""
+    curve = load_cost_curve(target.name, target.device, target.dtype)
+    if curve is None:
+        curve = measure_cost_curve(target, QUICK_SIZES if quick else SIZES, reps=3 if quick else 5)
+        try:
+            save_cost_curve(curve)
+        except OSError:
+            pass  # a read-only cache still gets the curve for this session
+    return curve

@@ -1,0 +1,186 @@
+"""budget=auto: the chooser's argmax, the controller's pruning, its statistics, and losslessness."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from helpers import hf_greedy, make_engine
+from specviz_core.budget import (AcceptanceStats, BudgetController, CycleTimeModel, choose_budget, split_auto,
+                                 wants_auto)
+from specviz_core.cost_curve import CostCurve, load_cost_curve, measure_cost_curve, save_cost_curve
+from specviz_core.drafters import METHODS
+from specviz_core.errors import SpecVizError
+from specviz_core.records import CycleRecord, Node
+from specviz_core.tree import DraftTree
+
+# A CPU-like curve: a 64-row forward costs about 3x a 1-row one (DESIGN.md section 6).
+CURVE = {"n": [1, 16, 32, 64, 128], "ms": [66.0, 106.0, 138.0, 192.0, 330.0]}
+
+
+def brute_force_best(p_chain: list[float], curve: dict) -> int:
+    """Independent argmax over chain lengths b: (1 + sum_{d<=b} prod_{i<=d} p_i) / ms(b + 1), linear interpolation."""
+    def ms(rows: float) -> float:
+        n, t = curve["n"], curve["ms"]
+        for (x0, y0), (x1, y1) in zip(zip(n, t), zip(n[1:], t[1:])):
+            if rows <= x1:
+                return y0 + (y1 - y0) * (rows - x0) / (x1 - x0)
+        return t[-1] + (t[-1] - t[-2]) * (rows - n[-1]) / (n[-1] - n[-2])
+
+    rates = []
+    for b in range(len(p_chain) + 1):
+        acc = 0.0
+        prod = 1.0
+        for d in range(b):
+            prod *= p_chain[d]
+            acc += prod
+        rates.append((1 + acc) / ms(b + 1))
+    return max(range(len(rates)), key=lambda b: (rates[b], -b))
+
+
+@pytest.mark.parametrize("p_chain", [
+    [0.95] * 30,            # a reliable spine: a long chain pays
+    [0.6, 0.5, 0.4, 0.3],   # a weak draft: a short one
+    [0.05] * 10,            # nothing pays: AR (b = 0)
+    [0.9, 0.9, 0.1, 0.9, 0.9, 0.9, 0.9, 0.9],
+])
+def test_choose_budget_is_the_argmax_on_a_synthetic_curve(p_chain):
+    curve = CostCurve.from_dict(CURVE)
+    expected = [1.0]
+    prod = 1.0
+    for p in p_chain:
+        prod *= p
+        expected.append(expected[-1] + prod)
+    b = choose_budget(expected, [curve(k + 1) for k in range(len(expected))])
+    assert b == brute_force_best(p_chain, CURVE)
+
+
+def test_cost_curve_interpolates_and_never_falls():
+    c = CostCurve.from_dict({"n": [1, 8, 4, 16], "ms": [10.0, 14.0, 16.0, 20.0]})  # a noisy dip at 8
+    assert c.n == (1, 4, 8, 16) and c.ms == (10.0, 16.0, 16.0, 20.0)
+    assert c(1) == 10.0 and c(2) == pytest.approx(12.0) and c(12) == pytest.approx(18.0)
+    assert c(24) == pytest.approx(24.0)  # the last slope continues
+
+
+def _tree() -> DraftTree:
+    """A spine of 6 with two branches under the root and one under the first spine node."""
+    t = DraftTree(root_token=1)
+    t.add_chain([10, 11, 12, 13, 14, 15], "spine")
+    t.add(0, 20, "branch", 0.3)
+    t.add(0, 21, "branch", 0.08)
+    t.add(1, 22, "branch", 0.4)
+    t.add(7, 23, "branch", 0.6)
+    return t
+
+
+def test_fit_keeps_the_independently_best_nodes():
+    p = {"spine": 0.8, "branch": 0.25}
+    for steep in (False, True):
+        curve = CostCurve.from_dict({"n": [1, 2, 64], "ms": [50.0, 100.0, 5000.0]} if steep else CURVE)
+        ctl = BudgetController(curve, max_budget=60)
+        ctl.stats.p = lambda source, score, depth: p[source]
+        tree = _tree()
+        choice = ctl.fit(tree)
+        # Independently: path probabilities, every parent-closed subset of each size, best rate.
+        full = _tree()
+        pp = [1.0] * len(full)
+        for i in range(1, len(full)):
+            pp[i] = pp[full.parents[i]] * p[full.sources[i]]
+        best_rate, best_b = -1.0, None
+        for b in range(len(full)):
+            for subset in itertools.combinations(range(1, len(full)), b):
+                s = set(subset)
+                if any(full.parents[i] not in s | {0} for i in s):
+                    continue
+                rate = (1 + sum(pp[i] for i in s)) / curve(b + 1)
+                if rate > best_rate + 1e-12:
+                    best_rate, best_b = rate, b
+        assert choice.chosen == best_b
+        kept = [i for i in range(1, len(tree)) if not tree.gated[i]]
+        assert len(kept) == best_b
+        assert (1 + sum(pp[i] for i in kept)) / curve(best_b + 1) == pytest.approx(best_rate)
+        assert all(tree.parents[i] == 0 or tree.parents[i] in kept for i in kept)
+        if steep:
+            assert choice.chosen == 0 and tree.mode == "ar"
+
+
+def _record(nodes: list[tuple[int, int, str, float, int, bool]]) -> CycleRecord:
+    """nodes: (id, parent, source, score, depth, accepted); the root is added."""
+    ns = [Node(0, -1, 1, "root", 0, 1.0, True, accepted=True)]
+    ns += [Node(i, par, 5, src, d, sc, True, accepted=acc) for i, par, src, sc, d, acc in nodes]
+    import numpy as np
+
+    n = len(ns)
+    return CycleRecord(index=0, mode="tree", cache_len=10, nodes=tuple(ns), verify_order=tuple(range(n)),
+                       mask=np.eye(n, dtype=bool), positions=tuple(range(n)), accepted_path=(), bonus_token=1,
+                       committed_ids=(1,), kv_keep=(0,), timings_ms={"forward": 60.0, "walk": 1.0})
+
+
+def test_acceptance_stats_learn_the_measured_rate():
+    st = AcceptanceStats(decay=1.0)
+    assert st.p("spine", 1.0, 1) == pytest.approx(0.5)  # the prior for a node without a score
+    for k in range(200):
+        # depth-1 spine accepted 9 times in 10; its child (depth 2) is seen only when the parent was accepted.
+        acc = k % 10 != 0
+        nodes = [(1, 0, "spine", 1.0, 1, acc), (2, 1, "spine", 1.0, 2, False), (3, 0, "branch", 0.3, 1, False)]
+        st.observe(_record(nodes))
+    assert st.p("spine", 1.0, 1) == pytest.approx(0.9, abs=0.02)
+    assert st.p("spine", 1.0, 2) < 0.05  # never accepted
+    assert st.p("branch", 0.3, 1) < 0.05
+
+
+def test_time_model_scales_to_observed_forwards_and_fits_the_rest():
+    tm = CycleTimeModel(CostCurve.from_dict(CURVE), ema=0.5)
+    for _ in range(30):
+        for rows in (1, 16, 32):
+            tm.observe(rows, 2 * CostCurve.from_dict(CURVE)(rows), 2.0 + 0.1 * rows)
+    assert tm.scale == pytest.approx(2.0, rel=1e-3)
+    assert tm.other_ms(64) == pytest.approx(2.0 + 6.4, rel=0.05)
+
+
+def test_auto_is_parsed_out_and_only_for_methods_with_a_budget():
+    assert wants_auto({"budget": "auto"}) and wants_auto({"budget": " AUTO "}) and not wants_auto({"budget": "60"})
+    rest, auto = split_auto("goose", METHODS["goose"].params_cls, {"budget": "auto", "top_k": "8"})
+    assert auto and rest == {"top_k": "8"}
+    with pytest.raises(SpecVizError, match="no budget"):
+        split_auto("pld", METHODS["pld"].params_cls, {"budget": "auto"})
+
+
+@pytest.fixture
+def curve_cache(tmp_path, monkeypatch, tiny):
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    curve = measure_cost_curve(tiny, sizes=(1, 4, 16, 64), cache_len=32, reps=1, warmup=1)
+    save_cost_curve(curve)
+    return curve
+
+
+def test_cost_curve_is_stored_for_the_gui(curve_cache, tiny):
+    loaded = load_cost_curve("tiny", "cpu")
+    assert loaded is not None and loaded["n"] == [1, 4, 16, 64] and len(loaded["ms"]) == 4
+    assert loaded["device"] == "cpu" and loaded["dtype"] == "float32" and loaded["cache_len"] == 32
+    assert load_cost_curve("tiny", "cuda:0") is None
+
+
+@pytest.mark.parametrize("method", ["goose", "tr", "isotropic", "draft_tree"])
+def test_budget_auto_is_lossless_and_recorded(curve_cache, tiny, method):
+    from specviz_core.budget import make_controller
+
+    prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7]
+    e = make_engine(tiny, method, prompt, 40)
+    e.budget = make_controller(tiny, e.drafter.params.budget)
+    records = list(e.cycles())
+    assert e.output_ids == hf_greedy(tiny, prompt, 40)
+    for r in records:
+        b = r.state["budget"]
+        assert r.n_verified - 1 == b["chosen"] <= b["ceiling"] <= e.drafter.params.budget
+    assert e.budget.summary()["cycles"] == len(records)
+
+
+def test_session_request_takes_budget_auto(curve_cache, tiny):
+    from specviz_core.session import SessionRequest
+
+    cls, params = SessionRequest(method="goose", prompt="x", params={"budget": "auto"}).check()
+    assert params.budget == METHODS["goose"].params_cls().budget
+    with pytest.raises(SpecVizError, match="no budget"):
+        SessionRequest(method="pld", prompt="x", params={"budget": "auto"}).check()
