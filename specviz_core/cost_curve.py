@@ -70,13 +70,12 @@ class CostCurve:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CostCurve:
         pairs = sorted(zip(d["n"], d["ms"]))
-        # A noisy measurement may dip; the curve the chooser uses never falls as n grows.
-        ns, ms, best = [], [], 0.0
-        for n, m in pairs:
-            best = max(best, float(m))
-            ns.append(int(n))
-            ms.append(best)
-        return cls(tuple(ns), tuple(ms))
+        # The curve the chooser uses never falls as n grows: a point above a later one (a busy
+        # moment while it was timed) is lowered to it.
+        ms = [float(m) for _, m in pairs]
+        for i in range(len(ms) - 2, -1, -1):
+            ms[i] = min(ms[i], ms[i + 1])
+        return cls(tuple(int(n) for n, _ in pairs), tuple(ms))
 
 
 def _slug(text: str) -> str:
@@ -181,22 +180,22 @@ def measure_cost_curve(
     cache = DynamicCache()
     out = target.model(input_ids=prompt.to(dev), past_key_values=cache, use_cache=True)
     cache = out.past_key_values
-    med, low = [], []
-    for k, n in enumerate(sizes):
-        block = _chain_block(n, target.vocab_size)
-        times = []
-        for r in range(warmup + reps):
+    blocks = [_chain_block(n, target.vocab_size) for n in sizes]
+    times: list[list[float]] = [[] for _ in sizes]
+    # Round-robin over the sizes, so a busy moment on a shared machine hits every size alike.
+    for r in range(warmup + reps):
+        for k, block in enumerate(blocks):
             _sync(dev)
             t0 = clock()
             verify_forward(target, cache, block, cache_len)
             _sync(dev)
             if r >= warmup:
-                times.append((clock() - t0) * 1000.0)
+                times[k].append((clock() - t0) * 1000.0)
             kv.crop(cache, cache_len)
-        med.append(round(statistics.median(times), 3))
-        low.append(round(min(times), 3))
         if progress is not None:
-            progress(k + 1, len(sizes))
+            progress(r + 1, warmup + reps)
+    med = [round(statistics.median(t), 3) for t in times]
+    low = [round(min(t), 3) for t in times]
     return {
         "version": FORMAT_VERSION, "model": target.name, "model_path": target.path, "device": device_key(dev),
         "device_name": device_name(dev), "dtype": str(target.dtype).removeprefix("torch."),

@@ -1,0 +1,148 @@
+"""The ``specviz bench`` command: argument parsing, progress, and writing the results (logic in ``bench``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .errors import SpecVizError
+
+METHODS_HELP = (
+    "comma-separated method ids, each with optional :key=value parameters, e.g. "
+    "ar,pld,goose,goose:budget=auto,isotropic:k=5; reference rows: hf_prompt_lookup, hf_assisted (needs "
+    "--draft-model), hf_greedy (default: ar,pld,hf_prompt_lookup,tr,tr:budget=auto,goose,goose:budget=auto; "
+    "with --draft-model also draft_tree and hf_assisted)"
+)
+
+
+def add_parser(sub: Any) -> None:
+    b = sub.add_parser(
+        "bench", help="benchmark methods against AR and transformers' own speculative decoding",
+        description="Run every method on every prompt in one process, interleaved, after a warm-up; print a table "
+        "and write the results as JSON. With --report, print (and --markdown write) the tables of an earlier results file.",
+    )
+    b.add_argument("--model", default=None, help="target model folder or cached hub id (default: the embedded model)")
+    b.add_argument("--draft-model", default=None, help="draft model for draft_tree and hf_assisted ('default' for the embedded model)")
+    b.add_argument("--methods", default=None, help=METHODS_HELP)
+    b.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter for every method that has it, e.g. budget=auto; repeatable")
+    g = b.add_mutually_exclusive_group()
+    g.add_argument("--suite", default=None,
+                   help="built-in suite (code_editing, summarising, qa, chat, multi_turn), several with commas, "
+                   "'all', or a suite .json file (default: all)")
+    g.add_argument("--prompt-file", type=Path, default=None, help="one prompt from a text file (or a suite .json file)")
+    b.add_argument("--max-new-tokens", type=int, default=64, help="new tokens per prompt (default 64)")
+    b.add_argument("--repeats", type=int, default=3, help="interleaved repeats per prompt; tokens/s is their median (default 3)")
+    b.add_argument("--record-methods", default=None,
+                   help="methods also run with recording on, for the recording overhead ('none' to skip; "
+                   "default: goose:budget=auto)")
+    b.add_argument("--no-warmup", action="store_true", help="skip the warm-up run of every method")
+    b.add_argument("--no-cost-curve", action="store_true", help="skip measuring the verify-cost curve")
+    b.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
+    b.add_argument("--dtype", default=None, help="float32, float16 or bfloat16 (default: fp16 on GPU, fp32 on CPU)")
+    b.add_argument("--out", type=Path, default=None, help="write the results JSON here (required unless --report)")
+    b.add_argument("--report", type=Path, default=None, metavar="RESULTS", help="no run: print the tables of this results file")
+    b.add_argument("--markdown", type=Path, default=None, help="also write the tables into this markdown file (between its bench markers)")
+    b.add_argument("--chart", default=None, help="with --markdown: link this chart image above the tables")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _kv(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SpecVizError(f"--param takes key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from . import bench, bench_report
+
+    if args.report is not None:
+        try:
+            res = json.loads(args.report.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise SpecVizError(f"cannot read the results file {args.report}: {e}") from None
+        _finish(res, args)
+        return 0
+    if args.out is None:
+        raise SpecVizError("--out is required (where to write the results JSON)")
+    from .suites import load_suites, prompt_file_suite
+
+    suites = [prompt_file_suite(args.prompt_file)] if args.prompt_file is not None else load_suites(args.suite or "all")
+    methods_text = args.methods or ",".join(bench.DEFAULT_METHODS + (("draft_tree", "hf_assisted") if args.draft_model else ()))
+    specs = bench.parse_method_specs(methods_text, _kv(args.param))
+    if args.record_methods is None:
+        recorded = [s.label for s in specs if s.label in bench.DEFAULT_RECORDED]
+    elif args.record_methods.strip().lower() == "none":
+        recorded = []
+    else:
+        recorded = [s.label for s in bench.parse_method_specs(args.record_methods, _kv(args.param))]
+        unknown = [r for r in recorded if r not in {s.label for s in specs}]
+        if unknown:
+            raise SpecVizError(f"--record-methods must be among --methods; not there: {', '.join(unknown)}")
+    cfg = bench.BenchConfig(methods=specs, suites=suites, max_new_tokens=args.max_new_tokens, repeats=args.repeats,
+                            warmup=not args.no_warmup, recorded=recorded, cost_curve=not args.no_cost_curve)
+    if cfg.repeats < 1 or cfg.max_new_tokens < 1:
+        raise SpecVizError("--repeats and --max-new-tokens must be at least 1")
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.touch()
+    except OSError as e:
+        raise SpecVizError(f"cannot write {args.out}: {e.strerror}") from None
+
+    from .models import load_model
+
+    def say(stage: str, fraction: float | None) -> None:
+        if not args.quiet:
+            print(f"[specviz] {stage}", file=sys.stderr, flush=True)
+
+    target = load_model(args.model, device=args.device, dtype=args.dtype, progress=say)
+    draft = None
+    if args.draft_model:
+        if args.draft_model == (args.model or "default"):
+            draft = target
+        else:
+            from .models import check_same_tokenizer
+
+            draft = load_model(args.draft_model, device=args.device, dtype=args.dtype, progress=say)
+            check_same_tokenizer(target, draft)
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=1, unit="run", file=sys.stderr, dynamic_ncols=True)
+
+    def progress(what: str, done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+            bar.n = done
+            bar.set_description_str(what[:60])
+            bar.refresh()
+
+    try:
+        res = bench.run_bench(target, draft, cfg, progress=progress, log=lambda s: say(s, None))
+    finally:
+        if bar is not None:
+            bar.close()
+    args.out.write_text(json.dumps(res, indent=1), encoding="utf-8")
+    _finish(res, args)
+    print(f"results: {args.out}")
+    return 0
+
+
+def _finish(res: dict[str, Any], args: argparse.Namespace) -> None:
+    from . import bench_report
+
+    print("\n".join(bench_report.summary_lines(res)))
+    if args.markdown is not None:
+        try:
+            bench_report.write_markdown(res, args.markdown, args.chart)
+        except OSError as e:
+            raise SpecVizError(f"cannot write {args.markdown}: {e.strerror}") from None
+        print(f"tables written to {args.markdown}")

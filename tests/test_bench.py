@@ -1,0 +1,117 @@
+"""``specviz bench``: the results schema, the identical-to-AR check, the suites, the report."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+from tokenizers import Tokenizer
+from tokenizers.models import WordLevel
+from tokenizers.pre_tokenizers import Whitespace
+from transformers import PreTrainedTokenizerFast
+
+from helpers import tiny_llama
+from specviz_core import bench_report
+from specviz_core.bench import compare_to_ar, parse_method_specs
+from specviz_core.cli import main
+from specviz_core.cost_curve import load_cost_curve
+from specviz_core.errors import SpecVizError
+from specviz_core.suites import BUILTIN, load_suite, load_suites
+
+ROOT = Path(__file__).resolve().parents[1]
+ROW_KEYS = {"suite", "prompt", "method", "tau", "tokens_per_s", "speedup_vs_ar", "identical_to_ar", "share_ms", "check"}
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    """A tiny random Llama saved as a model folder with a word-level tokenizer (its EOS is never predicted here)."""
+    d = tmp_path_factory.mktemp("tiny-bench-model")
+    tiny_llama().model.save_pretrained(d)
+    words = ["<unk>", "<eos>"] + [f"w{i}" for i in range(94)]
+    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<unk>").save_pretrained(d)
+    return d
+
+
+def test_bench_writes_the_results_schema_and_checks_every_method_against_ar(tiny_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
+    prompt = tmp_path / "p.txt"
+    prompt.write_text("w2 w3 w4 w5 w2 w3 w4 w5 w6 w7 w2 w3 w4")
+    out = tmp_path / "results.json"
+    code = main(["bench", "--model", str(tiny_dir), "--methods", "ar,goose:budget=auto,hf_prompt_lookup",
+                 "--prompt-file", str(prompt), "--max-new-tokens", "12", "--repeats", "1",
+                 "--record-methods", "goose:budget=auto", "--out", str(out), "--quiet"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    res = json.loads(out.read_text())
+    assert {"machine", "rows", "suites", "config", "recording", "cost_curve", "checks"} <= set(res)
+    assert res["machine"]["device"] == "cpu"
+    assert [r["method"] for r in res["rows"]] == ["ar", "goose:budget=auto", "hf_prompt_lookup"]
+    for r in res["rows"]:
+        assert ROW_KEYS <= set(r)
+        assert r["identical_to_ar"] and r["check"] == "identical"
+        assert r["n_tokens"] == 12 and r["tau"] >= 1.0 and r["tokens_per_s"] > 0
+    ar, goose, hf = res["rows"]
+    assert ar["speedup_vs_ar"] == 1.0 and ar["tau"] == 1.0
+    assert set(goose["share_ms"]) >= {"draft", "forward", "walk", "trim", "record"} and goose["share_ms"]["forward"] > 0
+    assert goose["budget"]["cycles"] == goose["n_cycles"]
+    assert res["recording"]["rows"][0]["record_ms_per_cycle"] > 0 and res["recording"]["ratio"] > 0
+    assert "identical to AR (greedy): 3/3" in printed and "| goose:budget=auto |" in printed
+    # The cost curve was measured and stored where the GUI finds it.
+    assert load_cost_curve(str(tiny_dir), "cpu")["n"] == res["cost_curve"]["n"]
+    # The report regenerates the markdown from the results alone, keeping the text around the markers.
+    md = tmp_path / "bench.md"
+    md.write_text(f"# Title\n\nintro\n\n{bench_report.BEGIN}\nold\n{bench_report.END}\n\nnotes\n")
+    assert main(["bench", "--report", str(out), "--markdown", str(md)]) == 0
+    text = md.read_text()
+    assert text.startswith("# Title\n\nintro") and text.rstrip().endswith("notes") and "old" not in text
+    assert "| suite | method | tau (tokens/forward) |" in text and "`goose:budget=auto`" in text
+
+
+def test_compare_to_ar_names_the_divergence(tiny_dir):
+    from specviz_core.models import load_model
+
+    m = load_model(str(tiny_dir))
+    assert compare_to_ar(m, [2, 3, 4], [5, 6], [5, 6]) == "identical"
+    assert compare_to_ar(m, [2, 3, 4], [5, 7], [5, 6]).startswith(("diverged at token 1", "tie at token 1"))
+    assert compare_to_ar(m, [2, 3, 4], [5], [5, 6]).startswith("diverged: 1 tokens")
+
+
+def test_method_specs():
+    specs = parse_method_specs("ar,goose:budget=auto,isotropic:k=5,hf_prompt_lookup", {"budget": "40"})
+    assert [s.label for s in specs] == ["ar", "goose:budget=auto", "isotropic:k=5:budget=40", "hf_prompt_lookup"]
+    for bad in ("nope", "goose:budget", "goose:top_k=x", "pld:budget=auto", "hf_greedy:k=1"):
+        with pytest.raises(SpecVizError):
+            parse_method_specs(bad)
+
+
+def test_bad_input_is_one_line(tmp_path, capsys):
+    assert main(["bench", "--suite", "nope", "--out", str(tmp_path / "r.json")]) == 2
+    assert "unknown suite 'nope'" in capsys.readouterr().err
+    assert main(["bench", "--methods", "ar"]) == 2
+    assert "--out is required" in capsys.readouterr().err
+
+
+def test_builtin_suites_load_and_are_packaged(tiny_dir):
+    from specviz_core.models import load_model
+
+    m = load_model(str(tiny_dir))
+    suites = load_suites("all")
+    assert [s.name for s in suites] == list(BUILTIN) == ["code_editing", "summarising", "qa", "chat", "multi_turn"]
+    for s in suites:
+        assert 3 <= len(s.prompts) <= 4 and s.title and s.description
+        assert len({p.id for p in s.prompts}) == len(s.prompts)
+        for p in s.prompts:
+            assert (p.text or p.messages) and p.encode(m)
+    assert all(p.messages and p.messages[-1]["role"] == "user" for p in load_suite("multi_turn").prompts)
+    # Every suite file is matched by the package-data globs, so a wheel ships them too.
+    pkg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["specviz_core"]
+    files = sorted((ROOT / "specviz_core" / "resources" / "suites").glob("*.json"))
+    assert len(files) == len(BUILTIN)
+    for f in files:
+        rel = f.relative_to(ROOT / "specviz_core").as_posix()
+        assert any(fnmatch.fnmatch(rel, pat) for pat in pkg), rel
