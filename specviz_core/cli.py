@@ -6,15 +6,16 @@ Bad input prints one line, ``specviz: error: ...``, and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .bench_cli import add_parser as add_bench_parser
-from .bench_cli import cmd_bench
 from .drafters import METHODS, param_specs
 from .errors import SpecVizError
+from .optimize_tree import add_parser as add_optimize_tree_parser
+from .optimize_tree import cmd_optimize_tree
 
 DEMO_PROMPT = (
     "Rename the variables in this function to be more descriptive and add type hints:\n\n"
@@ -60,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-new-tokens", type=int, default=128, help="stop after this many new tokens (default 128)")
     r.add_argument("--temperature", type=float, default=0.0, help="0 for greedy (default); > 0 samples")
     r.add_argument("--seed", type=int, default=0, help="seed of the session's random generator (default 0)")
+    r.add_argument("--samples", type=int, default=1,
+                   help="decode the prompt N times (seeds seed..seed+N-1) as one group, one drafter throughout (default 1)")
     r.add_argument("--budget", type=int, default=None, help="draft tokens verified per cycle, at most (tree methods)")
     r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a method parameter; repeatable")
     r.add_argument("--no-chat-template", action="store_true", help="send the prompt as raw text")
@@ -76,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--session", default=None, help="session id (default: the latest)")
     e.add_argument("--format", choices=["jsonl"], default="jsonl")
     e.add_argument("--out", type=Path, default=None, help="output file (default: standard output)")
-    add_bench_parser(sub)
+    add_optimize_tree_parser(sub)
     return p
 
 
@@ -103,7 +106,7 @@ class _Progress:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from .recording import Recording
+    from .recording import Recording, new_session_id
     from .session import RecordedRun, SessionRequest, load_models, prepare, summary_line
 
     if args.prompt_file is not None:
@@ -120,28 +123,41 @@ def cmd_record(args: argparse.Namespace) -> int:
         device=args.device, dtype=args.dtype,
     )
     req.check()  # everything that needs no model, before the slow part
+    if args.samples < 1:
+        raise SpecVizError(f"--samples must be at least 1, got {args.samples}")
     progress = _Progress(args.quiet)
+    infos = []
     with Recording(args.db, create=True) as rec:
         target, draft = load_models(req, progress)
-        run = RecordedRun(prepare(req, target, draft), rec)
-        bar = None
-        if not args.quiet:
-            from tqdm import tqdm
+        # The samples of one prompt are one group and share one drafter, so its tables persist (best-of-N).
+        group, drafter = (new_session_id() if args.samples > 1 else None), None
+        for i in range(args.samples):
+            prepared = prepare(dataclasses.replace(req, seed=req.seed + i), target, draft, group_id=group, drafter=drafter)
+            drafter = prepared.engine.drafter
+            run = RecordedRun(prepared, rec)
+            bar = None
+            if not args.quiet:
+                from tqdm import tqdm
 
-            bar = tqdm(total=req.max_new_tokens, unit="tok", desc=f"{req.method}", file=sys.stderr, leave=False)
-        try:
-            for cycle in run.run():
+                desc = req.method + (f" {i + 1}/{args.samples}" if args.samples > 1 else "")
+                bar = tqdm(total=req.max_new_tokens, unit="tok", desc=desc, file=sys.stderr, leave=False)
+            try:
+                for cycle in run.run():
+                    if bar is not None:
+                        bar.update(len(cycle.committed_ids))
+            except KeyboardInterrupt:
+                print("specviz: interrupted; the cycles so far are saved", file=sys.stderr)
+                return 130
+            finally:
                 if bar is not None:
-                    bar.update(len(cycle.committed_ids))
-        except KeyboardInterrupt:
-            print("specviz: interrupted; the cycles so far are saved", file=sys.stderr)
-            return 130
-        finally:
-            if bar is not None:
-                bar.close()
-        info = rec.session(run.info.id)
-    print(f"session {info.id}: {info.method} on {Path(info.model).name if info.model != 'default' else 'default model'}")
-    print(summary_line(info))
+                    bar.close()
+            infos.append(rec.session(run.info.id))
+    for i, info in enumerate(infos):
+        sample = f" (sample {i + 1}/{len(infos)}, seed {info.seed})" if len(infos) > 1 else ""
+        print(f"session {info.id}: {info.method} on {Path(info.model).name if info.model != 'default' else 'default model'}{sample}")
+        print(summary_line(info))
+    if len(infos) > 1:
+        print(f"group {group}: tokens/forward by sample: {', '.join(f'{x.mean_accepted:.2f}' for x in infos)}")
     return 0
 
 
@@ -189,7 +205,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, None: cmd_demo, "bench": cmd_bench}
+    handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, None: cmd_demo,
+                "optimize-tree": cmd_optimize_tree}
     try:
         return handlers[args.command](args)
     except SpecVizError as e:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .budget import make_controller, split_auto, wants_auto
-from .drafters import method_class, parse_params
+from .drafters import Drafter, method_class, parse_params
 from .engine import DecodeConfig, Engine
 from .errors import SpecVizError
 from .models import LoadedModel, check_same_tokenizer, encode_prompt, load_model
@@ -54,9 +54,10 @@ class SessionRequest:
                 raise SpecVizError(f"method {self.method} has no budget")
             raw["budget"] = self.budget
         params = parse_params(self.method, cls.params_cls, raw)
-        if cls.needs_draft_model and not self.draft_model:
+        if cls.wants_draft_model(params) and not self.draft_model:
+            why = "" if cls.needs_draft_model else " with drafter=model (drafter=table needs none)"
             raise SpecVizError(
-                f"method {self.method} needs --draft-model (a model sharing the target's tokenizer; "
+                f"method {self.method} needs --draft-model{why} (a model sharing the target's tokenizer; "
                 "the target itself works, e.g. --draft-model default)"
             )
         return cls, params
@@ -73,10 +74,10 @@ class Prepared:
 def load_models(req: SessionRequest, progress: Callable[[str, float | None], None] | None = None
                 ) -> tuple[LoadedModel, LoadedModel | None]:
     progress = progress or (lambda s, f: None)
-    cls, _ = req.check()
+    cls, params = req.check()
     target = load_model(req.model, device=req.device, dtype=req.dtype, progress=progress)
     draft = None
-    if cls.needs_draft_model:
+    if cls.wants_draft_model(params):
         if (req.draft_model or "default") == (req.model or "default"):
             draft = target
         else:
@@ -86,10 +87,11 @@ def load_models(req: SessionRequest, progress: Callable[[str, float | None], Non
 
 
 def prepare(req: SessionRequest, target: LoadedModel, draft: LoadedModel | None = None,
-            group_id: str | None = None) -> Prepared:
+            group_id: str | None = None, drafter: Drafter | None = None) -> Prepared:
+    """``drafter``: reuse one from an earlier session of the group (its tables persist), else a new one."""
     cls, params = req.check()
     prompt_ids, used_chat = encode_prompt(target, req.prompt, req.chat_template)
-    drafter = cls(params, target, draft)
+    drafter = drafter if drafter is not None else cls(params, target, draft)
     auto = wants_auto(req.params)
     engine = Engine(target, drafter, prompt_ids,
                     DecodeConfig(max_new_tokens=req.max_new_tokens, temperature=req.temperature, seed=req.seed),

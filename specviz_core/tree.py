@@ -30,7 +30,9 @@ class DraftTree:
     gated: list[bool] = field(default_factory=list)
     draft_q: dict[int, torch.Tensor] = field(default_factory=dict)
     """Optional draft distribution a node was sampled from ([V] probs), keyed by node id.
-    Nodes without an entry are deterministic drafts (q is one-hot)."""
+    Nodes without an entry are deterministic drafts (q is one-hot). Siblings with an entry
+    were drawn without replacement in child order: each from q with its earlier siblings'
+    tokens removed (the sampling walk removes them again when it tries the next child)."""
     state: dict[str, Any] = field(default_factory=dict)
     """Method state worth recording for this cycle (match span, draft forwards, ...)."""
 

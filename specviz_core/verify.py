@@ -7,8 +7,11 @@ Sampling (temperature > 0): multi-candidate speculative sampling (SpecInfer,
 Sequoia). At a node whose target distribution is p, try the children in order;
 accept child x with probability min(1, p(x) / q(x)), q being the distribution x
 was drawn from (one-hot for deterministic drafts). On rejection
-p <- normalize(max(p - q, 0)). If no child is accepted the bonus token is drawn
-from what is left of p, so the output follows the target's own distribution.
+p <- normalize(max(p - q, 0)). Children that carry a draft distribution were
+drawn from it without replacement, in the order they are tried (Sequoia): a
+later child's q is q with the earlier, rejected siblings' tokens removed and
+renormalized. If no child is accepted the bonus token is drawn from what is
+left of p, so the output follows the target's own distribution.
 """
 
 from __future__ import annotations
@@ -65,24 +68,29 @@ def sampling_walk(
     while True:
         p = probs[row].clone()  # [V]
         chosen = None
+        tried: list[int] = []  # tokens of the children rejected so far at this row
         for c in kids[row]:
             x = int(block.tokens[c])
             q = tree.draft_q.get(int(block.order[c]))  # [V] or None (one-hot)
+            if q is not None and tried:
+                # Drawn without replacement: the rejected siblings' tokens could not come up again.
+                q = q.clone()
+                q[tried] = 0.0
+                q = q / q.sum() if float(q.sum()) > 0 else q
             qx = 1.0 if q is None else float(q[x])
             px = float(p[x])
             u = float(torch.rand((), generator=generator))
             if qx > 0 and u < min(1.0, px / qx):
                 chosen = c
                 break
+            tried.append(x)
+            residual = p.clone() if q is None else torch.clamp(p - q, min=0.0)
             if q is None:
-                p[x] = 0.0
-            else:
-                p = torch.clamp(p - q, min=0.0)
-            total = float(p.sum())
-            if total <= 0.0:  # nothing left to resample from: p was q; keep the last p
-                p = probs[row].clone()
+                residual[x] = 0.0
+            total = float(residual.sum())
+            if total <= 0.0:  # p <= q everywhere, so p == q and x was accepted but for rounding: keep p
                 break
-            p = p / total
+            p = residual / total
         if chosen is None:
             bonus = int(torch.multinomial(p, 1, generator=generator))
             return WalkResult(path, bonus)

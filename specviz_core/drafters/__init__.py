@@ -6,12 +6,16 @@ from ..errors import SpecVizError
 from .ar import ARDrafter
 from .base import Drafter, DraftContext, parse_params, param_specs
 from .draft_tree import DraftTreeDrafter
+from .eagle_static import EagleStaticDrafter
 from .goose import GooseDrafter, IsotropicDrafter
 from .pld import PLDDrafter
+from .stand import StandDrafter
+from .talon import TalonDrafter
 from .token_recycling import TokenRecyclingDrafter
 
 METHODS: dict[str, type[Drafter]] = {
-    d.method_id: d for d in (ARDrafter, PLDDrafter, TokenRecyclingDrafter, DraftTreeDrafter, GooseDrafter, IsotropicDrafter)
+    d.method_id: d for d in (ARDrafter, PLDDrafter, TokenRecyclingDrafter, DraftTreeDrafter, GooseDrafter, IsotropicDrafter,
+                             TalonDrafter, EagleStaticDrafter, StandDrafter)
 }
 
 

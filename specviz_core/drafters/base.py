@@ -97,6 +97,11 @@ class Drafter(ABC):
         self.target = target
         self.draft_model = draft_model
 
+    @classmethod
+    def wants_draft_model(cls, params: Any) -> bool:
+        """Whether a session with these parameters needs a draft model (TALON's ``drafter=model``)."""
+        return cls.needs_draft_model
+
     def cycle_budget(self, ctx: DraftContext) -> int:
         """Nodes to draft this cycle: ``budget=auto``'s ceiling when it set one, else the ``budget`` parameter."""
         return ctx.budget if ctx.budget is not None else self.params.budget

@@ -1,0 +1,66 @@
+"""The EAGLE-style static tree: TALON's baseline (seed 001, Algorithm 1).
+
+Expand-then-shrink, layer by layer to a fixed depth D (8): every parent of the
+layer expands its top-K (10) children, scored by cumulative path probability;
+the best K of those K x K become the next layer's parents. At the end the whole
+tree is pruned to the N (60) nodes with the highest path scores. The shape is
+fixed (K nodes a layer, D layers) whatever the context: that is the point of
+comparison with TALON. Nodes pruned at the end, and the best cut candidates of
+each shrink, are recorded as gated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from ..tree import DraftTree
+from .base import DraftContext, param
+from .next_token import SourcedDrafter
+from .talon import DRAFTER_HELP, add_layer, pool_of
+
+
+@dataclass(frozen=True)
+class EagleStaticParams:
+    budget: int = param(60, "N: draft nodes kept after the final pruning by path score (root excluded).", minimum=1)
+    top_k: int = param(10, "K: children expanded per parent, and parents kept per layer.", minimum=1)
+    depth: int = param(8, "D: layers of the tree.", minimum=1)
+    drafter: str = param("table", DRAFTER_HELP, choices=("table", "model"))
+    gated_shown: int = param(10, "Cut candidates recorded per layer as gated nodes (the best by path score).", minimum=0)
+
+
+class EagleStaticDrafter(SourcedDrafter):
+    method_id = "eagle_static"
+    description = ("EAGLE-style static tree (TALON's baseline): top-K children per parent, top-K per layer by "
+                   "path score, depth D, pruned to the N best; from a draft model or the n-gram tables.")
+    params_cls = EagleStaticParams
+
+    def draft(self, ctx: DraftContext) -> DraftTree:
+        p: EagleStaticParams = self.params
+        steps0 = self.begin(ctx)
+        tree = DraftTree(root_token=ctx.ids[-1], mode="tree")
+        score = {0: 1.0}
+        frontier, cands = [0], [self.source.root(ctx, p.top_k)]
+        layered: list[int] = []  # every node that made a layer, in layer order
+        depth = min(p.depth, ctx.max_depth)
+        for d in range(1, depth + 1):
+            pool = pool_of(frontier, [(ws[: p.top_k], qs[: p.top_k]) for ws, qs in cands], score)
+            if not pool:
+                break
+            frontier = add_layer(tree, pool[: p.top_k], pool[p.top_k:], self.source.node_source, score, p.gated_shown)
+            layered += frontier
+            if d < depth:
+                cands = self.source.expand(tree, frontier, p.top_k)
+        # Final pruning to the N best path scores. A child never outscores its parent; on a tie
+        # the shallower node wins, so the kept nodes form a tree.
+        ranked = sorted(layered, key=lambda n: (-score[n], tree.depths[n], n))
+        pruned = set(ranked[self.cycle_budget(ctx):])  # budget=auto may lower the budget this cycle
+        for n in pruned:
+            tree.gated[n] = True
+        for i in range(1, len(tree)):  # a gated node's subtree is gated too
+            if tree.gated[tree.parents[i]]:
+                tree.gated[i] = True
+        tree.state = {"depth": max((tree.depths[n] for n in layered if n not in pruned), default=0),
+                      "nodes": tree.n_verified - 1, "pruned": len(pruned)}
+        if tree.n_verified == 1:
+            tree.mode = "ar"
+        self.finish(tree, steps0)
+        return tree

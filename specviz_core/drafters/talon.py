@@ -1,0 +1,113 @@
+"""TALON: budget-driven adaptive draft trees (seed 001; Section 5, Algorithm 2).
+
+The tree grows layer by layer until it holds N draft nodes (the token budget):
+
+- layer 1 (robust initialization): the top-K (K=10) children of the root,
+  whatever their probabilities, because a small drafter is often over-confident
+  at the root and a wrong root collapses the whole draft;
+- every deeper layer (confidence gating): the candidate pool is every child of
+  every node of the previous layer, each with its cumulative path probability
+  p(u) = p(parent) * P(token | parent); a candidate is kept when
+  p(u) >= mu * max p over the pool (mu = 0.03), and if more are kept than the
+  budget has room for, only the highest path scores stay.
+
+On a near-deterministic context the best path dominates every pool and the gate
+lets one child through: a deep, narrow chain. On an uncertain one many
+candidates sit near the best: a shallow, wide tree. Candidates cut by the gate
+or the budget are recorded as gated nodes (the best ``gated_shown`` per layer,
+score = path probability). Draft efficiency delta = draft steps (draft forwards
+for a model) per target forward is recorded in every cycle's state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..tree import DraftTree
+from .base import DraftContext, param
+from .next_token import Candidates, NextTokenSource, SourcedDrafter
+
+DRAFTER_HELP = ("Where next-token distributions come from: table (logit n-gram tables of the target's own "
+                "outputs; no extra model) or model (a draft model, given with --draft-model).")
+
+
+@dataclass(frozen=True)
+class TalonParams:
+    budget: int = param(60, "Token budget N: draft nodes verified per cycle, at most (root excluded).", minimum=1)
+    top_k: int = param(10, "K: children of the root (robust top-K initialization).", minimum=1)
+    mu: float = param(0.03, "Confidence gate: a deeper candidate stays if its path probability is >= mu x the layer's best.", minimum=0.0)
+    drafter: str = param("table", DRAFTER_HELP, choices=("table", "model"))
+    gated_shown: int = param(10, "Cut candidates recorded per layer as gated nodes (the best by path score).", minimum=0)
+
+
+def pool_of(frontier: list[int], cands: list[Candidates], score: dict[int, float]) -> list[tuple[float, int, int]]:
+    """Every child of every frontier node as (path probability, parent, token), best first (stable)."""
+    pool = [(score[v] * q, v, w) for v, (ws, qs) in zip(frontier, cands) for w, q in zip(ws, qs)]
+    pool.sort(key=lambda c: -c[0])
+    return pool
+
+
+def add_layer(tree: DraftTree, kept: list[tuple[float, int, int]], cut: list[tuple[float, int, int]], source: str,
+              score: dict[int, float], gated_shown: int) -> list[int]:
+    """Append a layer's kept candidates (verified) and its best cut ones (gated); returns the kept node ids."""
+    new = []
+    for s, parent, tok in kept:
+        nid = tree.add(parent, tok, source, s)
+        score[nid] = s
+        new.append(nid)
+    for s, parent, tok in cut[:gated_shown]:
+        tree.add(parent, tok, source, s, gated=True)
+    return new
+
+
+def grow_talon(tree: DraftTree, source: NextTokenSource, root: Candidates, p: TalonParams, max_depth: int
+               ) -> dict[str, Any]:
+    """Algorithm 2 on ``tree`` (root only); ``root`` is the root's next-token candidates. Returns shape stats."""
+    score = {0: 1.0}
+    frontier, cands = [0], [root]
+    used, depth, widths, gated = 0, 0, [], 0
+    m_d = 1.0
+    while used < p.budget and depth < max_depth:
+        pool = pool_of(frontier, cands, score)
+        if not pool:
+            break
+        if depth == 0:  # robust initialization
+            kept, cut = pool[: p.top_k], pool[p.top_k:]
+        else:  # confidence gating, relative to the layer's anchor m_d
+            m_d = pool[0][0]
+            n_pass = sum(1 for c in pool if c[0] >= p.mu * m_d)
+            kept, cut = pool[:n_pass], pool[n_pass:]
+        room = p.budget - used
+        if len(kept) > room:  # the budget cut, by path score
+            kept, cut = kept[:room], kept[room:] + cut
+        frontier = add_layer(tree, kept, cut, source.node_source, score, p.gated_shown)
+        gated += min(len(cut), p.gated_shown)
+        used += len(frontier)
+        widths.append(len(frontier))
+        depth += 1
+        if used >= p.budget or depth >= max_depth:
+            break
+        # Children of the next layer: one draft step. A parent can pass at most `room` children.
+        cands = source.expand(tree, frontier, max(p.top_k, p.budget - used))
+    return {"depth": depth, "layer_widths": widths, "width": max(widths, default=0), "nodes": used,
+            "gated": gated, "mu": p.mu, "anchor": m_d}
+
+
+class TalonDrafter(SourcedDrafter):
+    method_id = "talon"
+    description = ("TALON: a budget-driven adaptive tree (top-K at the root, then confidence gating on path "
+                   "probability) from a draft model or the logit n-gram tables.")
+    params_cls = TalonParams
+
+    def draft(self, ctx: DraftContext) -> DraftTree:
+        p: TalonParams = self.params
+        steps0 = self.begin(ctx)
+        tree = DraftTree(root_token=ctx.ids[-1], mode="tree")
+        p = replace(p, budget=self.cycle_budget(ctx))  # budget=auto may lower it this cycle
+        root = self.source.root(ctx, max(p.top_k, p.budget))
+        tree.state = grow_talon(tree, self.source, root, p, ctx.max_depth)
+        if tree.n_verified == 1:
+            tree.mode = "ar"
+        self.finish(tree, steps0)
+        return tree
