@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .bench_cli import add_parser as add_bench_parser
+from .bench_cli import cmd_bench
 from .drafters import METHODS, param_specs
 from .errors import SpecVizError
 from .optimize_tree import add_parser as add_optimize_tree_parser
@@ -80,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--format", choices=["jsonl"], default="jsonl")
     e.add_argument("--out", type=Path, default=None, help="output file (default: standard output)")
     add_optimize_tree_parser(sub)
+    add_bench_parser(sub)
     return p
 
 
@@ -205,7 +208,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, None: cmd_demo,
+    handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, None: cmd_demo, "bench": cmd_bench,
                 "optimize-tree": cmd_optimize_tree}
     try:
         return handlers[args.command](args)
