@@ -40,6 +40,8 @@ def main() -> None:
     ap.add_argument("--prompt-file")
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--temperature", type=float, default=0.0, help="0: greedy; > 0: sampling, repeat i uses seed + i")
+    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--methods", default=",".join(METHODS),
                     help="comma-separated method ids; parameters after a colon, e.g. isotropic:k=5 (separate methods with ';' then)")
     ap.add_argument("--suite", action="store_true", help="run the three built-in prompts (code edit, repeated structure, free chat)")
@@ -58,13 +60,14 @@ def bench_prompt(m, text: str, args) -> None:
     ids, _ = encode_prompt(m, text)
     methods = args.methods.split(";") if ";" in args.methods else args.methods.split(",")
 
-    def once(spec: str) -> tuple[float, float, list[int]]:
+    def once(spec: str, seed: int = args.seed) -> tuple[float, float, list[int]]:
         # "isotropic:k=5" runs a method with parameters.
         method, _, raw = spec.partition(":")
         params = dict(kv.split("=", 1) for kv in raw.split(",") if kv)
         cls = METHODS[method]
         drafter = cls(parse_params(method, cls.params_cls, params), m, m if cls.needs_draft_model else None)
-        e = Engine(m, drafter, ids, DecodeConfig(max_new_tokens=args.max_new_tokens))
+        e = Engine(m, drafter, ids, DecodeConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                                                 seed=seed))
         e.prefill()
         t0 = time.perf_counter()
         for _ in e.cycles():
@@ -75,24 +78,26 @@ def bench_prompt(m, text: str, args) -> None:
     for method in methods:  # warm-up
         once(method)
     tps: dict[str, list[float]] = {k: [] for k in methods}
-    tau: dict[str, float] = {}
+    tau: dict[str, list[float]] = {k: [] for k in methods}
     outs: dict[str, list[int]] = {}
-    for _ in range(args.repeats):
+    for i in range(args.repeats):
         for method in methods:
-            t, a, o = once(method)
+            t, a, o = once(method, args.seed + i)
             tps[method].append(t)
-            tau[method], outs[method] = a, o
+            tau[method].append(a)
+            outs[method] = o
     ar = statistics.median(tps["ar"]) if "ar" in tps else None
     print(f"machine: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
           f"torch {torch.__version__}, {m.device}, {m.dtype}; prompt {len(ids)} tokens, "
-          f"{args.max_new_tokens} new tokens, median of {args.repeats}")
+          f"{args.max_new_tokens} new tokens, temperature {args.temperature:g}, median of {args.repeats} "
+          f"(tau: mean)")
     print(f"| method | tau (tokens/forward) | tokens/s | speed-up vs AR | identical to AR |")
     print(f"| --- | --- | --- | --- | --- |")
     for method in methods:
         med = statistics.median(tps[method])
         sp = f"{med / ar:.2f}x" if ar else "-"
-        same = outs[method] == outs.get("ar", outs[method])
-        print(f"| {method} | {tau[method]:.2f} | {med:.1f} | {sp} | {same} |")
+        same = outs[method] == outs.get("ar", outs[method]) if args.temperature == 0 else "- (sampled)"
+        print(f"| {method} | {statistics.mean(tau[method]):.2f} | {med:.1f} | {sp} | {same} |")
 
 
 if __name__ == "__main__":
