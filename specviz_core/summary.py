@@ -45,10 +45,16 @@ class CycleSummary:
     """A branch continued the accepted path after the spine broke."""
     by_source: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per node source: (verified, accepted) counts."""
-    by_depth_rank: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
-    """Per (depth, sibling rank): (verified, accepted) counts; rank 0 is the first child tried."""
+    depth_rank: list[list[int]] = field(default_factory=list)
+    """Per (depth, sibling rank) seen: ``[depth, rank, verified, accepted]``; rank 0 is the first child tried.
+    Kept as stored (lists), because converting 200,000 of them is most of opening a long session."""
     state: dict[str, Any] = field(default_factory=dict)
     """The method's state for this cycle (spine ratio, EMA, delta, ...)."""
+
+    @property
+    def by_depth_rank(self) -> dict[tuple[int, int], tuple[int, int]]:
+        """(depth, rank) -> (verified, accepted)."""
+        return {(d, r): (v, a) for d, r, v, a in self.depth_rank}
 
     @property
     def n_committed(self) -> int:
@@ -70,7 +76,7 @@ class CycleSummary:
             "broke": self.spine_broke_at,
             "cont": self.spine_continued,
             "src": {k: list(v) for k, v in self.by_source.items()},
-            "dr": [[d, r, v, a] for (d, r), (v, a) in self.by_depth_rank.items()],
+            "dr": self.depth_rank,
         }
 
 
@@ -81,8 +87,8 @@ def summary_from_row(index: int, mode: str, n_verified: int, n_accepted: int, co
         index=index, mode=mode, n_verified=n_verified, n_accepted=n_accepted,
         committed_ids=tuple(committed_ids), committed_kinds=tuple(extra["kinds"]),
         cycle_ms=float(sum(timings_ms.values())), spine_broke_at=extra["broke"], spine_continued=bool(extra["cont"]),
-        by_source={k: (int(v[0]), int(v[1])) for k, v in extra["src"].items()},
-        by_depth_rank={(int(d), int(r)): (int(v), int(a)) for d, r, v, a in extra["dr"]},
+        by_source={k: (v[0], v[1]) for k, v in extra["src"].items()},
+        depth_rank=extra["dr"],
         state=state,
     )
 
@@ -134,6 +140,6 @@ def summarize(record: CycleRecord) -> CycleSummary:
         cycle_ms=float(sum(record.timings_ms.values())), spine_broke_at=spine_broke_at,
         spine_continued=spine_continued,
         by_source={k: (v[0], v[1]) for k, v in by_source.items()},
-        by_depth_rank={k: (v[0], v[1]) for k, v in by_depth_rank.items()},
+        depth_rank=[[d, r, v[0], v[1]] for (d, r), v in by_depth_rank.items()],
         state=dict(record.state),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 _VISIBLE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
@@ -34,11 +35,27 @@ class TokenText:
         return self.tokenizer.decode(list(tokens), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
 
+class _FastTokenizer:
+    """``tokenizers.Tokenizer`` behind the one method TokenText uses (no transformers import: opens fast)."""
+
+    def __init__(self, tok) -> None:
+        self.tok = tok
+
+    def decode(self, ids, skip_special_tokens: bool = False, clean_up_tokenization_spaces: bool = False) -> str:
+        return self.tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
+
+
+@lru_cache(maxsize=8)
 def load_token_text(tokenizer_path: str | None) -> TokenText:
     """The tokenizer of a recorded session, from its local folder; ids only if it cannot be found."""
     if not tokenizer_path:
         return TokenText(None)
+    fast = Path(tokenizer_path) / "tokenizer.json"
     try:
+        if fast.is_file():
+            from tokenizers import Tokenizer
+
+            return TokenText(_FastTokenizer(Tokenizer.from_file(str(fast))))
         from transformers import AutoTokenizer
 
         return TokenText(AutoTokenizer.from_pretrained(tokenizer_path, local_files_only=True))

@@ -42,7 +42,8 @@ def summary(i: int, n_acc: int, *, mode: str = "tree", ms: float = 40.0, committ
     n_com = n_acc + 1 if committed is None else committed
     return CycleSummary(index=i, mode=mode, n_verified=20, n_accepted=n_acc, committed_ids=tuple(range(n_com)),
                         committed_kinds=("spine",) * n_com, cycle_ms=ms, spine_broke_at=None, spine_continued=False,
-                        by_source=by_source or {}, by_depth_rank=by_dr or {}, state=state or {})
+                        by_source=by_source or {}, state=state or {},
+                        depth_rank=[[d, r, v, a] for (d, r), (v, a) in (by_dr or {}).items()])
 
 
 def chain_record(i: int, n_draft: int = 3, n_acc: int = 1) -> CycleRecord:

@@ -144,10 +144,8 @@ class ChartData:
     def _extend_heat(self, summaries: Sequence[CycleSummary]) -> None:
         # A 10,000-cycle tree session has ~200,000 (depth, rank) entries but only a few hundred distinct
         # ((depth, rank), (verified, accepted)) pairs: count those in C, then weight them.
-        try:
-            pairs = Counter(chain.from_iterable(map(dict.items, (s.by_depth_rank for s in summaries))))
-        except TypeError:  # counts given as lists, not tuples
-            pairs = Counter((key, tuple(val)) for s in summaries for key, val in s.by_depth_rank.items())
+        quads = Counter(map(tuple, chain.from_iterable(s.depth_rank for s in summaries)))
+        pairs = Counter({((d, r), (v, a)): c for (d, r, v, a), c in quads.items()})
         if not pairs:
             return
         k = np.array([key for key, _ in pairs], dtype=np.int64).reshape(-1, 2)
