@@ -230,7 +230,7 @@ class MainWindow(QMainWindow):
         tl.addWidget(self.timeline)
         self.addToolBar(Qt.ToolBarArea.BottomToolBarArea, tl)
         self.info_label = QLabel()
-        self.statusBar().addWidget(self.info_label)
+        self.statusBar().addPermanentWidget(self.info_label)
 
     # -- layout persistence --------------------------------------------------------------------------
     def _restore_layout(self) -> None:
@@ -477,6 +477,10 @@ class MainWindow(QMainWindow):
             font = QFont(self._base_font)
             font.setPointSizeF(self._base_font.pointSizeF() * 1.5)
             QApplication.setFont(font)
+            self.docks["charts"].raise_()
+            self.resizeDocks([self.docks["output"]], [int(self.height() * 0.4)], Qt.Orientation.Vertical)
+            self.resizeDocks([self.docks["output"], self.docks["charts"]],
+                             [int(self.width() * 0.4), int(self.width() * 0.6)], Qt.Orientation.Horizontal)
         else:
             QApplication.setFont(self._base_font)
             self.restoreState(self._normal_state, LAYOUT_VERSION)

@@ -277,3 +277,17 @@ def test_layout_is_restored_on_restart(qtbot, tmp_path, monkeypatch):
     w2.reset_layout()
     assert w2.docks["kv"].isVisible()
     w2.close()
+
+
+def test_presentation_mode_enlarges_fonts_and_hides_controls(qtbot, window):
+    w = window
+    base = w.font().pointSizeF()
+    w.toggle_presentation()
+    qtbot.wait(20)
+    assert w.font().pointSizeF() >= base * 1.4
+    assert not w.docks["run"].isVisible() and not w.docks["mask"].isVisible()
+    assert w.centralWidget().isVisible() and w.docks["charts"].isVisible()
+    w.toggle_presentation()
+    qtbot.wait(20)
+    assert w.font().pointSizeF() == base
+    assert w.docks["run"].isVisible() and w.docks["mask"].isVisible()

@@ -166,9 +166,10 @@ class ChartsPanel(PanelMixin, QWidget):
                 self.p_spine: (2, 0, 1), self.p_delta: (2, 1, 1), self.p_cost: (3, 0, 2)},
         }[columns]
         if columns != self.columns:
-            for p in cells:
-                if self.columns:
+            if self.columns:  # take every plot out first: a cell may still hold a plot that moves later
+                for p in cells:
                     grid.removeItem(p)
+            for p in cells:
                 grid.addItem(p, *cells[p][:2], 1, cells[p][2])
         rows = 1 + max(r for r, _, _ in cells.values())
         for i in range(4):
