@@ -311,3 +311,21 @@ def test_samples_of_one_prompt_are_one_group_with_one_drafter(word_model_dir, tm
     # One drafter: the tables only grow, so the last sample starts with what the first ones saw.
     entries = [s.stats["table_entries"] for s in sessions]
     assert entries == sorted(entries) and entries[0] < entries[-1]
+
+
+def test_same_seed_same_recording(word_model_dir, tmp_path, capsys):
+    """Two recordings with one seed export the same cycles (ids, times and timings aside)."""
+    exports = []
+    for k in range(2):
+        db = tmp_path / f"s{k}.db"
+        assert main(["record", "--method", "stand", "--model", str(word_model_dir), "--prompt",
+                     " ".join(f"w{i % 5 + 2}" for i in range(20)), "--max-new-tokens", "20", "--temperature", "0.9",
+                     "--seed", "4", "--no-chat-template", "--db", str(db), "--quiet"]) == 0
+        capsys.readouterr()
+        assert main(["export", "--db", str(db)]) == 0
+        lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+        for line in lines:
+            for key in ("id", "session", "created", "timings_ms", "decode_ms", "prefill_ms", "tokens_per_s"):
+                line.pop(key, None)
+        exports.append(lines)
+    assert exports[0] == exports[1] and len(exports[0]) > 2

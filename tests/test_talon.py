@@ -72,7 +72,8 @@ def test_greedy_equals_generate_default_model(smol, method):
     text = "Add type hints to this function:\n\ndef mean(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total / len(xs)\n"
     ids, _ = encode_prompt(smol, text)
     ref = hf_greedy(smol, ids, 40)
-    for params in ({}, {"drafter": "model", "budget": 16}):  # the target as its own draft model
+    small = {"talon": {"budget": 16}, "eagle_static": {"budget": 16, "top_k": 4, "depth": 4}}[method]
+    for params in ({}, {"drafter": "model", **small}):  # the target as its own draft model (small trees: CPU time)
         ours, records = run(smol, method, ids, 40, draft=smol if params else None, **params)
         verdict = compare_greedy(smol, ids, ours, ref)
         assert not verdict.startswith("diverged"), f"{method} {params}: {verdict}"
