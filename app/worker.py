@@ -53,6 +53,8 @@ class EngineWorker(QObject):
         self.recording: Recording | None = None
         self.request: SessionRequest | None = None
         self._baselines: dict[tuple, float] = {}
+        self.cycles_done = 0
+        """Cycles decoded by this worker so far (read from the UI thread; an int, so reads are atomic)."""
 
     # -- called from the UI thread ------------------------------------------------
     def pause(self) -> None:
@@ -177,6 +179,7 @@ class EngineWorker(QObject):
         try:
             while not run.engine.done and not self._pause.is_set():
                 record = run.step()
+                self.cycles_done += 1
                 self.cycle_ready.emit(record)
                 done += 1
                 if max_cycles is not None and done >= max_cycles:
