@@ -26,10 +26,7 @@ from specviz_core.session_model import SessionModel
 from specviz_core.sources import CycleSource
 from specviz_core.summary import CycleSummary
 
-try:  # written by another engineer; the panel works without it
-    from specviz_core.bench import load_cost_curve
-except Exception:  # noqa: BLE001 - absent or broken: no cost curve
-    load_cost_curve = None
+from specviz_core.cost_curve import load_cost_curve
 
 HINT = "Step a cycle (F10) or open a recording"
 NO_COST = "no cost curve measured yet — run specviz bench"
