@@ -291,3 +291,22 @@ def test_presentation_mode_enlarges_fonts_and_hides_controls(qtbot, window):
     qtbot.wait(20)
     assert w.font().pointSizeF() == base
     assert w.docks["run"].isVisible() and w.docks["mask"].isVisible()
+
+
+def test_output_hover_names_the_cycle_and_click_jumps_there(qtbot, window, long_recording):
+    w = window
+    path, sid = long_recording
+    w.open_session(str(path), sid)
+    w.model.set_cycle(500)
+    first, last = w.output.current_cycle_range()
+    rec = w.model.record
+    assert [t for t, _, _ in w.output.shown_tokens()[first:last]] == list(rec.committed_ids)
+    # A token of cycle 7: its tooltip names the cycle, clicking it opens the cycle.
+    i = next(k for k, (_, c, _) in enumerate(w.output.shown_tokens()) if c == 7)
+    pos = w.output._starts[i]
+    assert w.output.tooltip_at(pos).startswith("cycle 7 ·")
+    w.output.jump_to(pos)
+    assert w.model.index == 7
+    # Prompt tokens belong to no cycle: clicking them keeps the current cycle.
+    w.output.jump_to(0)
+    assert w.model.index == 7 and w.output.tooltip_at(0).startswith("prompt token 0")
