@@ -29,6 +29,14 @@ def add_commands(sub) -> None:
     s.add_argument("--panel", choices=PANELS, default="window", help="what to render (default: the whole window)")
     s.add_argument("--size", default="1500x940", help="window size WxH (default 1500x940)")
     s.add_argument("--out", type=Path, required=True, help="output file, .png or .svg")
+    s.add_argument("--theme", choices=("system", "light", "dark"), default="system", help="colour theme (default: system)")
+    s.add_argument("--presentation", action="store_true", help="in presentation mode (large fonts, fewer panels)")
+    s.add_argument("--live", type=int, default=0, metavar="N",
+                   help="instead of replaying, decode N cycles live in the window (recorded to --db) and render "
+                   "the last; --method, --prompt and --model choose the session")
+    s.add_argument("--method", default="goose", help="method for --live (default goose)")
+    s.add_argument("--prompt", default=None, help="prompt for --live (default: the window's demo prompt)")
+    s.add_argument("--model", default=None, help="model folder for --live (default: the embedded model)")
 
 
 def cmd_gui(args: argparse.Namespace) -> int:
@@ -49,7 +57,10 @@ def cmd_screenshot(args: argparse.Namespace) -> int:
         raise SpecVizError(f"--out must end in .png or .svg, got {args.out.name}")
     from .screenshot import render
 
-    render(args.db, args.session, args.cycle, args.panel, args.out, (w, h))
+    if args.live < 0:
+        raise SpecVizError("--live takes a number of cycles >= 1")
+    render(args.db, args.session, args.cycle, args.panel, args.out, (w, h), theme=args.theme,
+           presentation=args.presentation, live=args.live, method=args.method, prompt=args.prompt, model=args.model)
     print(args.out)
     return 0
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from specviz_core.errors import SpecVizError
 
 
-def make_app(argv: list[str] | None = None):
+def make_app(argv: list[str] | None = None, theme: str = "system"):
     from PySide6.QtWidgets import QApplication
 
     from .theme import apply_system_theme
@@ -18,7 +18,7 @@ def make_app(argv: list[str] | None = None):
         app = QApplication(argv if argv is not None else sys.argv[:1])
         app.setApplicationName("SpecViz")
         app.setOrganizationName("SpecViz")
-        apply_system_theme(app)
+        apply_system_theme(app, theme)
     return app
 
 

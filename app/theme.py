@@ -42,11 +42,11 @@ def is_dark(palette: QPalette | None = None) -> bool:
     return palette.color(QPalette.ColorRole.Window).lightness() < 128
 
 
-def apply_system_theme(app) -> None:
-    """Fusion style, with a dark palette when the system asks for dark."""
+def apply_system_theme(app, theme: str = "system") -> None:
+    """Fusion style, with a dark palette when the system asks for dark (or ``theme`` is ``dark``)."""
     app.setStyle("Fusion")
     scheme = app.styleHints().colorScheme()
-    if scheme == Qt.ColorScheme.Dark:
+    if theme == "dark" or (theme == "system" and scheme == Qt.ColorScheme.Dark):
         p = QPalette()
         for role, color in (
             (QPalette.ColorRole.Window, "#202124"), (QPalette.ColorRole.WindowText, "#e8eaed"),
@@ -57,4 +57,6 @@ def apply_system_theme(app) -> None:
             (QPalette.ColorRole.ToolTipText, "#e8eaed"), (QPalette.ColorRole.PlaceholderText, "#9aa0a6"),
         ):
             p.setColor(role, QColor(color))
+        for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
+            p.setColor(QPalette.ColorGroup.Disabled, role, QColor("#6b6f75"))  # disabled controls must look disabled
         app.setPalette(p)
