@@ -176,3 +176,51 @@ def test_greedy_equals_generate_default_model(smol, method):
             assert any(n.source == "branch" for r in recs for n in r.nodes)
     expected = {"bypass", "tree", "ar"} if method == "goose" else {"tree", "ar"}
     assert expected <= set(modes), modes
+
+
+# Raw prompts (no chat template) whose first cycle is a spine continuation on the default model (docs/goose.md,
+# "A spine continuation on the default model"). The prompt ends 3 tokens after the last changed token, so only
+# the 3-gram ")\nprint" matches (no consensus) and its copy is 5 tokens (no bypass): a spine tree. The token
+# limit is what cycle 0 commits, so the session is that one cycle.
+SPINE_CONTINUATION_PROMPTS = {
+    "print list": ("print(1)\nprint(2)\nprint(3)\nprint(4)\nprint", 3),
+    "print list, 5 seen": ("print(5)\n\nprint(1)\nprint(2)\nprint(3)\nprint(4)\nprint", 6),
+}
+
+
+@pytest.mark.default_model
+@pytest.mark.parametrize("name", list(SPINE_CONTINUATION_PROMPTS))
+def test_spine_continuation_default_model(smol, tmp_path, name):
+    """Recorded greedily: the spine says 4, the target wants 5, and a branch 5 off the accepted spine node continues."""
+    from specviz_core.recording import Recording
+    from specviz_core.session import RecordedRun, SessionRequest, prepare
+
+    prompt, n = SPINE_CONTINUATION_PROMPTS[name]
+    req = SessionRequest(method="goose", prompt=prompt, max_new_tokens=n, chat_template=False)
+    with Recording(tmp_path / "s.db", create=True) as rec:
+        run = RecordedRun(prepare(req, smol), rec)
+        list(run.run())
+        info = rec.session(run.info.id)
+        cycles = list(rec.cycles(info.id))
+    conts = [c for c in cycles if c.state["path"] == "spine_continuation"]
+    assert conts, [c.state["path"] for c in cycles]
+    c = conts[0]
+    nodes = c.node_by_id
+    path = [nodes[i] for i in c.accepted_path]
+    sources = [n.source for n in path]
+    k = sources.index("branch")
+    assert c.mode == "tree" and k >= 1 and sources == ["spine"] * k + ["branch"] * (len(path) - k)
+    # The accepted path is a chain from the root: spine nodes, then a branch whose parent is the last spine node.
+    assert [n.parent for n in path] == [0] + [n.id for n in path[:-1]]
+    fork = nodes[path[k].parent]
+    assert fork.source == "spine" and fork.id == path[k - 1].id
+    # The spine really mismatched there: its next spine node was verified and rejected for the branch's token.
+    nxt = [n for n in c.nodes if n.parent == fork.id and n.source == "spine"]
+    assert len(nxt) == 1 and nxt[0].verified and not nxt[0].accepted
+    assert fork.target_token == path[k].token != nxt[0].token
+    assert c.state["spine_broke_at"] == k + 1 and c.state["consensus"] is False
+    tok = smol.tokenizer
+    assert (tok.decode([nxt[0].token]), tok.decode([path[k].token])) == ("4", "5")
+    assert list(c.committed_ids) == [n.token for n in path] + [c.bonus_token]
+    assert c.index == 0 and len(c.committed_ids) == n  # 3: ( 5 + bonus ); 6: ( 5 ) \n ``` + bonus
+    assert list(info.output_ids) == hf_greedy(smol, list(info.prompt_ids), len(info.output_ids))
