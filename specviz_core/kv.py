@@ -24,25 +24,29 @@ def trim(cache: DynamicCache, cache_len: int, keep_rows: Sequence[int]) -> None:
     """Keep positions ``[0, cache_len)`` plus verify-block rows ``keep_rows``, in order.
 
     After the call the cache holds ``cache_len + len(keep_rows)`` positions.
+    Only the kept verify-block rows move (down into place, a few rows); the committed
+    positions are not copied, so a cycle's trim does not grow with the context.
     """
+    keep = [int(r) for r in keep_rows]
+    end = cache_len + len(keep)
+    moved = [(r, i) for i, r in enumerate(keep) if r != i]  # rows ascending, so each moves down or stays
     device = None
-    index = None
+    src = dst = None
     for layer in cache.layers:
         if isinstance(layer, DynamicSlidingWindowLayer) or not isinstance(layer, DynamicLayer):
             raise SpecVizError(f"KV trimming does not support {type(layer).__name__} caches (sliding-window models)")
         if not layer.is_initialized or layer.keys.numel() == 0:
             continue
-        if index is None or layer.keys.device != device:
+        if moved and (src is None or layer.keys.device != device):
             device = layer.keys.device
-            # keys: [B, heads, S, head_dim]; index: [cache_len + len(keep_rows)]
-            index = torch.cat(
-                [
-                    torch.arange(cache_len, device=device),
-                    cache_len + torch.as_tensor(list(keep_rows), dtype=torch.long, device=device),
-                ]
-            )
-        layer.keys = layer.keys.index_select(2, index)
-        layer.values = layer.values.index_select(2, index)
+            src = cache_len + torch.tensor([r for r, _ in moved], dtype=torch.long, device=device)
+            dst = cache_len + torch.tensor([i for _, i in moved], dtype=torch.long, device=device)
+        # keys: [B, heads, S, head_dim]
+        for name in ("keys", "values"):
+            t = getattr(layer, name)
+            if moved:
+                t[:, :, dst] = t[:, :, src]  # the right side is gathered into a new tensor first
+            setattr(layer, name, t[:, :, :end])  # a view; the next forward's concatenation copies it anyway
 
 
 def crop(cache: DynamicCache, length: int) -> None:
