@@ -196,8 +196,8 @@ class Recording:
         cols = [d[0] for d in self.db.execute("SELECT * FROM sessions LIMIT 0").description]
         return [self._session_from_row(dict(zip(cols, r)), with_output=False) for r in rows]
 
-    def session(self, session_id: str | None = None) -> SessionInfo:
-        """One session with its output ids; the latest one if ``session_id`` is None."""
+    def session(self, session_id: str | None = None, with_output: bool = True) -> SessionInfo:
+        """One session (with its output ids unless ``with_output`` is False); the latest one if ``session_id`` is None."""
         if session_id is None:
             row = self.db.execute("SELECT id FROM sessions ORDER BY created DESC, rowid DESC LIMIT 1").fetchone()
             if row is None:
@@ -207,7 +207,7 @@ class Recording:
             row = self.db["sessions"].get(session_id)
         except sqlite_utils.db.NotFoundError:
             raise SpecVizError(f"no session {session_id!r} in {self.path}") from None
-        return self._session_from_row(row, with_output=True)
+        return self._session_from_row(row, with_output=with_output)
 
     def _session_from_row(self, row: dict[str, Any], with_output: bool) -> SessionInfo:
         output: tuple[int, ...] = ()

@@ -5,6 +5,7 @@ Both implement :class:`CycleSource`, so nothing that shows a cycle knows which o
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 from typing import Protocol
 
@@ -33,8 +34,10 @@ class RecordingSource:
 
     def __init__(self, recording: Recording, session_id: str | None = None, cache_size: int = 64) -> None:
         self.recording = recording
-        self.info = recording.session(session_id)
-        self._summaries = recording.cycle_summaries(self.info.id)
+        info = recording.session(session_id, with_output=False)
+        self._summaries = recording.cycle_summaries(info.id)
+        # The output ids are in the summaries already: no second pass over the cycles.
+        self.info = dataclasses.replace(info, output_ids=tuple(t for s in self._summaries for t in s.committed_ids))
         self._cache: OrderedDict[int, CycleRecord] = OrderedDict()
         self._cache_size = cache_size
 

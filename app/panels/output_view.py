@@ -81,6 +81,7 @@ class OutputView(PanelMixin, QWidget):
         self._cycle_first: list[int] = []  # cycle -> index of its first token
         self._n_prompt = 0
         self._span: tuple[int, int] | None = None
+        self._formats: dict[str, QTextCharFormat] = {}
         self.connect_model(model)
 
     # -- model callbacks --------------------------------------------------------------
@@ -113,27 +114,39 @@ class OutputView(PanelMixin, QWidget):
         self._span = None
 
     def _append_summaries(self, summaries: list[CycleSummary]) -> None:
+        cursor = self._end_cursor()
+        cursor.beginEditBlock()  # one edit block for the lot: per-token blocks dominate opening a long session
         for s in summaries:
             while len(self._cycle_first) <= s.index:
                 self._cycle_first.append(len(self._tokens))
-            self._append_tokens(list(s.committed_ids), s.index, list(s.committed_kinds))
+            self._insert(cursor, list(s.committed_ids), s.index, list(s.committed_kinds))
+        cursor.endEditBlock()
 
     def _append_tokens(self, tokens: list[int], cycle: int, kinds: list[str]) -> None:
-        vocab = self.model.vocab
+        cursor = self._end_cursor()
+        cursor.beginEditBlock()
+        self._insert(cursor, tokens, cycle, kinds)
+        cursor.endEditBlock()
+
+    def _end_cursor(self) -> QTextCursor:
         cursor = QTextCursor(self.text.document())
         cursor.movePosition(QTextCursor.MoveOperation.End)
-        cursor.beginEditBlock()
-        fmt = QTextCharFormat()
+        return cursor
+
+    def _insert(self, cursor: QTextCursor, tokens: list[int], cycle: int, kinds: list[str]) -> None:
+        piece = self.model.vocab.piece
+        formats = self._formats
         for tok, kind in zip(tokens, kinds):
-            piece = vocab.piece(tok)
+            fmt = formats.get(kind)
+            if fmt is None:
+                fmt = formats[kind] = QTextCharFormat()
+                fmt.setForeground(source_color(kind))
+                fmt.setFontWeight(QFont.Weight.Normal if kind == PROMPT else QFont.Weight.DemiBold)
             self._starts.append(cursor.position())
             self._cycles.append(cycle)
             self._kinds.append(kind)
             self._tokens.append(tok)
-            fmt.setForeground(source_color(kind))
-            fmt.setFontWeight(QFont.Weight.Normal if kind == PROMPT else QFont.Weight.DemiBold)
-            cursor.insertText(piece, fmt)
-        cursor.endEditBlock()
+            cursor.insertText(piece(tok), fmt)
 
     def _update_legend(self) -> None:
         present = set(self._kinds)
