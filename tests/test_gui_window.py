@@ -310,3 +310,15 @@ def test_output_hover_names_the_cycle_and_click_jumps_there(qtbot, window, long_
     # Prompt tokens belong to no cycle: clicking them keeps the current cycle.
     w.output.jump_to(0)
     assert w.model.index == 7 and w.output.tooltip_at(0).startswith("prompt token 0")
+
+
+def test_budget_auto_from_the_form(qtbot, window):
+    w = window
+    rp = w.run_panel
+    rp.method.setCurrentIndex(rp.method.findData("goose"))
+    spin = rp._param_widgets["budget"]
+    assert spin.value() == 60 and "auto" in spin.toolTip()
+    spin.setValue(spin.minimum())
+    assert spin.text() == "auto"
+    req = rp.request()
+    assert req.params["budget"] == "auto"

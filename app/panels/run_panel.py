@@ -223,6 +223,9 @@ class RunPanel(QWidget):
             help_text = f.metadata.get("help", "")
             w = _param_widget(f)
             tip = f"{help_text}\nDefault: {f.default}"
+            if f.name == "budget":
+                tip += ("\nStep below the minimum for 'auto': each cycle the budget that maximises expected tokens/s "
+                        "from the measured verify-cost curve (specviz bench) and the session's acceptance")
             w.setToolTip(tip)
             label = QLabel(f.name)
             label.setToolTip(tip)
@@ -303,6 +306,9 @@ def _param_widget(f: dataclasses.Field) -> QWidget:
     if isinstance(default, int):
         w = QSpinBox()
         w.setRange(int(lo) if lo is not None else -(2**31), 2**31 - 1)
+        if f.name == "budget":  # budget=auto: below the minimum, the spin box reads "auto"
+            w.setMinimum(int(lo if lo is not None else 1) - 1)
+            w.setSpecialValueText("auto")
         w.setValue(default)
         return w
     if isinstance(default, float):
@@ -321,6 +327,8 @@ def _param_value(w: QWidget):
         return w.currentText()
     if isinstance(w, QCheckBox):
         return w.isChecked()
+    if isinstance(w, QSpinBox) and w.specialValueText() and w.value() == w.minimum():
+        return "auto"
     if isinstance(w, (QSpinBox, QDoubleSpinBox)):
         return w.value()
     return w.text()
