@@ -9,8 +9,9 @@ import argparse
 import dataclasses
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from .bench_cli import add_parser as add_bench_parser
 from .bench_cli import cmd_bench
@@ -40,11 +41,12 @@ def default_db() -> Path:
     return Path(os.environ.get("SPECVIZ_DATA") or platformdirs.user_data_dir("specviz")) / "sessions.db"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.ArgumentParser:
+    """The command line; ``extra(subparsers)`` may add commands (the GUI's ``gui`` and ``screenshot``)."""
     p = argparse.ArgumentParser(
         prog="specviz",
         description="SpecViz: a visual debugger for tree-based speculative decoding. "
-        "With no command, records a short demo session on the default model and prints its summary.",
+        "With no command, opens the window on the default model with a demo prompt (F10 decodes a cycle).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -83,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", type=Path, default=None, help="output file (default: standard output)")
     add_optimize_tree_parser(sub)
     add_bench_parser(sub)
+    if extra is not None:
+        extra(sub)
     return p
 
 
@@ -205,11 +209,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return cmd_record(ns)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None = None,
+         extra_handlers: dict[str | None, Callable[[argparse.Namespace], int]] | None = None) -> int:
+    parser = build_parser(extra)
     args = parser.parse_args(argv)
-    handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, None: cmd_demo, "bench": cmd_bench,
-                "optimize-tree": cmd_optimize_tree}
+    handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, None: cmd_demo,
+                "optimize-tree": cmd_optimize_tree, "bench": cmd_bench}
+    handlers.update(extra_handlers or {})
     try:
         return handlers[args.command](args)
     except SpecVizError as e:
