@@ -93,11 +93,6 @@ class MainWindow(QMainWindow):
         self._dock("charts", self.charts, bottom)
         self.tabifyDockWidget(self.docks["spine"], self.docks["charts"])
         self.docks["spine"].raise_()
-        self.resizeDocks([self.docks["run"]], [330], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.docks["mask"]], [420], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.docks["output"]], [230], Qt.Orientation.Vertical)
-        self.resizeDocks([self.docks["mask"], self.docks["kv"]], [330, 200], Qt.Orientation.Vertical)
-
         self._build_actions()
         self._build_toolbars()
         self.progress = QProgressBar()
@@ -127,6 +122,7 @@ class MainWindow(QMainWindow):
         self.sessions.set_file(self.db_path)
         self.run_panel.set_running(False, False)
         self.resize(1500, 940)
+        self.proportion_docks()
         self._default_state = self.saveState(LAYOUT_VERSION)
         self._persist_layout = restore_layout
         if restore_layout:
@@ -231,6 +227,14 @@ class MainWindow(QMainWindow):
         self.addToolBar(Qt.ToolBarArea.BottomToolBarArea, tl)
         self.info_label = QLabel()
         self.statusBar().addPermanentWidget(self.info_label)
+
+    def proportion_docks(self) -> None:
+        """Share the window so the draft tree keeps about half its width at any size."""
+        w, h = self.width(), self.height()
+        self.resizeDocks([self.docks["run"]], [max(250, int(w * 0.2))], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["mask"]], [max(300, int(w * 0.27))], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["output"]], [max(160, int(h * 0.26))], Qt.Orientation.Vertical)
+        self.resizeDocks([self.docks["mask"], self.docks["kv"]], [int(h * 0.36), int(h * 0.24)], Qt.Orientation.Vertical)
 
     # -- layout persistence --------------------------------------------------------------------------
     def _restore_layout(self) -> None:

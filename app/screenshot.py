@@ -23,6 +23,8 @@ def render(db: Path, session: str | None, cycle: int, panel: str, out: Path, siz
     try:
         window.resize(*size)
         window.show()
+        app.processEvents()
+        window.proportion_docks()
         if live:
             _decode_live(app, window, live, method, prompt, model, timeout_s)
         else:
