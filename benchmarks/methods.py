@@ -42,10 +42,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--temperature", type=float, default=0.0, help="0: greedy; > 0: sampling, repeat i uses seed + i")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's own)")
     ap.add_argument("--methods", default=",".join(METHODS),
                     help="comma-separated method ids; parameters after a colon, e.g. isotropic:k=5 (separate methods with ';' then)")
     ap.add_argument("--suite", action="store_true", help="run the three built-in prompts (code edit, repeated structure, free chat)")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     m = load_model()
     if args.suite:
         prompts = SUITE
