@@ -111,7 +111,7 @@ def test_selecting_a_mask_row_selects_the_tree_node(qtbot, window):
 
 def test_run_then_pause_stops_within_one_cycle(qtbot, window):
     w = window
-    w.run_panel.max_new_tokens.setValue(3000)
+    w.run_panel.max_new_tokens.setValue(600)
     w.run()
     qtbot.waitUntil(lambda: w.model.n_cycles >= 5, timeout=60000)
     w.pause()
@@ -170,7 +170,7 @@ def test_bad_parameter_value_from_the_form_is_refused(qtbot, window):
 
 def test_closing_mid_run_leaves_a_readable_recording(qtbot, window):
     w = window
-    w.run_panel.max_new_tokens.setValue(3000)
+    w.run_panel.max_new_tokens.setValue(600)
     w.run()
     qtbot.waitUntil(lambda: w.model.n_cycles >= 3, timeout=60000)
     sid = w.model.source.info.id
