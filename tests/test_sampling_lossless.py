@@ -27,6 +27,7 @@ ALPHA = 0.001
 TEMPERATURE = 1.0
 N_TOKENS = 2
 N_SEEDS = 160
+WRONG_SEEDS = 400
 MIN_EXPECTED = 5.0
 PATTERN = [3, 17, 9, 25, 4, 11]
 PROMPT = PATTERN + [6, 25, 5, 10, 21, 6, 10, 19, 31, 30] + PATTERN  # the middle: the target's greedy continuation
@@ -111,10 +112,11 @@ def chi_square(counts: dict[tuple[int, ...], int], exact: dict[tuple[int, ...], 
     return float(res.statistic), float(res.pvalue), len(cats)
 
 
-def sample_counts(target, draft, method: str, params: dict, uses_draft: bool) -> tuple[dict, int]:
+def sample_counts(target, draft, method: str, params: dict, uses_draft: bool, n_seeds: int = N_SEEDS
+                  ) -> tuple[dict, int]:
     counts: dict[tuple[int, ...], int] = {}
     accepted = 0
-    for seed in range(N_SEEDS):
+    for seed in range(n_seeds):
         e = make_engine(target, method, PROMPT, N_TOKENS, draft=draft if uses_draft else None,
                         temperature=TEMPERATURE, seed=seed, **params)
         for rec in e.cycles():
@@ -176,8 +178,9 @@ def independent_longest_walk(block, probs, kids, tree, generator) -> WalkResult:
 def test_chi_square_catches_a_wrong_verifier(models, exact, monkeypatch, name):
     method, params, uses_draft = CONFIGS[name]
     monkeypatch.setattr(engine_mod, "sampling_walk", independent_longest_walk)
-    counts, _ = sample_counts(*models, method, params, uses_draft)
-    stat, p, k = chi_square(counts, exact, N_SEEDS)
+    # More seeds than the lossless tests: at 160 the wrong verifier's bias with TR sat near alpha (p = 3e-3).
+    counts, _ = sample_counts(*models, method, params, uses_draft, n_seeds=WRONG_SEEDS)
+    stat, p, k = chi_square(counts, exact, WRONG_SEEDS)
     CHI2_RESULTS[f"WRONG verifier, {name}"] = (stat, p, k)
     print(f"wrong verifier with {name}: chi2={stat:.2f} df={k} p={p:.2e}")
     assert p < ALPHA, f"the chi-square test did not catch the wrong verifier with {name} (p={p:.3f})"
