@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from . import bench_hf
+from .bench_summary import STAGES, budget_auto_summary, recording_summary, suite_summary
 from .budget import make_controller, split_auto
 from .cost_curve import SIZES, device_name, measure_cost_curve, save_cost_curve
 from .drafters import METHODS, method_class, parse_params
@@ -41,7 +42,6 @@ from .suites import Prompt, Suite
 DEFAULT_METHODS = ("ar", "pld", "hf_prompt_lookup", "tr", "tr:budget=auto", "goose", "goose:budget=auto")
 #: Methods also run with recording on, for the recording overhead.
 DEFAULT_RECORDED = ("goose:budget=auto",)
-STAGES = ("draft", "forward", "walk", "trim", "harvest", "build", "record")
 TIE_GAP = 1e-3
 
 
@@ -247,7 +247,7 @@ Progress = Callable[[str, int, int], None]
 class BenchConfig:
     methods: list[MethodSpec]
     suites: list[Suite]
-    max_new_tokens: int = 64
+    max_new_tokens: int = 48
     repeats: int = 3
     warmup: bool = True
     recorded: list[str] = field(default_factory=lambda: list(DEFAULT_RECORDED))
@@ -289,7 +289,7 @@ def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
     prompts = [(suite, p) for suite in cfg.suites for p in suite.prompts]
     encoded = {p.label: p.encode(target) for _, p in prompts}
     runs_per_round = len(specs) + len(recorded)
-    total = (runs_per_round if cfg.warmup else 0) + len(prompts) * cfg.repeats * runs_per_round
+    total = (runs_per_round if cfg.warmup else 0) + len(prompts) * (cfg.repeats * len(specs) + len(recorded))
     done = 0
     with tempfile.TemporaryDirectory(prefix="specviz-bench-") as tmp:
         from .recording import Recording
@@ -317,8 +317,9 @@ def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
                         progress(f"{prompt.label} {spec.label} {r + 1}/{cfg.repeats}", done, total)
                         runs[spec.label].append(run_one(target, draft, spec, ids, cfg.max_new_tokens))
                         done += 1
-                    for spec in recorded:
-                        progress(f"{prompt.label} {spec.label}+rec {r + 1}/{cfg.repeats}", done, total)
+                    # Recording on, once per prompt, right after the same method's run with it off.
+                    for spec in recorded if r == 0 else []:
+                        progress(f"{prompt.label} {spec.label} with recording", done, total)
                         rec_runs[spec.label].append(run_engine(target, draft, spec, ids, cfg.max_new_tokens, rec))
                         done += 1
                 rows += _prompt_rows(target, suite, prompt, ids, specs, runs)
@@ -384,72 +385,13 @@ def _prompt_rows(target: LoadedModel, suite: Suite, prompt: Prompt, ids: list[in
 
 def _recording_rows(suite: Suite, prompt: Prompt, runs: dict[str, list[RunResult]],
                     rec_runs: dict[str, list[RunResult]]) -> list[dict[str, Any]]:
+    """Each recorded run against the unrecorded run of the same method just before it (same round)."""
     out = []
     for label, rs in rec_runs.items():
-        off = statistics.median(r.tokens_per_s for r in runs[label])
-        on = statistics.median(r.tokens_per_s for r in rs)
+        on, off = rs[0], runs[label][0]
         per_cycle, share = _stage_summary(rs)
-        out.append({"suite": suite.name, "prompt": prompt.id, "method": label, "tokens_per_s_off": round(off, 3),
-                    "tokens_per_s_on": round(on, 3), "decode_s_off": _median_run(runs[label]).decode_s,
-                    "decode_s_on": _median_run(rs).decode_s, "record_ms_per_cycle": per_cycle.get("record", 0.0),
-                    "record_share": share.get("record", 0.0)})
-    return out
-
-
-def suite_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per suite and method: total tokens over total (median-run) decode time; tau over all forwards."""
-    out = []
-    keys = list(dict.fromkeys((r["suite"], r["method"]) for r in rows))
-    ar_tps: dict[str, float] = {}
-    for suite, method in keys:
-        rs = [r for r in rows if r["suite"] == suite and r["method"] == method]
-        tokens = sum(r["n_tokens"] for r in rs)
-        secs = sum(r["decode_s"] for r in rs)
-        fwd = sum(r["n_forward"] for r in rs)
-        cycles = sum(r["n_cycles"] for r in rs)
-        per_cycle = {}
-        if cycles:
-            for k in STAGES:
-                per_cycle[k] = sum(r["share_ms"].get(k, 0.0) * r["n_cycles"] for r in rs) / cycles
-        all_ms = sum(per_cycle.values())
-        tps = tokens / secs if secs else 0.0
-        if method == "ar":
-            ar_tps[suite] = tps
-        out.append({
-            "suite": suite, "method": method, "prompts": len(rs), "tau": round(tokens / fwd, 3) if fwd else 0.0,
-            "tokens_per_s": round(tps, 3), "identical_to_ar": all(r["identical_to_ar"] for r in rs),
-            "share_ms": {k: round(v, 3) for k, v in per_cycle.items()},
-            "share": {k: round(v / all_ms, 4) for k, v in per_cycle.items()} if all_ms else {},
-            "peak_mem_mb": max((r["peak_mem_mb"] or 0.0) for r in rs) or None,
-        })
-    for row in out:
-        ar = ar_tps.get(row["suite"])
-        row["speedup_vs_ar"] = round(row["tokens_per_s"] / ar, 4) if ar else None
-    return out
-
-
-def recording_summary(rec_rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Recording overhead: decode time with recording on over time with it off, summed over the prompts."""
-    if not rec_rows:
-        return {}
-    on = sum(r["decode_s_on"] for r in rec_rows)
-    off = sum(r["decode_s_off"] for r in rec_rows)
-    shares = [r["record_share"] for r in rec_rows]
-    return {"ratio": round(on / off, 4) if off else None, "overhead": round(on / off - 1, 4) if off else None,
-            "record_share_mean": round(statistics.mean(shares), 4), "rows": rec_rows}
-
-
-def budget_auto_summary(suite_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``method:budget=auto`` against the same method with its fixed default budget, per suite."""
-    by = {(r["suite"], r["method"]): r for r in suite_rows}
-    out = []
-    for (suite, method), row in by.items():
-        if not method.endswith(":budget=auto"):
-            continue
-        fixed = by.get((suite, method.removesuffix(":budget=auto")))
-        if fixed and fixed["tokens_per_s"]:
-            out.append({"suite": suite, "method": method.removesuffix(":budget=auto"),
-                        "fixed_tokens_per_s": fixed["tokens_per_s"], "auto_tokens_per_s": row["tokens_per_s"],
-                        "gain": round(row["tokens_per_s"] / fixed["tokens_per_s"], 4),
-                        "fixed_tau": fixed["tau"], "auto_tau": row["tau"]})
+        out.append({"suite": suite.name, "prompt": prompt.id, "method": label,
+                    "tokens_per_s_off": round(off.tokens_per_s, 3), "tokens_per_s_on": round(on.tokens_per_s, 3),
+                    "decode_s_off": round(off.decode_s, 4), "decode_s_on": round(on.decode_s, 4),
+                    "record_ms_per_cycle": per_cycle.get("record", 0.0), "record_share": share.get("record", 0.0)})
     return out

@@ -34,13 +34,14 @@ def add_parser(sub: Any) -> None:
                    help="built-in suite (code_editing, summarising, qa, chat, multi_turn), several with commas, "
                    "'all', or a suite .json file (default: all)")
     g.add_argument("--prompt-file", type=Path, default=None, help="one prompt from a text file (or a suite .json file)")
-    b.add_argument("--max-new-tokens", type=int, default=64, help="new tokens per prompt (default 64)")
+    b.add_argument("--max-new-tokens", type=int, default=48, help="new tokens per prompt (default 48)")
     b.add_argument("--repeats", type=int, default=3, help="interleaved repeats per prompt; tokens/s is their median (default 3)")
     b.add_argument("--record-methods", default=None,
                    help="methods also run with recording on, for the recording overhead ('none' to skip; "
                    "default: goose:budget=auto)")
     b.add_argument("--no-warmup", action="store_true", help="skip the warm-up run of every method")
     b.add_argument("--no-cost-curve", action="store_true", help="skip measuring the verify-cost curve")
+    b.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's own choice)")
     b.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
     b.add_argument("--dtype", default=None, help="float32, float16 or bfloat16 (default: fp16 on GPU, fp32 on CPU)")
     b.add_argument("--out", type=Path, default=None, help="write the results JSON here (required unless --report)")
@@ -97,6 +98,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise SpecVizError(f"cannot write {args.out}: {e.strerror}") from None
 
     from .models import load_model
+
+    if args.threads is not None:
+        if args.threads < 1:
+            raise SpecVizError("--threads must be at least 1")
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     def say(stage: str, fraction: float | None) -> None:
         if not args.quiet:

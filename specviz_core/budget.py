@@ -7,8 +7,9 @@ sometimes no tree at all. Each cycle, with ``budget=auto``:
 1. the drafter drafts up to a ceiling (``DraftContext.budget``);
 2. every verified node gets an estimated acceptance probability given that its parent is
    accepted, from the session's own running statistics (by source, score band and depth,
-   shrunk towards the drafter's score while there is little data), and a path probability
-   (the product along its path);
+   shrunk towards the drafter's score while there is little data, plus one standard deviation
+   of optimism so that what was judged on little data gets tried again), and a path
+   probability (the product along its path);
 3. the controller keeps the B nodes with the highest path probability, B maximising
 
        expected tokens per ms = (1 + sum of the B best path probabilities) / predicted cycle ms(B + 1)
@@ -44,6 +45,10 @@ SCORE_BANDS = (0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.9, 0.999)
 UNSCORED_PRIOR = 0.5
 #: Pseudo-observations behind each prior.
 PRIOR_WEIGHT = 2.0
+#: Standard deviations of optimism added to each estimate (see ``AcceptanceStats.p``).
+OPTIMISM = 1.0
+#: Per-cycle forgetting of the acceptance counts (half-life about 35 cycles).
+DECAY = 0.98
 #: The cycle-time estimates ignore the draft's own time: it is spent before the choice.
 STAGES_AFTER_DRAFT = ("walk", "trim", "harvest", "build")
 
@@ -88,7 +93,7 @@ class AcceptanceStats:
     the fine estimate is shrunk towards the coarse one, the coarse one towards the prior.
     """
 
-    def __init__(self, decay: float = 0.995) -> None:
+    def __init__(self, decay: float = DECAY) -> None:
         self.decay = decay
         self.t = 0  # observations so far (cycles)
         self._counts: dict[tuple, list[float]] = {}  # key -> [accepted, tried, t of last update]
@@ -108,12 +113,25 @@ class AcceptanceStats:
     def prior(score: float) -> float:
         return UNSCORED_PRIOR if score >= SCORE_BANDS[-1] else min(max(score, 0.005), 0.95)
 
-    def p(self, source: str, score: float, depth: int) -> float:
+    def mean(self, source: str, score: float, depth: int) -> float:
+        """Posterior mean acceptance of a node given that its parent is accepted."""
+        return self._mean(source, score, depth)[0]
+
+    def _mean(self, source: str, score: float, depth: int) -> tuple[float, float]:
         band = score_band(score)
         a, n = self._get((source, band))
         coarse = (a + PRIOR_WEIGHT * self.prior(score)) / (n + PRIOR_WEIGHT)
         a, n = self._get((source, band, min(depth, 4)))
-        return (a + PRIOR_WEIGHT * coarse) / (n + PRIOR_WEIGHT)
+        return (a + PRIOR_WEIGHT * coarse) / (n + PRIOR_WEIGHT), n
+
+    def p(self, source: str, score: float, depth: int) -> float:
+        """The estimate the chooser uses: the mean plus ``OPTIMISM`` standard deviations of it.
+
+        Optimism in the face of little data: without it a node class judged on one unlucky cycle
+        (a spine rejected once) is never verified again, so never judged again.
+        """
+        mean, n = self._mean(source, score, depth)
+        return min(0.99, mean + OPTIMISM * (mean * (1 - mean) / (n + PRIOR_WEIGHT)) ** 0.5)
 
     def observe(self, record: CycleRecord) -> None:
         """Count every verified node whose parent was accepted: was it accepted too?"""
@@ -187,7 +205,7 @@ class Choice:
 class BudgetController:
     """``budget=auto``: chooses each cycle's budget from the cost curve and the running acceptance."""
 
-    def __init__(self, curve: CostCurve, max_budget: int, min_ceiling: int = 16, decay: float = 0.995) -> None:
+    def __init__(self, curve: CostCurve, max_budget: int, min_ceiling: int = 16, decay: float = DECAY) -> None:
         if max_budget < 1:
             raise SpecVizError("budget=auto needs a maximum budget of at least 1")
         self.max_budget = max_budget

@@ -115,3 +115,23 @@ def test_builtin_suites_load_and_are_packaged(tiny_dir):
     for f in files:
         rel = f.relative_to(ROOT / "specviz_core").as_posix()
         assert any(fnmatch.fnmatch(rel, pat) for pat in pkg), rel
+
+
+@pytest.mark.default_model
+def test_readme_bench_command(smol, tmp_path):
+    """The README's bench command runs as written and every method's output is AR's."""
+    import re
+    import shlex
+    import subprocess
+
+    section = (ROOT / "README.md").read_text().split("## Benchmarks", 1)[1]
+    lines = [x for x in re.search(r"```sh\n(.*?)```", section, re.S).group(1).splitlines() if x.strip()]
+    for line in lines:
+        argv = shlex.split(line)
+        assert argv[:2] == ["specviz", "bench"]
+        p = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+        assert p.returncode == 0, p.stderr
+        assert "all identical" in p.stdout
+    res = json.loads((tmp_path / "bench.json").read_text())
+    assert {r["method"] for r in res["rows"]} == {"ar", "pld", "hf_prompt_lookup", "goose:budget=auto"}
+    assert all(r["identical_to_ar"] for r in res["rows"])

@@ -119,15 +119,17 @@ def _record(nodes: list[tuple[int, int, str, float, int, bool]]) -> CycleRecord:
 
 def test_acceptance_stats_learn_the_measured_rate():
     st = AcceptanceStats(decay=1.0)
-    assert st.p("spine", 1.0, 1) == pytest.approx(0.5)  # the prior for a node without a score
+    assert st.mean("spine", 1.0, 1) == pytest.approx(0.5)  # the prior for a node without a score
+    assert st.p("spine", 1.0, 1) > 0.8  # optimism while there is no data
     for k in range(200):
         # depth-1 spine accepted 9 times in 10; its child (depth 2) is seen only when the parent was accepted.
         acc = k % 10 != 0
         nodes = [(1, 0, "spine", 1.0, 1, acc), (2, 1, "spine", 1.0, 2, False), (3, 0, "branch", 0.3, 1, False)]
         st.observe(_record(nodes))
-    assert st.p("spine", 1.0, 1) == pytest.approx(0.9, abs=0.02)
-    assert st.p("spine", 1.0, 2) < 0.05  # never accepted
-    assert st.p("branch", 0.3, 1) < 0.05
+    assert st.mean("spine", 1.0, 1) == pytest.approx(0.9, abs=0.02)
+    assert st.mean("spine", 1.0, 2) < 0.05  # never accepted
+    assert st.mean("branch", 0.3, 1) < 0.05
+    assert st.mean("spine", 1.0, 1) < st.p("spine", 1.0, 1) < st.mean("spine", 1.0, 1) + 0.03  # little optimism left
 
 
 def test_time_model_scales_to_observed_forwards_and_fits_the_rest():
