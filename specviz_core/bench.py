@@ -43,6 +43,8 @@ DEFAULT_METHODS = ("ar", "pld", "hf_prompt_lookup", "tr", "tr:budget=auto", "goo
 #: Methods also run with recording on, for the recording overhead.
 DEFAULT_RECORDED = ("goose:budget=auto",)
 TIE_GAP = 1e-3
+#: Repeats whose fastest is this many times their slowest are flagged ``noisy`` (a disturbed machine).
+NOISY_SPREAD = 1.5
 
 
 @dataclass(frozen=True)
@@ -106,10 +108,17 @@ class RunResult:
     """Summed per stage over the cycles, ms."""
     n_cycles: int
     peak_mem_mb: float | None
+    rate_tokens: int = 0
+    """Tokens committed after the first target forward that follows the prompt."""
+    rate_s: float = 0.0
+    """Seconds from the end of that forward to the end of decoding."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def tokens_per_s(self) -> float:
+        """Tokens/s after the first forward (generate() fuses that one with the prompt, so no row counts it)."""
+        if self.rate_tokens > 0 and self.rate_s > 0:
+            return self.rate_tokens / self.rate_s
         return len(self.output_ids) / self.decode_s if self.decode_s > 0 else 0.0
 
 
@@ -172,15 +181,21 @@ def run_engine(target: LoadedModel, draft: LoadedModel | None, spec: MethodSpec,
         else:
             t0 = time.perf_counter()
             cycles = engine.cycles()
+        t_first, n_first = t0, 0
         for rec in cycles:
+            if n_cycles == 0:
+                t_first, n_first = time.perf_counter(), len(rec.committed_ids)
             n_cycles += 1
             for k, v in rec.timings_ms.items():
                 stage[k] = stage.get(k, 0.0) + v
-        decode_s = time.perf_counter() - t0
+        t_end = time.perf_counter()
     extra: dict[str, Any] = {}
     if controller is not None:
         extra["budget"] = controller.summary()
-    return RunResult(list(engine.output_ids), engine.n_forward, decode_s, prefill_ms, stage, n_cycles, mem.peak_mb, extra)
+    n = len(engine.output_ids)
+    rate = (n - n_first, t_end - t_first) if n > n_first else (n, t_end - t0)  # one cycle: count it
+    return RunResult(list(engine.output_ids), engine.n_forward, t_end - t0, prefill_ms, stage, n_cycles, mem.peak_mb,
+                     rate[0], rate[1], extra)
 
 
 def run_one(target: LoadedModel, draft: LoadedModel | None, spec: MethodSpec, ids: list[int], max_new_tokens: int,
@@ -189,10 +204,10 @@ def run_one(target: LoadedModel, draft: LoadedModel | None, spec: MethodSpec, id
         with PeakMemory(target.device) as mem:
             h = bench_hf.run(target, draft, spec.method, ids, max_new_tokens)
         # generate() runs the prompt in its first forward: time the decode from the first new tokens on.
-        n_after, after_s = len(h.output_ids) - h.n_first, h.total_s - h.first_s
-        rate = n_after / after_s if n_after > 0 and after_s > 0 else len(h.output_ids) / h.total_s
-        return RunResult(h.output_ids, h.n_forward, len(h.output_ids) / rate, h.first_s * 1000.0, {}, 0, mem.peak_mb,
-                         {"e2e_s": h.total_s})
+        n_after = len(h.output_ids) - h.n_first
+        rate = (n_after, h.total_s - h.first_s) if n_after > 0 else (len(h.output_ids), h.total_s)
+        return RunResult(h.output_ids, h.n_forward, h.total_s - h.first_s, h.first_s * 1000.0, {}, 0, mem.peak_mb,
+                         rate[0], rate[1], {"e2e_s": h.total_s})
     return run_engine(target, draft, spec, ids, max_new_tokens, recording)
 
 
@@ -247,7 +262,7 @@ Progress = Callable[[str, int, int], None]
 class BenchConfig:
     methods: list[MethodSpec]
     suites: list[Suite]
-    max_new_tokens: int = 48
+    max_new_tokens: int = 40
     repeats: int = 3
     warmup: bool = True
     recorded: list[str] = field(default_factory=lambda: list(DEFAULT_RECORDED))
@@ -349,8 +364,8 @@ def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
 
 def _prompt_rows(target: LoadedModel, suite: Suite, prompt: Prompt, ids: list[int], specs: list[MethodSpec],
                  runs: dict[str, list[RunResult]]) -> list[dict[str, Any]]:
-    ar_tps = statistics.median(r.tokens_per_s for r in runs["ar"])
-    ar_out = runs["ar"][0].output_ids
+    ar_runs = runs["ar"]
+    ar_out = ar_runs[0].output_ids
     rows = []
     for spec in specs:
         rs = runs[spec.label]
@@ -361,16 +376,21 @@ def _prompt_rows(target: LoadedModel, suite: Suite, prompt: Prompt, ids: list[in
             check += "; repeats differ"
         per_cycle, share = _stage_summary(rs)
         tps = statistics.median(r.tokens_per_s for r in rs)
+        # Paired by round: a busy moment on a shared machine slows a whole round, not one method.
+        ratios = [r.tokens_per_s / a.tokens_per_s for r, a in zip(rs, ar_runs) if a.tokens_per_s > 0]
+        speeds = [r.tokens_per_s for r in rs]
         row = {
             "suite": suite.name, "prompt": prompt.id, "method": spec.label, "base_method": spec.method,
             "params": dict(spec.params),
             "tau": round(len(med.output_ids) / med.n_forward, 3) if med.n_forward else 0.0,
             "tokens_per_s": round(tps, 3),
-            "speedup_vs_ar": round(tps / ar_tps, 4) if ar_tps else None,
+            "speedup_vs_ar": round(statistics.median(ratios), 4) if ratios else None,
             "identical_to_ar": check == "identical" and len(outputs) == 1,
             "check": check,
             "share_ms": per_cycle, "share": share,
-            "tokens_per_s_runs": [round(r.tokens_per_s, 3) for r in rs],
+            "tokens_per_s_runs": [round(x, 3) for x in speeds],
+            "noisy": max(speeds) > NOISY_SPREAD * min(speeds) if min(speeds) > 0 else True,
+            "rate_tokens": med.rate_tokens, "rate_s": round(med.rate_s, 4),
             "tokens_per_s_e2e": round(len(med.output_ids) / med.extra.get("e2e_s", med.decode_s + med.prefill_ms / 1000.0), 3),
             "n_tokens": len(med.output_ids), "n_forward": med.n_forward, "n_cycles": med.n_cycles,
             "decode_s": round(med.decode_s, 4), "prefill_ms": round(med.prefill_ms, 2),

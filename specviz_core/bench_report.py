@@ -102,8 +102,9 @@ def markdown(res: dict[str, Any], chart: str | None = None) -> str:
         "",
         f"**Run:** model `{c.get('model')}`" + (f", draft model `{c['draft_model']}`" if c.get("draft_model") else "")
         + f"; {c.get('max_new_tokens')} new tokens per prompt, greedy; tokens/s is the median of {c.get('repeats')} "
-        f"interleaved repeats after a warm-up, prefill excluded; the whole run took {c.get('wall_s', 0) / 60:.1f} min "
-        f"(finished {c.get('finished_at')}).",
+        f"interleaved repeats after a warm-up, counted after the first forward that follows the prompt; the speed-up "
+        f"is the median over rounds of each run's tokens/s over AR's in the same round (per suite: the geometric "
+        f"mean over its prompts); the whole run took {c.get('wall_s', 0) / 60:.1f} min (finished {c.get('finished_at')}).",
         "",
     ]
     if chart:
@@ -155,8 +156,11 @@ def markdown(res: dict[str, Any], chart: str | None = None) -> str:
         out += _table(["verify rows N", "forward ms", "x N=1"],
                       [[str(n), f"{ms:.1f}", f"{ms / base:.2f}"] for n, ms in zip(curve["n"], curve["ms"])])
     out += ["", "### Every prompt", ""]
+    out += ["Tokens/s of every repeat are in `results.json`; * marks a prompt whose fastest repeat was over "
+            "1.5x its slowest (the machine was busy).", ""]
     out += _table(["suite", "prompt", "method", "tau", "tok/s", "vs AR", "draft share", "peak MB", "check"],
-                  [[r["suite"], r["prompt"], f"`{r['method']}`", f"{r['tau']:.2f}", f"{r['tokens_per_s']:.1f}",
+                  [[r["suite"], r["prompt"], f"`{r['method']}`", f"{r['tau']:.2f}",
+                    f"{r['tokens_per_s']:.1f}" + ("*" if r.get("noisy") else ""),
                     _x(r["speedup_vs_ar"]), _pct(r.get("share", {}).get("draft")),
                     f"{r['peak_mem_mb']:.0f}" if r.get("peak_mem_mb") else "-", r["check"]] for r in res.get("rows", [])])
     out += ["", END]
