@@ -21,6 +21,7 @@ from specviz_core.session_model import SessionModel
 from specviz_core.sources import LiveSource, RecordingSource
 from specviz_core.vocab import TokenText, load_token_text
 
+from .gc_guard import UiThreadGC
 from .panels.base import export_widget
 from .panels.charts import ChartsPanel
 from .panels.kv_view import KVView
@@ -63,6 +64,8 @@ class MainWindow(QMainWindow):
         """Requests sent to the engine thread and not yet done."""
         self._normal_state: QByteArray | None = None
         self._base_font = QApplication.font()
+        self._gc = UiThreadGC(self)
+        self._gc.start()
 
         self.tree = TreeView(self.model)
         self.setCentralWidget(self.tree)
@@ -572,6 +575,7 @@ class MainWindow(QMainWindow):
             finally:
                 QApplication.restoreOverrideCursor()
             self._worker = None
+        self._gc.stop()
         super().closeEvent(e)
 
 
