@@ -1,6 +1,6 @@
 """The published benchmark, in one command: run ``specviz bench --suite all``, draw the chart, refresh the docs.
 
-    python benchmarks/bench_all.py                 # measure (about 15 minutes on a 2-core CPU), then refresh
+    python benchmarks/bench_all.py                 # measure (about 13 minutes on a 2-core CPU), then refresh
     python benchmarks/bench_all.py --report-only   # refresh docs/benchmarks.md and the chart from the stored results
 
 Writes ``docs/bench/results.json`` and ``docs/bench/speedup.png`` and rewrites the tables in

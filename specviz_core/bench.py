@@ -263,7 +263,7 @@ class BenchConfig:
     methods: list[MethodSpec]
     suites: list[Suite]
     max_new_tokens: int = 40
-    repeats: int = 3
+    repeats: int = 2
     warmup: bool = True
     recorded: list[str] = field(default_factory=lambda: list(DEFAULT_RECORDED))
     """Labels of methods also run with recording on."""

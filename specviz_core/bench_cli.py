@@ -35,7 +35,7 @@ def add_parser(sub: Any) -> None:
                    "'all', or a suite .json file (default: all)")
     g.add_argument("--prompt-file", type=Path, default=None, help="one prompt from a text file (or a suite .json file)")
     b.add_argument("--max-new-tokens", type=int, default=40, help="new tokens per prompt (default 40)")
-    b.add_argument("--repeats", type=int, default=3, help="interleaved repeats per prompt; tokens/s is their median (default 3)")
+    b.add_argument("--repeats", type=int, default=2, help="interleaved repeats per prompt; tokens/s is their median (default 2; 3 or more for a busy machine)")
     b.add_argument("--record-methods", default=None,
                    help="methods also run with recording on, for the recording overhead ('none' to skip; "
                    "default: goose:budget=auto)")

@@ -83,3 +83,19 @@ def test_every_method_exports_valid_sessions_default_model(smol, tmp_path, capsy
         lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
         assert lines[0]["method"] == method and lines[0]["status"] == "complete"
         check_invariants(lines)
+
+
+def test_every_relative_link_in_the_docs_exists():
+    """A link or image in the README or docs/ that points into the repository names a tracked file."""
+    tracked = set(subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split())
+    if not tracked:
+        pytest.skip("not a git checkout")
+    broken = []
+    for md in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", md.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path = (md.parent / target).resolve().relative_to(ROOT).as_posix()
+            if path not in tracked and not any(t.startswith(path + "/") for t in tracked):
+                broken.append(f"{md.relative_to(ROOT)} -> {target}")
+    assert not broken, broken
