@@ -71,7 +71,10 @@ def test_readme_recording_commands(smol, tmp_path):
 
 @pytest.mark.default_model
 @pytest.mark.parametrize("method,extra", [("ar", []), ("pld", []), ("tr", []),
-                                          ("draft_tree", ["--draft-model", "default"])])
+                                          ("draft_tree", ["--draft-model", "default"]),
+                                          ("goose", []), ("isotropic", []), ("talon", []),
+                                          ("talon", ["--param", "drafter=model", "--draft-model", "default"]),
+                                          ("eagle_static", []), ("stand", []), ("goose", ["--param", "budget=auto"])])
 def test_every_method_exports_valid_sessions_default_model(smol, tmp_path, capsys, method, extra):
     db = str(tmp_path / "m.db")
     prompt = "Write the numbers one to ten as words, then write them again in the same way."
