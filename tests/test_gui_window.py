@@ -352,3 +352,10 @@ def test_cyclic_garbage_is_collected_on_the_ui_thread(qtbot, window):
     assert all(where), f"{where.count(False)} of 50 cycles were freed on another thread"
     window.close()
     assert gc.isenabled(), "closing the last window restores automatic collection"
+
+
+def test_a_long_model_path_shows_its_beginning(qtbot, window):
+    le = window.run_panel.model.lineEdit()
+    assert le.cursorPosition() == 0 and le.text().startswith("/")  # the fixture's long tiny-model path
+    window.run_panel.model.setEditText("/a/very/long/folder/name/that/does/not/fit/in/the/run/panel/SmolLM2-135M")
+    assert le.cursorPosition() == 0

@@ -186,6 +186,16 @@ class RunPanel(QWidget):
         c.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         c.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         c.setMinimumContentsLength(12)
+        # A long path or label shows its beginning (the model's name), not its tail, unless being edited.
+        le = c.lineEdit()
+
+        def show_start(*_: object) -> None:
+            if not le.hasFocus():
+                le.setCursorPosition(0)
+
+        c.currentTextChanged.connect(show_start)
+        le.editingFinished.connect(show_start)
+        show_start()
         return c
 
     def _with_browse(self, field: QWidget, save: bool = False) -> QWidget:
