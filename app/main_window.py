@@ -447,7 +447,11 @@ class MainWindow(QMainWindow):
             self.reset()
         self.model.open(source, load_token_text(source.info.tokenizer))
         self.charts.set_ar_baseline(*_recorded_baseline(source))
-        self.statusBar().showMessage(f"Replaying session {source.info.id} from {db}", 5000)
+        info = source.info
+        self.run_panel.set_status(f"Replaying session {info.id}: {info.method} on {info.device}, "
+                                  f"{self.model.n_cycles} cycles, from {Path(db).name}. Step (F10) starts a new "
+                                  "live session with the settings below.")
+        self.statusBar().showMessage(f"Replaying session {info.id} from {db}", 5000)
         return True
 
     # -- demo -------------------------------------------------------------------------------------------------------

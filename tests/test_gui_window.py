@@ -214,6 +214,7 @@ def test_scrubbing_a_long_recording_updates_every_panel(qtbot, window, long_reco
     assert w.open_session(str(path), sid)
     n = w.model.n_cycles
     assert n >= 1000
+    assert f"Replaying session {sid}" in w.run_panel.status.text() and f"{n} cycles" in w.run_panel.status.text()
     source = w.model.source
     assert isinstance(source, RecordingSource)
     strip = w.timeline.strip
