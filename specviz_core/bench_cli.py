@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .drafters.base import parse_kv
 from .errors import SpecVizError
 
 METHODS_HELP = (
@@ -51,16 +52,6 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def _kv(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SpecVizError(f"--param takes key=value, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import bench, bench_report
 
@@ -77,13 +68,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     suites = [prompt_file_suite(args.prompt_file)] if args.prompt_file is not None else load_suites(args.suite or "all")
     methods_text = args.methods or ",".join(bench.DEFAULT_METHODS + (("draft_tree", "hf_assisted") if args.draft_model else ()))
-    specs = bench.parse_method_specs(methods_text, _kv(args.param))
+    specs = bench.parse_method_specs(methods_text, parse_kv(args.param))
     if args.record_methods is None:
         recorded = [s.label for s in specs if s.label in bench.DEFAULT_RECORDED]
     elif args.record_methods.strip().lower() == "none":
         recorded = []
     else:
-        recorded = [s.label for s in bench.parse_method_specs(args.record_methods, _kv(args.param))]
+        recorded = [s.label for s in bench.parse_method_specs(args.record_methods, parse_kv(args.param))]
         unknown = [r for r in recorded if r not in {s.label for s in specs}]
         if unknown:
             raise SpecVizError(f"--record-methods must be among --methods; not there: {', '.join(unknown)}")

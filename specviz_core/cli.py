@@ -16,6 +16,7 @@ from typing import Any
 from .bench_cli import add_parser as add_bench_parser
 from .bench_cli import cmd_bench
 from .drafters import METHODS, param_specs
+from .drafters.base import parse_kv
 from .errors import SpecVizError
 from .optimize_tree import add_parser as add_optimize_tree_parser
 from .optimize_tree import cmd_optimize_tree
@@ -90,16 +91,6 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     return p
 
 
-def _parse_kv(items: Sequence[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SpecVizError(f"--param takes key=value, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
 class _Progress:
     """A progress line on stderr for model loading and conversion."""
 
@@ -125,7 +116,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         prompt = args.prompt
     req = SessionRequest(
         method=args.method, prompt=prompt, model=args.model, draft_model=args.draft_model,
-        params=_parse_kv(args.param), budget=args.budget, max_new_tokens=args.max_new_tokens,
+        params=parse_kv(args.param), budget=args.budget, max_new_tokens=args.max_new_tokens,
         temperature=args.temperature, seed=args.seed, chat_template=False if args.no_chat_template else None,
         device=args.device, dtype=args.dtype,
     )

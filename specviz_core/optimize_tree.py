@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .drafters.base import parse_params
+from .drafters.base import parse_kv, parse_params
 from .drafters.stand import RankPath, StandDrafter, StandParams, check_tree, tree_file
 from .engine import DecodeConfig, Engine
 from .errors import SpecVizError
@@ -117,7 +117,6 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_optimize_tree(args: argparse.Namespace) -> int:
-    from .cli import _parse_kv
     from .models import encode_prompt, load_model
 
     for name, v, lo in (("--large", args.large, 1), ("--keep", args.keep, 1), ("--max-depth", args.max_depth, 1),
@@ -134,7 +133,7 @@ def cmd_optimize_tree(args: argparse.Namespace) -> int:
             raise SpecVizError(f"cannot read the prompt file: {e.strerror}: {f}") from None
         if not texts[-1].strip():
             raise SpecVizError(f"the prompt file is empty: {f}")
-    params = _parse_kv(args.param)
+    params = parse_kv(args.param)
     parse_params("stand", StandParams, params)  # bad parameters fail before the model loads
     say = (lambda s: None) if args.quiet else (lambda s: print(f"[specviz] {s}", file=sys.stderr, flush=True))
     target = load_model(args.model, device=args.device, dtype=args.dtype)

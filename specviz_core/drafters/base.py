@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -30,6 +31,17 @@ class NoParams:
 
 def param_specs(params_cls: type) -> list[dataclasses.Field]:
     return list(dataclasses.fields(params_cls))
+
+
+def parse_kv(items: Iterable[str]) -> dict[str, str]:
+    """``--param key=value`` arguments as a dict of strings (``parse_params`` checks them per method)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SpecVizError(f"--param takes key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def parse_params(method: str, params_cls: type, raw: dict[str, str | Any]) -> Any:
