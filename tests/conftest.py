@@ -19,6 +19,19 @@ def tiny():
     return tiny_llama()
 
 
+@pytest.fixture
+def one_thread(request):
+    """Tiny models gain nothing from intra-op threads, and on a shared CPU the thread pool's spinning
+    makes them many times slower; the default model keeps the session's setting."""
+    if "smol" in request.fixturenames:
+        yield
+        return
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="session")
 def smol():
     from specviz_core.models import load_model

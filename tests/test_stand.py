@@ -25,17 +25,7 @@ from specviz_core.optimize_tree import large_tree, optimize_tree, select_tree
 ALPHA = 0.001
 
 
-@pytest.fixture(autouse=True)
-def one_thread(request):
-    """Tiny models gain nothing from intra-op threads, and on a shared CPU the thread pool's spinning
-    makes them many times slower; the default model keeps the session's setting."""
-    if "smol" in request.fixturenames:
-        yield
-        return
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # -- the logit n-gram tables --------------------------------------------------------------------
