@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from specviz_core import cli as core_cli
+import specviz_core.cli.commands as core_cli
 from specviz_core.errors import SpecVizError
 
 PANELS = ("tree", "mask", "kv", "charts", "output", "spine", "window")

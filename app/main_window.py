@@ -5,20 +5,26 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
 from PySide6.QtWidgets import (
-    QApplication, QComboBox, QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox, QProgressBar, QToolBar,
+    QApplication,
+    QComboBox,
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QToolBar,
     QWidget,
 )
 
 from specviz_core.errors import SpecVizError
-from specviz_core.filters import CycleFilter
-from specviz_core.recording import Recording
+from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
-from specviz_core.session import SessionRequest
-from specviz_core.session_model import SessionModel
-from specviz_core.sources import LiveSource, RecordingSource
+from specviz_core.viewer.session_model import SessionModel
+from specviz_core.viewer.sources import LiveSource, RecordingSource
 from specviz_core.vocab import TokenText, load_token_text
 
 from .gc_guard import UiThreadGC
@@ -372,12 +378,13 @@ class MainWindow(QMainWindow):
                                   f"{self.run_panel.db_path().name}")
         self.sessions.refresh()
 
-    def _on_cycle_ready(self, record) -> None:
+    def _on_cycle_ready(self, cycle) -> None:
         if not isinstance(self.model.source, LiveSource):
             return
+        record = cycle.record
         follow = self.model.follow_live
         self.model.follow_live = False
-        self.model.append(record)
+        self.model.append(record, cycle.summary)
         self.model.follow_live = follow
         if follow:
             self.model.set_cycle(record.index)

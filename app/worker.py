@@ -9,18 +9,18 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from specviz_core.errors import SpecVizError
-from specviz_core.filters import CycleFilter
 from specviz_core.models import LoadedModel
-from specviz_core.recording import Recording
+from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
-from specviz_core.session import RecordedRun, SessionRequest, load_models, prepare
-from specviz_core.summary import summarize
+from specviz_core.session.factory import build_engine, load_models, prepare
+from specviz_core.session.request import CheckedRequest, check_method
+from specviz_core.session.run import RecordedRun
+from specviz_core.viewer.filters import CycleFilter
 
 #: Tokens decoded by plain AR to measure the baseline speed on the session's prompt.
 BASELINE_TOKENS = 16
@@ -34,7 +34,7 @@ class EngineWorker(QObject):
     session_started = Signal(object, object)
     """(SessionInfo, tokenizer): a session was created and its row written."""
     cycle_ready = Signal(object)
-    """A CycleRecord, already recorded."""
+    """A RecordedCycle (record and summary), already recorded."""
     session_finished = Signal(object)
     """The final SessionInfo (complete / interrupted / failed)."""
     baseline_ready = Signal(float, str)
@@ -51,7 +51,7 @@ class EngineWorker(QObject):
         self._models: dict[tuple, tuple[LoadedModel, LoadedModel | None]] = {}
         self.run_: RecordedRun | None = None
         self.recording: Recording | None = None
-        self.request: SessionRequest | None = None
+        self.request: CheckedRequest | None = None
         self._baselines: dict[tuple, float] = {}
         self.cycles_done = 0
         """Cycles decoded by this worker so far (read from the UI thread; an int, so reads are atomic)."""
@@ -63,23 +63,23 @@ class EngineWorker(QObject):
 
     # -- slots (run on the worker thread) -------------------------------------------
     @Slot(object, str)
-    def begin(self, req: SessionRequest, db_path: str) -> None:
+    def begin(self, req: CheckedRequest, db_path: str) -> None:
         """Load models if needed and create a recorded session; the first cycle waits for a step."""
         try:
             self._begin(req, db_path)
         finally:
             self.request_done.emit()
 
-    def _begin(self, req: SessionRequest, db_path: str) -> None:
+    def _begin(self, checked: CheckedRequest, db_path: str) -> None:
         self.busy_changed.emit(True)
         try:
             self._finish_current("interrupted", "reset by the user")
-            req.check()
+            req = checked.request
             key = (req.model, req.draft_model, req.device, req.dtype, req.method, tuple(sorted(req.params.items())))
             models = self._models.get(key[:4])
             if models is None:
                 self.progress.emit("loading the model", -1.0)
-                models = load_models(req, lambda stage, f: self.progress.emit(stage, -1.0 if f is None else f))
+                models = load_models(checked, lambda stage, f: self.progress.emit(stage, -1.0 if f is None else f))
                 self._models = {key[:4]: models}  # keep one set: models are large
             target, draft = models
             if self.recording is None or str(self.recording.path) != str(Path(db_path)):
@@ -87,8 +87,8 @@ class EngineWorker(QObject):
                     self.recording.close()
                 Path(db_path).parent.mkdir(parents=True, exist_ok=True)
                 self.recording = Recording(db_path, create=True)
-            self.request = req
-            self.run_ = RecordedRun(prepare(req, target, draft), self.recording)
+            self.request = checked
+            self.run_ = RecordedRun(prepare(checked, target, draft), self.recording)
             self.progress.emit("ready", 1.0)
             self.session_started.emit(self.run_.info, target.tokenizer)
         except SpecVizError as e:
@@ -153,9 +153,7 @@ class EngineWorker(QObject):
             self.busy_changed.emit(True)
             try:
                 target, _ = next(iter(self._models.values()))
-                req = replace(self.request, method="ar", params={}, budget=None, draft_model=None,
-                              max_new_tokens=BASELINE_TOKENS, temperature=0.0)
-                engine = prepare(req, target).engine
+                engine = build_engine(target, check_method("ar"), info.prompt_ids, max_new_tokens=BASELINE_TOKENS)
                 engine.prefill()
                 t0 = time.perf_counter()
                 n = sum(len(r.committed_ids) for r in engine.cycles())
@@ -178,13 +176,13 @@ class EngineWorker(QObject):
         done = 0
         try:
             while not run.engine.done and not self._pause.is_set():
-                record = run.step()
+                cycle = run.step()
                 self.cycles_done += 1
-                self.cycle_ready.emit(record)
+                self.cycle_ready.emit(cycle)
                 done += 1
                 if max_cycles is not None and done >= max_cycles:
                     break
-                if breakpoint is not None and breakpoint(summarize(record)):
+                if breakpoint is not None and breakpoint(cycle.summary):
                     break
         except SpecVizError as e:
             self.error.emit(str(e))

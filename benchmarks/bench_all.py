@@ -23,7 +23,7 @@ DOC = ROOT / "docs" / "benchmarks.md"
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from specviz_core.cli import main as specviz
+    from specviz_core.cli.commands import main as specviz
 
     report_only = "--report-only" in argv
     extra = [a for a in argv if a != "--report-only"]

@@ -34,8 +34,8 @@ def main() -> int:
     args = ap.parse_args()
 
     from specviz_core.models import load_model
-    from specviz_core.recording import Recording
-    from specviz_core.session import SessionRequest, prepare
+    from specviz_core.recording.store import Recording
+    from specviz_core.session.factory import SessionRequest, prepare
 
     tmp = Path(tempfile.mkdtemp(prefix="specviz-bench-gui-"))
     os.environ["SPECVIZ_CONFIG"] = str(tmp / "gui.ini")

@@ -16,7 +16,7 @@ import time
 import torch
 
 from specviz_core.drafters import METHODS, parse_params
-from specviz_core.engine import DecodeConfig, Engine
+from specviz_core.engine.cycle import DecodeConfig, Engine
 from specviz_core.models import encode_prompt, load_model
 
 REPETITIVE = (

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from specviz_core.records import CycleRecord, Node, SessionInfo
-from specviz_core.session_model import SessionModel
-from specviz_core.sources import LiveSource
+from specviz_core.viewer.session_model import SessionModel
+from specviz_core.viewer.sources import LiveSource
 from specviz_core.vocab import TokenText
 
 # Token id i decodes to WORDS[i]; ids 0-2 are punctuation and a newline so whitespace display can be checked.

@@ -5,9 +5,10 @@ from __future__ import annotations
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from specviz_core.drafters import METHODS, parse_params
-from specviz_core.engine import DecodeConfig, Engine
+from specviz_core.engine.cycle import Engine
 from specviz_core.models import LoadedModel
+from specviz_core.session.factory import build_engine
+from specviz_core.session.request import check_method
 
 TIE_GAP = 1e-3
 
@@ -54,11 +55,10 @@ def compare_greedy(m: LoadedModel, prompt: list[int], ours: list[int], ref: list
 
 def make_engine(m: LoadedModel, method: str, prompt: list[int], n: int, draft: LoadedModel | None = None,
                 temperature: float = 0.0, seed: int = 0, **params) -> Engine:
-    cls = METHODS[method]
-    if cls.needs_draft_model and draft is None:
+    choice = check_method(method, params)
+    if choice.cls.needs_draft_model and draft is None:
         draft = m
-    drafter = cls(parse_params(method, cls.params_cls, params), m, draft)
-    return Engine(m, drafter, prompt, DecodeConfig(max_new_tokens=n, temperature=temperature, seed=seed))
+    return build_engine(m, choice, prompt, draft=draft, max_new_tokens=n, temperature=temperature, seed=seed)
 
 
 def run(m: LoadedModel, method: str, prompt: list[int], n: int, **kw) -> tuple[list[int], list]:

@@ -14,12 +14,12 @@ from tokenizers.pre_tokenizers import Whitespace
 from transformers import PreTrainedTokenizerFast
 
 from helpers import tiny_llama
-from specviz_core import bench_report
-from specviz_core.bench import compare_to_ar, parse_method_specs
-from specviz_core.cli import main
-from specviz_core.cost_curve import load_cost_curve
+from specviz_core.bench import report as bench_report
+from specviz_core.bench.runner import compare_to_ar, parse_method_specs
+from specviz_core.bench.suites import BUILTIN, load_suite, load_suites
+from specviz_core.cli.commands import main
+from specviz_core.engine.cost_curve import load_cost_curve
 from specviz_core.errors import SpecVizError
-from specviz_core.suites import BUILTIN, load_suite, load_suites
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW_KEYS = {"suite", "prompt", "method", "tau", "tokens_per_s", "speedup_vs_ar", "identical_to_ar", "share_ms", "check"}
@@ -109,11 +109,11 @@ def test_builtin_suites_load_and_are_packaged(tiny_dir):
             assert (p.text or p.messages) and p.encode(m)
     assert all(p.messages and p.messages[-1]["role"] == "user" for p in load_suite("multi_turn").prompts)
     # Every suite file is matched by the package-data globs, so a wheel ships them too.
-    pkg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["specviz_core"]
-    files = sorted((ROOT / "specviz_core" / "resources" / "suites").glob("*.json"))
+    pkg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["specviz_resources"]
+    files = sorted((ROOT / "resources" / "suites").glob("*.json"))
     assert len(files) == len(BUILTIN)
     for f in files:
-        rel = f.relative_to(ROOT / "specviz_core").as_posix()
+        rel = f.relative_to(ROOT / "resources").as_posix()
         assert any(fnmatch.fnmatch(rel, pat) for pat in pkg), rel
 
 

@@ -7,10 +7,16 @@ import itertools
 import pytest
 
 from helpers import hf_greedy, make_engine
-from specviz_core.budget import (AcceptanceStats, BudgetController, CycleTimeModel, choose_budget, split_auto,
-                                 wants_auto)
-from specviz_core.cost_curve import CostCurve, load_cost_curve, measure_cost_curve, save_cost_curve
 from specviz_core.drafters import METHODS
+from specviz_core.engine.budget import (
+    AcceptanceStats,
+    BudgetController,
+    CycleTimeModel,
+    choose_budget,
+    split_auto,
+    wants_auto,
+)
+from specviz_core.engine.cost_curve import CostCurve, load_cost_curve, measure_cost_curve, save_cost_curve
 from specviz_core.errors import SpecVizError
 from specviz_core.records import CycleRecord, Node
 from specviz_core.tree import DraftTree
@@ -166,7 +172,7 @@ def test_cost_curve_is_stored_for_the_gui(curve_cache, tiny):
 
 @pytest.mark.parametrize("method", ["goose", "tr", "isotropic", "draft_tree"])
 def test_budget_auto_is_lossless_and_recorded(curve_cache, tiny, method):
-    from specviz_core.budget import make_controller
+    from specviz_core.engine.budget import make_controller
 
     prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7]
     e = make_engine(tiny, method, prompt, 40)
@@ -180,9 +186,10 @@ def test_budget_auto_is_lossless_and_recorded(curve_cache, tiny, method):
 
 
 def test_session_request_takes_budget_auto(curve_cache, tiny):
-    from specviz_core.session import SessionRequest
+    from specviz_core.session.request import SessionRequest
 
-    cls, params = SessionRequest(method="goose", prompt="x", params={"budget": "auto"}).check()
-    assert params.budget == METHODS["goose"].params_cls().budget
+    choice = SessionRequest(method="goose", prompt="x", params={"budget": "auto"}).check().choice
+    assert choice.auto
+    assert choice.params.budget == METHODS["goose"].params_cls().budget
     with pytest.raises(SpecVizError, match="no budget"):
         SessionRequest(method="pld", prompt="x", params={"budget": "auto"}).check()

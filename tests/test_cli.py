@@ -7,14 +7,13 @@ import subprocess
 import sys
 
 import pytest
-import torch
 from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
 from transformers import PreTrainedTokenizerFast
 
 from helpers import tiny_llama
-from specviz_core.cli import main
+from specviz_core.cli.commands import main
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from specviz_core.cli import main
+from specviz_core.cli.commands import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from specviz_core.cli import main
+from specviz_core.cli.commands import main
 
 GOLDEN = Path(__file__).parent / "golden"
 PROMPT = "Rename x to total:\n\ndef f(x):\n    x = x + 1\n    x = x * 2\n    return x\n"

@@ -10,8 +10,13 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from helpers import compare_greedy, hf_greedy, make_engine, plain_logits, run
 from specviz_core.drafters.adjacency import AdjacencyTable
-from specviz_core.drafters.goose import (GooseParams, SpineTreeBuilder, harmonic_allocation, spine_ratio_tier,
-                                         yield_bound)
+from specviz_core.drafters.goose import (
+    GooseParams,
+    SpineTreeBuilder,
+    harmonic_allocation,
+    spine_ratio_tier,
+    yield_bound,
+)
 from specviz_core.models import LoadedModel
 from specviz_core.tree import DraftTree
 
@@ -192,13 +197,15 @@ SPINE_CONTINUATION_PROMPTS = {
 @pytest.mark.parametrize("name", list(SPINE_CONTINUATION_PROMPTS))
 def test_spine_continuation_default_model(smol, tmp_path, name):
     """Recorded greedily: the spine says 4, the target wants 5, and a branch 5 off the accepted spine node continues."""
-    from specviz_core.recording import Recording
-    from specviz_core.session import RecordedRun, SessionRequest, prepare
+    from specviz_core.recording.store import Recording
+    from specviz_core.session.factory import prepare
+    from specviz_core.session.request import SessionRequest
+    from specviz_core.session.run import RecordedRun
 
     prompt, n = SPINE_CONTINUATION_PROMPTS[name]
     req = SessionRequest(method="goose", prompt=prompt, max_new_tokens=n, chat_template=False)
     with Recording(tmp_path / "s.db", create=True) as rec:
-        run = RecordedRun(prepare(req, smol), rec)
+        run = RecordedRun(prepare(req.check(), smol), rec)
         list(run.run())
         info = rec.session(run.info.id)
         cycles = list(rec.cycles(info.id))

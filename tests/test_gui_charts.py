@@ -18,9 +18,9 @@ from app.panels import charts as charts_mod
 from app.panels.base import export_widget
 from app.panels.charts import HINT, NO_COST, NO_DELTA, NO_HEAT, NO_SPINE, ChartsPanel
 from specviz_core.records import CycleRecord, Node, SessionInfo
-from specviz_core.session_model import SessionModel
-from specviz_core.sources import LiveSource
 from specviz_core.summary import CycleSummary
+from specviz_core.viewer.session_model import SessionModel
+from specviz_core.viewer.sources import LiveSource
 
 W = 16  # the rolling window the panel promises
 

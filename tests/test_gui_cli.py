@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtGui import QImage
 
 from app.cli import main
-from specviz_core.recording import Recording
+from specviz_core.recording.store import Recording
 
 
 @pytest.fixture(scope="module")

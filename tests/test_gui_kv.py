@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from gui_records import bfs_goose_cycle, goose_session, keep_none_alive, model_for, single_cycle_source, small_cycle
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import QApplication
 
 from app.panels.kv_view import KVView
 from app.theme import SOURCE_COLORS, source_color
-from specviz_core.session_model import SessionModel
+from gui_records import bfs_goose_cycle, goose_session, keep_none_alive, model_for, single_cycle_source, small_cycle
+from specviz_core.viewer.session_model import SessionModel
 
 keep_none_alive()
 # The offscreen platform cannot size native windows or raise a tooltip window, and says so.

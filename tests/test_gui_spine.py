@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from gui_records import WordTokenizer, goose_session, keep_none_alive, word_id, word_vocab
 from PySide6.QtCore import QUrl
 
 from app.panels.spine_panel import SpinePanel
 from app.panels.tree_layout import spine_chain
-from specviz_core.session_model import SessionModel
-from specviz_core.sources import LiveSource
+from gui_records import WordTokenizer, goose_session, keep_none_alive, word_id, word_vocab
+from specviz_core.viewer.session_model import SessionModel
+from specviz_core.viewer.sources import LiveSource
 
 keep_none_alive()
 

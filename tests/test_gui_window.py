@@ -9,12 +9,13 @@ import threading
 import pytest
 from PySide6.QtCore import Qt
 
-from specviz_core.engine import Engine
-from specviz_core.filters import CycleFilter
+from specviz_core.engine.cycle import Engine
 from specviz_core.models import load_model
-from specviz_core.recording import Recording
-from specviz_core.session import SessionRequest, prepare
-from specviz_core.sources import LiveSource, RecordingSource
+from specviz_core.recording.store import Recording
+from specviz_core.session.factory import prepare
+from specviz_core.session.request import SessionRequest
+from specviz_core.viewer.filters import CycleFilter
+from specviz_core.viewer.sources import LiveSource, RecordingSource
 
 
 @pytest.fixture
@@ -194,7 +195,7 @@ def long_recording(tmp_path_factory, tiny_dir):
     target = load_model(str(tiny_dir), device="cpu")
     path = tmp_path_factory.mktemp("long") / "long.db"
     prepared = prepare(SessionRequest(method="tr", prompt="Count: 1 2 3 4 5 6 7 8 9 10", max_new_tokens=3000,
-                                      params={"budget": 20}), target)
+                                      params={"budget": 20}).check(), target)
     engine: Engine = prepared.engine
     engine.eos = set()  # a random model says EOS now and then; this session must be long
     engine.prefill()
@@ -325,7 +326,7 @@ def test_budget_auto_from_the_form(qtbot, window):
     spin.setValue(spin.minimum())
     assert spin.text() == "auto"
     req = rp.request()
-    assert req.params["budget"] == "auto"
+    assert req.request.params["budget"] == "auto" and req.choice.auto
 
 
 def test_cyclic_garbage_is_collected_on_the_ui_thread(qtbot, window):

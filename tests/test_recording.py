@@ -18,10 +18,10 @@ import pytest
 
 from helpers import make_engine
 from specviz_core.errors import SpecVizError
-from specviz_core.export import export_jsonl
-from specviz_core.recording import SCHEMA_VERSION, Recording, new_session_id, pack_mask, unpack_mask
+from specviz_core.recording.export import export_jsonl
+from specviz_core.recording.store import SCHEMA_VERSION, Recording, new_session_id, pack_mask, unpack_mask
 from specviz_core.records import SessionInfo
-from specviz_core.session import Prepared, RecordedRun
+from specviz_core.session.run import Prepared, RecordedRun
 
 
 def info_for(prompt, method="tr") -> SessionInfo:
@@ -35,7 +35,7 @@ def record_tiny(tiny, path: Path, method="tr"):
     engine = make_engine(tiny, method, prompt, 30)
     with Recording(path, create=True) as rec:
         run = RecordedRun(Prepared(engine, info_for(prompt, method)), rec)
-        live = list(run.run())
+        live = [c.record for c in run.run()]
     return run.info.id, live, engine
 
 
@@ -99,9 +99,9 @@ KILL_SCRIPT = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {tests!r})
     from helpers import tiny_llama, make_engine
-    from specviz_core.recording import Recording, new_session_id
+    from specviz_core.recording.store import Recording, new_session_id
     from specviz_core.records import SessionInfo
-    from specviz_core.session import Prepared, RecordedRun
+    from specviz_core.session.run import Prepared, RecordedRun
     m = tiny_llama()
     prompt = [3, 4, 5, 6, 3, 4]
     e = make_engine(m, "ar", prompt, 200)

@@ -19,9 +19,9 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-import specviz_core.engine as engine_mod
+import specviz_core.engine.cycle as engine_mod
 from helpers import make_engine, tiny_llama
-from specviz_core.verify import WalkResult
+from specviz_core.engine.verify import WalkResult
 
 ALPHA = 0.001
 TEMPERATURE = 1.0

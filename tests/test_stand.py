@@ -17,10 +17,10 @@ from tokenizers.pre_tokenizers import Whitespace
 from transformers import PreTrainedTokenizerFast
 
 from helpers import compare_greedy, hf_greedy, run, tiny_llama
-from specviz_core.cli import main
+from specviz_core.bench.optimize_tree import large_tree, optimize_tree, select_tree
+from specviz_core.cli.commands import main
 from specviz_core.drafters.ngram_tables import NGramTables, merge_entry
 from specviz_core.drafters.stand import GumbelCache, gumbel_topk, load_tree
-from specviz_core.optimize_tree import large_tree, optimize_tree, select_tree
 
 ALPHA = 0.001
 
@@ -292,7 +292,7 @@ def test_samples_of_one_prompt_are_one_group_with_one_drafter(word_model_dir, tm
     out = capsys.readouterr().out
     assert code == 0
     assert out.count("tokens/forward,") == 3 and "tokens/forward by sample:" in out
-    from specviz_core.recording import Recording
+    from specviz_core.recording.store import Recording
 
     with Recording(db) as rec:
         sessions = sorted(rec.sessions(), key=lambda s: s.seed)

@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from helpers import compare_greedy, hf_greedy, make_engine, run, tiny_llama
-from specviz_core.cli import main
-from specviz_core.drafters.base import DraftContext
+from specviz_core.cli.commands import main
 from specviz_core.drafters.talon import TalonParams, grow_talon
 from specviz_core.tree import DraftTree
 

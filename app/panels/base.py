@@ -10,8 +10,8 @@ from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QWidget
 
 from specviz_core.records import CycleRecord
-from specviz_core.session_model import SessionModel
-from specviz_core.sources import CycleSource
+from specviz_core.viewer.session_model import SessionModel
+from specviz_core.viewer.sources import CycleSource
 
 
 class PanelMixin:

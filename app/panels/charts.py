@@ -21,12 +21,11 @@ from app.panels.base import PanelMixin
 from app.panels.chart_plot import ChartPlot, HeatmapPlot
 from app.panels.charts_data import WINDOW, ChartData, cost_points
 from app.theme import ACCEPTED, GATED, SOURCE_COLORS, SOURCE_LABELS
+from specviz_core.engine.cost_curve import load_cost_curve
 from specviz_core.records import CycleRecord
-from specviz_core.session_model import SessionModel
-from specviz_core.sources import CycleSource
 from specviz_core.summary import CycleSummary
-
-from specviz_core.cost_curve import load_cost_curve
+from specviz_core.viewer.session_model import SessionModel
+from specviz_core.viewer.sources import CycleSource
 
 HINT = "Step a cycle (F10) or open a recording"
 NO_COST = "no cost curve measured yet — run specviz bench"

@@ -11,7 +11,18 @@ from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import QEvent, QLine, QObject, QPoint, QPointF, QRect, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QHelpEvent, QImage, QMouseEvent, QPainter, QPaintEvent, QPalette, QWheelEvent
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetrics,
+    QHelpEvent,
+    QImage,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+    QWheelEvent,
+)
 from PySide6.QtWidgets import QFrame, QScrollArea, QStyle, QToolTip, QVBoxLayout, QWidget
 
 from specviz_core.records import CycleRecord, Node

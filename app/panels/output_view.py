@@ -9,8 +9,8 @@ from PySide6.QtGui import QColor, QFont, QMouseEvent, QTextCharFormat, QTextCurs
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QTextEdit, QToolTip, QVBoxLayout, QWidget
 
 from specviz_core.records import CycleRecord
-from specviz_core.sources import CycleSource
 from specviz_core.summary import PROMPT, CycleSummary
+from specviz_core.viewer.sources import CycleSource
 
 from ..theme import SOURCE_COLORS, SOURCE_LABELS, source_color
 from .base import PanelMixin

@@ -7,24 +7,37 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel,
-    QLineEdit, QPlainTextEdit, QPushButton, QScrollArea, QSizePolicy, QSpinBox, QToolButton, QVBoxLayout, QWidget,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
 )
 
 from specviz_core.drafters import METHODS
 from specviz_core.errors import SpecVizError
-from specviz_core.filters import KINDS, CycleFilter
-from specviz_core.session import SessionRequest
+from specviz_core.session.request import CheckedRequest, SessionRequest
+from specviz_core.viewer.filters import KINDS, CycleFilter
+from specviz_resources import demo_prompt
 
 DEFAULT_MODEL_LABEL = "default: SmolLM2-135M-Instruct (embedded)"
 NO_DRAFT_LABEL = "none"
 SAME_AS_TARGET = "default: the embedded model"
 DEFAULT_METHOD = "goose"
 
-DEMO_PROMPT = (
-    "Rename the variables in this function to be more descriptive and add type hints:\n\n"
-    "def f(a, b):\n    c = []\n    for x in a:\n        if x in b:\n            c.append(x)\n    return c\n"
-)
 
 
 class RunPanel(QWidget):
@@ -133,7 +146,7 @@ class RunPanel(QWidget):
 
         prompt_box = QGroupBox("Prompt")
         pform = QVBoxLayout(prompt_box)
-        self.prompt = QPlainTextEdit(DEMO_PROMPT)
+        self.prompt = QPlainTextEdit(demo_prompt())
         self.prompt.setToolTip("The prompt to decode from")
         self.prompt.setMinimumHeight(110)
         self.chat_template = QCheckBox("Use the model's chat template")
@@ -250,7 +263,7 @@ class RunPanel(QWidget):
         self.bp_mode.setVisible(kind == "mode")
 
     # -- reading ------------------------------------------------------------------------
-    def request(self) -> SessionRequest:
+    def request(self) -> CheckedRequest:
         """The session the settings describe; raises SpecVizError with a message for the user."""
         model = self.model.currentText().strip()
         draft = self.draft_model.currentText().strip()
@@ -264,10 +277,10 @@ class RunPanel(QWidget):
         )
         if req.model is not None and not Path(req.model).expanduser().exists() and "/" not in req.model:
             raise SpecVizError(f"no model folder {req.model!r}: choose a local folder with Browse…")
-        req.check()
+        checked = req.check()
         if not self.db.text().strip():
             raise SpecVizError("choose a file to record the session to")
-        return req
+        return checked
 
     def db_path(self) -> Path:
         return Path(self.db.text().strip()).expanduser()

@@ -6,12 +6,19 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
     QWidget,
 )
 
 from specviz_core.errors import SpecVizError
-from specviz_core.recording import Recording
+from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
 
 COLUMNS = ("Method", "Model", "Prompt", "Tokens", "Tokens/fwd", "Tokens/s", "Status", "Date")

@@ -17,7 +17,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from specviz_core.records import CycleRecord, Node
-from specviz_core.session_model import SessionModel
+from specviz_core.viewer.session_model import SessionModel
 from specviz_core.vocab import TokenText
 
 from ..theme import REJECTED, SOURCE_COLORS

@@ -7,10 +7,10 @@ from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QToolButton, QToolTip, QWidget
 
-from specviz_core.filters import KINDS, CycleFilter
 from specviz_core.records import CycleRecord
-from specviz_core.sources import CycleSource
 from specviz_core.summary import CycleSummary
+from specviz_core.viewer.filters import KINDS, CycleFilter
+from specviz_core.viewer.sources import CycleSource
 
 from .base import PanelMixin
 

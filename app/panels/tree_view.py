@@ -11,13 +11,36 @@ from __future__ import annotations
 import logging
 
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
-from PySide6.QtGui import (QBrush, QColor, QFont, QFontMetricsF, QHelpEvent, QMouseEvent, QPainter, QPainterPath,
-                           QPalette, QPen, QResizeEvent, QTransform, QWheelEvent)
-from PySide6.QtWidgets import (QGraphicsItem, QGraphicsPathItem, QGraphicsScene, QGraphicsSimpleTextItem,
-                               QGraphicsView, QHBoxLayout, QLabel, QToolButton, QToolTip, QWidget)
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QHelpEvent,
+    QMouseEvent,
+    QPainter,
+    QPainterPath,
+    QPalette,
+    QPen,
+    QResizeEvent,
+    QTransform,
+    QWheelEvent,
+)
+from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsPathItem,
+    QGraphicsScene,
+    QGraphicsSimpleTextItem,
+    QGraphicsView,
+    QHBoxLayout,
+    QLabel,
+    QToolButton,
+    QToolTip,
+    QWidget,
+)
 
 from specviz_core.records import CycleRecord, Node
-from specviz_core.session_model import SessionModel
+from specviz_core.viewer.session_model import SessionModel
 
 from ..theme import ACCEPTED, GATED, REJECTED, SOURCE_COLORS, SOURCE_LABELS, source_color
 from .base import PanelMixin

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import SpecVizError
 from .ar import ARDrafter
-from .base import Drafter, DraftContext, parse_params, param_specs
+from .base import DraftContext, Drafter, param_specs, parse_params
 from .draft_tree import DraftTreeDrafter
 from .eagle_static import EagleStaticDrafter
 from .goose import GooseDrafter, IsotropicDrafter

@@ -12,6 +12,7 @@ each shrink, are recorded as gated.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from ..tree import DraftTree
 from .base import DraftContext, param
 from .next_token import SourcedDrafter

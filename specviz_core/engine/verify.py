@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .tree import DraftTree, VerifyBlock
+from specviz_core.tree import DraftTree, VerifyBlock
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,8 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from .models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, LoadedModel, cache_dir, pick_device, pick_dtype
-from .tree import VerifyBlock
+from specviz_core.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, LoadedModel, cache_dir, pick_device, pick_dtype
+from specviz_core.tree import VerifyBlock
 
 FORMAT_VERSION = 1
 #: Verify-block sizes measured by default (rows, root included).
@@ -170,8 +170,8 @@ def measure_cost_curve(
     clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, Any]:
     """Time one verify forward of each size on top of a ``cache_len``-token cache; returns the stored dict."""
-    from .engine import verify_forward
-    from . import kv
+    from specviz_core import kv
+    from specviz_core.engine.forward import verify_forward
 
     dev = target.device
     cache_len = max(1, min(cache_len, target.context_length - max(sizes) - 1))

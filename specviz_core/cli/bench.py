@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .drafters.base import parse_kv
-from .errors import SpecVizError
+from specviz_core.drafters.base import parse_kv
+from specviz_core.errors import SpecVizError
 
 METHODS_HELP = (
     "comma-separated method ids, each with optional :key=value parameters, e.g. "
@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from . import bench, bench_report
+    from specviz_core.bench import runner as bench
 
     if args.report is not None:
         try:
@@ -64,7 +64,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 0
     if args.out is None:
         raise SpecVizError("--out is required (where to write the results JSON)")
-    from .suites import load_suites, prompt_file_suite
+    from specviz_core.bench.suites import load_suites, prompt_file_suite
 
     suites = [prompt_file_suite(args.prompt_file)] if args.prompt_file is not None else load_suites(args.suite or "all")
     methods_text = args.methods or ",".join(bench.DEFAULT_METHODS + (("draft_tree", "hf_assisted") if args.draft_model else ()))
@@ -88,7 +88,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except OSError as e:
         raise SpecVizError(f"cannot write {args.out}: {e.strerror}") from None
 
-    from .models import load_model
+    from specviz_core.models import load_model
 
     if args.threads is not None:
         if args.threads < 1:
@@ -107,7 +107,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.draft_model == (args.model or "default"):
             draft = target
         else:
-            from .models import check_same_tokenizer
+            from specviz_core.models import check_same_tokenizer
 
             draft = load_model(args.draft_model, device=args.device, dtype=args.dtype, progress=say)
             check_same_tokenizer(target, draft)
@@ -136,7 +136,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _finish(res: dict[str, Any], args: argparse.Namespace) -> None:
-    from . import bench_report
+    from specviz_core.bench import report as bench_report
 
     print("\n".join(bench_report.summary_lines(res)))
     if args.markdown is not None:

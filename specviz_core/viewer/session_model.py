@@ -6,12 +6,12 @@ changes the current cycle, and it tells everyone when it does.
 
 from __future__ import annotations
 
-from .events import Event
-from .filters import CycleFilter
-from .records import CycleRecord
-from .sources import CycleSource, LiveSource
-from .summary import CycleSummary
-from .vocab import TokenText
+from specviz_core.records import CycleRecord
+from specviz_core.summary import CycleSummary
+from specviz_core.viewer.events import Event
+from specviz_core.viewer.filters import CycleFilter
+from specviz_core.viewer.sources import CycleSource, LiveSource
+from specviz_core.vocab import TokenText
 
 
 class SessionModel:
@@ -100,11 +100,11 @@ class SessionModel:
         self.filter = f
         self.filter_changed.emit(f)
 
-    def append(self, record: CycleRecord) -> None:
-        """A live cycle arrived (the source must be a :class:`LiveSource`)."""
+    def append(self, record: CycleRecord, summary: CycleSummary | None = None) -> None:
+        """A live cycle arrived (the source must be a :class:`LiveSource`); ``summary`` if already computed."""
         if not isinstance(self.source, LiveSource):
             raise TypeError("cycles can only be appended to a live session")
-        summary = self.source.append(record)
+        summary = self.source.append(record, summary)
         self.cycles_appended.emit([summary])
         if self.follow_live or self.index < 0:
             self.set_cycle(record.index)

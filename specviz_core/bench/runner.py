@@ -28,15 +28,16 @@ from typing import Any
 
 import torch
 
-from . import bench_hf
-from .bench_summary import STAGES, budget_auto_summary, recording_summary, suite_summary
-from .budget import make_controller, split_auto
-from .cost_curve import SIZES, device_name, measure_cost_curve, save_cost_curve
-from .drafters import METHODS, method_class, parse_params
-from .engine import DecodeConfig, Engine
-from .errors import SpecVizError
-from .models import LoadedModel
-from .suites import Prompt, Suite
+from specviz_core.bench import hf as bench_hf
+from specviz_core.bench.suites import Prompt, Suite
+from specviz_core.bench.summary import STAGES, budget_auto_summary, recording_summary, suite_summary
+from specviz_core.drafters import METHODS, method_class, parse_params
+from specviz_core.engine.budget import split_auto
+from specviz_core.engine.cost_curve import SIZES, device_name, measure_cost_curve, save_cost_curve
+from specviz_core.errors import SpecVizError
+from specviz_core.models import LoadedModel
+from specviz_core.session.factory import Prepared, build_engine, session_info
+from specviz_core.session.request import check_method
 
 #: Methods run when ``--methods`` is not given (``hf_assisted`` and ``draft_tree`` join when there is a draft model).
 DEFAULT_METHODS = ("ar", "pld", "hf_prompt_lookup", "tr", "tr:budget=auto", "goose", "goose:budget=auto")
@@ -156,28 +157,19 @@ class PeakMemory:
 def run_engine(target: LoadedModel, draft: LoadedModel | None, spec: MethodSpec, ids: list[int],
                max_new_tokens: int, recording: Any = None) -> RunResult:
     """Decode ``ids`` with one method; with ``recording`` (an open Recording), every cycle is recorded."""
-    cls = METHODS[spec.method]
-    rest, auto = split_auto(spec.method, cls.params_cls, spec.params)
-    params = parse_params(spec.method, cls.params_cls, rest)
-    drafter = cls(params, target, draft)
-    controller = make_controller(target, params.budget) if auto else None
-    engine = Engine(target, drafter, ids, DecodeConfig(max_new_tokens=max_new_tokens), budget=controller)
+    choice = check_method(spec.method, spec.params)
+    engine = build_engine(target, choice, ids, draft=draft, max_new_tokens=max_new_tokens)
+    controller = engine.budget
     stage = dict.fromkeys(STAGES, 0.0)
     n_cycles = 0
     with PeakMemory(target.device) as mem:
         prefill_ms = engine.prefill()
         if recording is not None:
-            from .recording import new_session_id
-            from .records import SessionInfo
-            from .session import Prepared, RecordedRun
+            from specviz_core.session.run import RecordedRun
 
-            info = SessionInfo(id=new_session_id(), model=target.name, tokenizer=target.path, method=spec.method,
-                               params=dict(vars(params), **({"budget": "auto"} if auto else {})),
-                               prompt_ids=tuple(ids), prompt_text="", temperature=0.0, seed=0,
-                               device=str(target.device), dtype=str(target.dtype).removeprefix("torch."),
-                               max_new_tokens=max_new_tokens)
+            info = session_info(target, choice, ids, max_new_tokens=max_new_tokens)
             t0 = time.perf_counter()
-            cycles = RecordedRun(Prepared(engine, info), recording).run()
+            cycles = (c.record for c in RecordedRun(Prepared(engine, info), recording).run())
         else:
             t0 = time.perf_counter()
             cycles = engine.cycles()
@@ -307,7 +299,7 @@ def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
     total = (runs_per_round if cfg.warmup else 0) + len(prompts) * (cfg.repeats * len(specs) + len(recorded))
     done = 0
     with tempfile.TemporaryDirectory(prefix="specviz-bench-") as tmp:
-        from .recording import Recording
+        from specviz_core.recording.store import Recording
 
         rec = Recording(Path(tmp) / "bench.db", create=True) if recorded else None
         try:

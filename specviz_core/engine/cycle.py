@@ -15,16 +15,17 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from . import kv
-from .drafters.base import DraftContext, Drafter
-from .errors import SpecVizError
-from .models import LoadedModel
-from .records import CycleRecord, Node
-from .tree import DraftTree, VerifyBlock, additive_mask, flatten
-from .verify import children_rows, greedy_walk, sampling_walk
+from specviz_core import kv
+from specviz_core.drafters.base import DraftContext, Drafter
+from specviz_core.engine.forward import verify_forward
+from specviz_core.engine.verify import children_rows, greedy_walk, sampling_walk
+from specviz_core.errors import SpecVizError
+from specviz_core.models import LoadedModel
+from specviz_core.records import CycleRecord, Node
+from specviz_core.tree import DraftTree, flatten
 
 if TYPE_CHECKING:
-    from .budget import BudgetController
+    from specviz_core.engine.budget import BudgetController
 
 TOPK_SHOWN = 5
 PREFILL_CHUNK = 512
@@ -252,19 +253,6 @@ class Engine:
             state=_plain(state),
             timings_ms={k: v * 1000.0 for k, v in seconds.items()},
         )
-
-
-def verify_forward(target: LoadedModel, cache: DynamicCache, block: VerifyBlock, cache_len: int) -> torch.Tensor:
-    """One target forward over a verify block on top of ``cache`` (which grows by n). Returns logits [n, V] in fp32."""
-    dev = target.device
-    out = target.model(
-        input_ids=torch.from_numpy(block.tokens).to(dev)[None],  # [1, n]
-        position_ids=torch.from_numpy(block.positions(cache_len)).to(dev)[None],  # [1, n]
-        attention_mask=additive_mask(block.mask, cache_len, target.dtype, dev),  # [1, 1, n, cache_len + n]
-        past_key_values=cache,
-        use_cache=True,
-    )
-    return out.logits[0].float()
 
 
 def _gate_deeper_than(tree: DraftTree, max_depth: int) -> None:

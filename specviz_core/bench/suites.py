@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import SpecVizError
-from .models import LoadedModel, encode_prompt
+import specviz_resources
+from specviz_core.errors import SpecVizError
+from specviz_core.models import LoadedModel, encode_prompt
 
 #: Built-in suites, in the order ``--suite all`` runs them.
 BUILTIN = ("code_editing", "summarising", "qa", "chat", "multi_turn")
@@ -60,7 +60,7 @@ class Suite:
 
 
 def _suite_dir() -> Any:
-    return resources.files("specviz_core") / "resources" / "suites"
+    return specviz_resources.files("suites")
 
 
 def builtin_names() -> list[str]:

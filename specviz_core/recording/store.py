@@ -24,9 +24,9 @@ import numpy as np
 import psutil
 import sqlite_utils
 
-from .errors import SpecVizError
-from .records import CycleRecord, Node, SessionInfo
-from .summary import CycleSummary, summarize, summary_from_row
+from specviz_core.errors import SpecVizError
+from specviz_core.records import CycleRecord, Node, SessionInfo
+from specviz_core.summary import CycleSummary, summarize, summary_from_row
 
 SCHEMA_VERSION = 2
 """2 added ``cycles.summary`` (see :mod:`specviz_core.summary`); version 1 files are upgraded in place when writable."""
@@ -299,10 +299,11 @@ class SessionWriter:
         self.id = info.id
         self.finished = False
 
-    def append(self, record: CycleRecord) -> CycleRecord:
-        """Store one cycle; returns it with ``timings_ms['record']`` filled in."""
+    def append(self, record: CycleRecord, summary: CycleSummary | None = None) -> CycleRecord:
+        """Store one cycle (``summary``: its summary if the caller has it); returns it with
+        ``timings_ms['record']`` filled in."""
         t0 = time.perf_counter()
-        row = _cycle_to_row(self.id, record)
+        row = _cycle_to_row(self.id, record, summary)
         record_ms = (time.perf_counter() - t0) * 1000.0
         timings = dict(record.timings_ms, record=record_ms)
         row["timings_ms"] = _dumps(timings)
@@ -339,7 +340,7 @@ class SessionWriter:
         self.finished = True
 
 
-def _cycle_to_row(session_id: str, r: CycleRecord) -> dict[str, Any]:
+def _cycle_to_row(session_id: str, r: CycleRecord, summary: CycleSummary | None = None) -> dict[str, Any]:
     # Nodes column-wise: one short list per field instead of a dict per node.
     nodes = {name: [getattr(n, name) for n in r.nodes] for name in _NODE_FIELDS}
     return {
@@ -349,7 +350,7 @@ def _cycle_to_row(session_id: str, r: CycleRecord) -> dict[str, Any]:
         "accepted_path": _dumps(r.accepted_path), "bonus_token": r.bonus_token,
         "committed_ids": _dumps(r.committed_ids), "kv_keep": _dumps(r.kv_keep),
         "target_topk": _dumps(r.target_topk), "state": _dumps(r.state), "timings_ms": _dumps(r.timings_ms),
-        "summary": _dumps(summarize(r).to_json()),
+        "summary": _dumps((summary or summarize(r)).to_json()),
     }
 
 

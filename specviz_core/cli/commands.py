@@ -6,25 +6,20 @@ Bad input prints one line, ``specviz: error: ...``, and exits with status 2.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .bench_cli import add_parser as add_bench_parser
-from .bench_cli import cmd_bench
-from .drafters import METHODS, param_specs
-from .drafters.base import parse_kv
-from .errors import SpecVizError
-from .optimize_tree import add_parser as add_optimize_tree_parser
-from .optimize_tree import cmd_optimize_tree
-
-DEMO_PROMPT = (
-    "Rename the variables in this function to be more descriptive and add type hints:\n\n"
-    "def f(a, b):\n    c = []\n    for x in a:\n        if x in b:\n            c.append(x)\n    return c\n"
-)
+from specviz_core.cli.bench import add_parser as add_bench_parser
+from specviz_core.cli.bench import cmd_bench
+from specviz_core.cli.optimize_tree import add_parser as add_optimize_tree_parser
+from specviz_core.cli.optimize_tree import cmd_optimize_tree
+from specviz_core.drafters import METHODS, param_specs
+from specviz_core.drafters.base import parse_kv
+from specviz_core.errors import SpecVizError
+from specviz_resources import demo_prompt
 
 
 def _methods_help() -> str:
@@ -104,8 +99,10 @@ class _Progress:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from .recording import Recording, new_session_id
-    from .session import RecordedRun, SessionRequest, load_models, prepare, summary_line
+    from specviz_core.recording.store import Recording, new_session_id
+    from specviz_core.session.factory import load_models, prepare
+    from specviz_core.session.request import SessionRequest
+    from specviz_core.session.run import RecordedRun, summary_line
 
     if args.prompt_file is not None:
         try:
@@ -120,17 +117,17 @@ def cmd_record(args: argparse.Namespace) -> int:
         temperature=args.temperature, seed=args.seed, chat_template=False if args.no_chat_template else None,
         device=args.device, dtype=args.dtype,
     )
-    req.check()  # everything that needs no model, before the slow part
+    checked = req.check()  # everything that needs no model, before the slow part
     if args.samples < 1:
         raise SpecVizError(f"--samples must be at least 1, got {args.samples}")
     progress = _Progress(args.quiet)
     infos = []
     with Recording(args.db, create=True) as rec:
-        target, draft = load_models(req, progress)
+        target, draft = load_models(checked, progress)
         # The samples of one prompt are one group and share one drafter, so its tables persist (best-of-N).
         group, drafter = (new_session_id() if args.samples > 1 else None), None
         for i in range(args.samples):
-            prepared = prepare(dataclasses.replace(req, seed=req.seed + i), target, draft, group_id=group, drafter=drafter)
+            prepared = prepare(checked.with_seed(req.seed + i), target, draft, group_id=group, drafter=drafter)
             drafter = prepared.engine.drafter
             run = RecordedRun(prepared, rec)
             bar = None
@@ -142,7 +139,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             try:
                 for cycle in run.run():
                     if bar is not None:
-                        bar.update(len(cycle.committed_ids))
+                        bar.update(len(cycle.record.committed_ids))
             except KeyboardInterrupt:
                 print("specviz: interrupted; the cycles so far are saved", file=sys.stderr)
                 return 130
@@ -160,7 +157,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from .recording import Recording
+    from specviz_core.recording.store import Recording
 
     with Recording(args.db) as rec:
         sessions = rec.sessions()
@@ -176,8 +173,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .export import export_jsonl
-    from .recording import Recording
+    from specviz_core.recording.export import export_jsonl
+    from specviz_core.recording.store import Recording
 
     with Recording(args.db) as rec:
         if args.out is None:
@@ -195,7 +192,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     db = default_db()
     db.parent.mkdir(parents=True, exist_ok=True)
     print(f"Recording a demo Goose session to {db} (the GUI is not built yet)", file=sys.stderr)
-    ns = build_parser().parse_args(["record", "--method", "goose", "--prompt", DEMO_PROMPT,
+    ns = build_parser().parse_args(["record", "--method", "goose", "--prompt", demo_prompt(),
                                     "--max-new-tokens", "96", "--db", str(db)])
     return cmd_record(ns)
 

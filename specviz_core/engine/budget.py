@@ -33,10 +33,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .cost_curve import CostCurve
-from .errors import SpecVizError
-from .records import CycleRecord
-from .tree import DraftTree
+from specviz_core.engine.cost_curve import CostCurve
+from specviz_core.errors import SpecVizError
+from specviz_core.records import CycleRecord
+from specviz_core.tree import DraftTree
 
 AUTO = "auto"
 #: Upper edges of the score bands; scores at or above the last are "no confidence given" (a spine, a copy).
@@ -284,6 +284,6 @@ class BudgetController:
 
 def make_controller(target: Any, max_budget: int) -> BudgetController:
     """A controller for ``target`` on its device, measuring (once) and storing its cost curve if needed."""
-    from .cost_curve import ensure_cost_curve
+    from specviz_core.engine.cost_curve import ensure_cost_curve
 
     return BudgetController(CostCurve.from_dict(ensure_cost_curve(target)), max_budget)

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from .models import LoadedModel
+from specviz_core.models import LoadedModel
 
 HF_METHODS = ("hf_prompt_lookup", "hf_assisted", "hf_greedy")
 PROMPT_LOOKUP_TOKENS = 10

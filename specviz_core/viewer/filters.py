@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .errors import SpecVizError
-from .summary import CycleSummary
+from specviz_core.errors import SpecVizError
+from specviz_core.summary import CycleSummary
 
 #: Filter kinds, with a label for menus.
 KINDS: dict[str, str] = {

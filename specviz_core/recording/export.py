@@ -6,8 +6,8 @@ import json
 from dataclasses import asdict
 from typing import IO, Any
 
-from .recording import Recording
-from .records import CycleRecord, SessionInfo
+from specviz_core.recording.store import Recording
+from specviz_core.records import CycleRecord, SessionInfo
 
 FORMAT_VERSION = 1
 

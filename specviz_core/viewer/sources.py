@@ -9,9 +9,9 @@ import dataclasses
 from collections import OrderedDict
 from typing import Protocol
 
-from .records import CycleRecord, SessionInfo
-from .recording import Recording
-from .summary import CycleSummary, summarize
+from specviz_core.recording.store import Recording
+from specviz_core.records import CycleRecord, SessionInfo
+from specviz_core.summary import CycleSummary, summarize
 
 
 class CycleSource(Protocol):
@@ -72,11 +72,12 @@ class LiveSource:
     def __len__(self) -> int:
         return len(self._records)
 
-    def append(self, record: CycleRecord) -> CycleSummary:
+    def append(self, record: CycleRecord, summary: CycleSummary | None = None) -> CycleSummary:
+        """Add the next cycle; its summary is computed here unless the recorder already did."""
         if record.index != len(self._records):
             raise ValueError(f"cycle {record.index} arrived after {len(self._records)} cycles")
         self._records.append(record)
-        summary = summarize(record)
+        summary = summary if summary is not None else summarize(record)
         self._summaries.append(summary)
         return summary
 

@@ -1,0 +1,91 @@
+"""STAND's data-driven static tree (seed 002, Section 4.2): decode with a large tree, keep what got accepted.
+
+Decode calibration prompts with STAND and a large tree (625 rank paths by
+default), count how often each rank path lies on an accepted path, keep the
+best 80 and save them as a tree file (``--param tree=tree.json`` uses it).
+
+The kept nodes must form a tree that stochastic drafting can fill: every path's
+parent and its lower-ranked siblings must be kept too (siblings are drawn in
+rank order). A node is only accepted when its parent is, so a parent's count is
+at least any child's; a lower-ranked sibling may have a smaller count than a
+higher one, so each node is ranked by the largest count among itself and its
+higher-ranked siblings. Sorting by that (ties: shallower first, then by path)
+puts every parent and lower sibling before the node, and any prefix of the
+order is a valid tree.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from specviz_core.drafters.stand import RankPath, StandDrafter, StandParams, check_tree, tree_file
+from specviz_core.errors import SpecVizError
+from specviz_core.session.factory import build_engine
+from specviz_core.session.request import check_method
+
+# Rank weights of the large starting tree: flatter than Token Recycling's, so it reaches deep
+# (a tree optimized for STAND can be a long narrow chain; the paper's reached depth 13).
+LARGE_TREE_WEIGHTS = (0.8, 0.3, 0.15, 0.08, 0.05, 0.03, 0.02, 0.015, 0.01, 0.008)
+
+
+def large_tree(size: int, max_depth: int, top_k: int) -> list[RankPath]:
+    """The ``size`` rank paths with the largest products of LARGE_TREE_WEIGHTS (best first, so closed)."""
+    w = [LARGE_TREE_WEIGHTS[min(r, len(LARGE_TREE_WEIGHTS) - 1)] / (1 + max(0, r - 9)) for r in range(top_k)]
+    heap: list[tuple[float, RankPath]] = [(-w[0], (0,))]
+    chosen: list[RankPath] = []
+    while heap and len(chosen) < size:
+        neg, path = heapq.heappop(heap)
+        chosen.append(path)
+        if path[-1] + 1 < top_k:  # the next sibling
+            heapq.heappush(heap, (neg / w[path[-1]] * w[path[-1] + 1], path[:-1] + (path[-1] + 1,)))
+        if len(path) < max_depth:  # the first child
+            heapq.heappush(heap, (neg * w[0], path + (0,)))
+    return check_tree(chosen, top_k, "large tree")
+
+
+def select_tree(paths: Sequence[RankPath], counts: dict[RankPath, int], keep: int) -> list[RankPath]:
+    """The best ``keep`` paths by accepted count, closed under parents and lower-ranked siblings."""
+    lifted: dict[RankPath, int] = {}
+    for p in sorted(paths, key=lambda p: (-len(p), p[:-1], -p[-1])):  # higher siblings first
+        lifted[p] = max(counts.get(p, 0), lifted.get(p[:-1] + (p[-1] + 1,), 0))
+    order = sorted(paths, key=lambda p: (-lifted[p], len(p), p))
+    return sorted(order[:keep], key=lambda p: (len(p), p))
+
+
+def optimize_tree(target: Any, prompts: list[list[int]], *, large: int = 625, keep: int = 80, max_depth: int = 16,
+                  max_new_tokens: int = 128, temperature: float = 0.0, seed: int = 0, samples: int = 1,
+                  params: dict[str, Any] | None = None,
+                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Decode every prompt ``samples`` times with one STAND drafter on a large tree; return the tree file's JSON."""
+    choice = check_method("stand", params)
+    base: StandParams = choice.params
+    if choice.auto:
+        raise SpecVizError("optimize-tree decodes on its own large tree: budget=auto does not apply")
+    if base.tree:
+        raise SpecVizError("optimize-tree starts from its own large tree: do not pass tree=")
+    paths = large_tree(large, max_depth, base.top_k)
+    drafter = StandDrafter(base, target)
+    drafter.template = paths  # decode on the large tree
+    drafter.children = Counter(p[:-1] for p in paths)
+    counts: Counter[RankPath] = Counter()
+    cycles = tokens = 0
+    for i, prompt in enumerate(prompts):
+        for s in range(samples):
+            engine = build_engine(target, choice, prompt, max_new_tokens=max_new_tokens, temperature=temperature,
+                                  seed=seed + s, drafter=drafter)
+            for rec in engine.cycles():
+                counts.update(drafter.paths[n] for n in rec.accepted_path)
+                cycles += 1
+            tokens += len(engine.output_ids)
+            if progress is not None:
+                progress(f"prompt {i + 1}/{len(prompts)} sample {s + 1}/{samples}: {len(engine.output_ids)} tokens, "
+                         f"{engine.n_forward} forwards, {len(engine.output_ids) / engine.n_forward:.2f} tokens/forward")
+    kept = select_tree(paths, counts, keep)
+    meta = {"large_tree": len(paths), "large_tree_depth": max(len(p) for p in paths), "keep": keep,
+            "prompts": len(prompts), "samples": samples, "temperature": temperature, "seed": seed,
+            "max_new_tokens": max_new_tokens, "cycles": cycles, "tokens": tokens,
+            "accepted_tokens": sum(counts.values()), "model": getattr(target, "name", "?")}
+    return tree_file(kept, [counts.get(p, 0) for p in kept], meta)

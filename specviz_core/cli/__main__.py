@@ -1,0 +1,5 @@
+import sys
+
+from specviz_core.cli.commands import main
+
+sys.exit(main())

@@ -1,0 +1,26 @@
+"""The one target forward of a cycle: a verify block on top of the KV cache, with the tree mask.
+
+Its own module so that the cycle (``cycle``) and the cost-curve measurement (``cost_curve``) share it
+without importing each other.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+
+from specviz_core.models import LoadedModel
+from specviz_core.tree import VerifyBlock, additive_mask
+
+
+def verify_forward(target: LoadedModel, cache: DynamicCache, block: VerifyBlock, cache_len: int) -> torch.Tensor:
+    """One target forward over a verify block on top of ``cache`` (which grows by n). Returns logits [n, V] in fp32."""
+    dev = target.device
+    out = target.model(
+        input_ids=torch.from_numpy(block.tokens).to(dev)[None],  # [1, n]
+        position_ids=torch.from_numpy(block.positions(cache_len)).to(dev)[None],  # [1, n]
+        attention_mask=additive_mask(block.mask, cache_len, target.dtype, dev),  # [1, 1, n, cache_len + n]
+        past_key_values=cache,
+        use_cache=True,
+    )
+    return out.logits[0].float()

@@ -1,0 +1,1 @@
+"""Sessions on disk: the SQLite store (``store``) and the public JSON-lines export (``export``)."""

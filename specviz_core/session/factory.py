@@ -1,0 +1,80 @@
+"""The one engine factory: models and a checked method in, an :class:`Engine` out.
+
+The window, ``specviz record``, ``specviz bench`` and ``specviz optimize-tree`` all build their
+engines here, so a method runs the same wherever it is started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from specviz_core.drafters import Drafter
+from specviz_core.engine.budget import make_controller
+from specviz_core.engine.cycle import DecodeConfig, Engine
+from specviz_core.models import LoadedModel, check_same_tokenizer, encode_prompt, load_model
+from specviz_core.recording.store import new_session_id
+from specviz_core.records import SessionInfo
+from specviz_core.session.request import CheckedRequest, MethodChoice
+
+
+@dataclass
+class Prepared:
+    """A session ready to decode: its engine and the session row it is recorded under."""
+
+    engine: Engine
+    info: SessionInfo
+
+
+def build_engine(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence[int], *,
+                 draft: LoadedModel | None = None, max_new_tokens: int = 128, temperature: float = 0.0,
+                 seed: int = 0, drafter: Drafter | None = None) -> Engine:
+    """An engine for ``choice`` on ``prompt_ids``. ``drafter``: reuse one (its tables persist across
+    the samples of a group), else a new one; with ``budget=auto`` a budget controller is attached."""
+    if drafter is None:
+        drafter = choice.cls(choice.params, target, draft)
+    budget = make_controller(target, choice.params.budget) if choice.auto else None
+    cfg = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+    return Engine(target, drafter, list(prompt_ids), cfg, budget=budget)
+
+
+def load_models(checked: CheckedRequest, progress: Callable[[str, float | None], None] | None = None
+                ) -> tuple[LoadedModel, LoadedModel | None]:
+    """The target and, when the method drafts with a model, the draft model (the target itself if named twice)."""
+    progress = progress or (lambda s, f: None)
+    req = checked.request
+    target = load_model(req.model, device=req.device, dtype=req.dtype, progress=progress)
+    draft = None
+    if checked.choice.wants_draft_model:
+        if (req.draft_model or "default") == (req.model or "default"):
+            draft = target
+        else:
+            draft = load_model(req.draft_model, device=req.device, dtype=req.dtype, progress=progress)
+            check_same_tokenizer(target, draft)
+    return target, draft
+
+
+def session_info(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence[int], *, prompt_text: str = "",
+                 temperature: float = 0.0, seed: int = 0, max_new_tokens: int = 0, draft: LoadedModel | None = None,
+                 chat_template: bool = False, group_id: str | None = None) -> SessionInfo:
+    """The session row a recording starts with."""
+    return SessionInfo(
+        id=new_session_id(), model=target.name, tokenizer=target.path, method=choice.method,
+        params=choice.recorded_params, prompt_ids=tuple(prompt_ids), prompt_text=prompt_text,
+        temperature=temperature, seed=seed, device=str(target.device),
+        dtype=str(target.dtype).removeprefix("torch."), draft_model=draft.name if draft is not None else None,
+        chat_template=chat_template, max_new_tokens=max_new_tokens, group_id=group_id,
+    )
+
+
+def prepare(checked: CheckedRequest, target: LoadedModel, draft: LoadedModel | None = None,
+            group_id: str | None = None, drafter: Drafter | None = None) -> Prepared:
+    """A session ready to decode: the prompt encoded, the engine built, the session row filled in."""
+    req = checked.request
+    prompt_ids, used_chat = encode_prompt(target, req.prompt, req.chat_template)
+    engine = build_engine(target, checked.choice, prompt_ids, draft=draft, max_new_tokens=req.max_new_tokens,
+                          temperature=req.temperature, seed=req.seed, drafter=drafter)
+    info = session_info(target, checked.choice, prompt_ids, prompt_text=req.prompt, temperature=req.temperature,
+                        seed=req.seed, max_new_tokens=req.max_new_tokens, draft=draft, chat_template=used_chat,
+                        group_id=group_id)
+    return Prepared(engine, info)

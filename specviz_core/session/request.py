@@ -1,0 +1,95 @@
+"""What a user asks for: a method with its parameters (:class:`MethodChoice`) and a whole session
+(:class:`SessionRequest`). ``check()`` validates everything that needs no model, once; what it
+returns (:class:`CheckedRequest`) is what the factory takes, so nothing checks twice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from specviz_core.drafters import Drafter, method_class, parse_params
+from specviz_core.engine.budget import split_auto
+from specviz_core.errors import SpecVizError
+
+
+@dataclass(frozen=True)
+class MethodChoice:
+    """A checked method: its drafter class, its parsed parameters and whether ``budget=auto`` was asked."""
+
+    method: str
+    cls: type[Drafter]
+    params: Any
+    """An instance of ``cls.params_cls``."""
+    auto: bool = False
+
+    @property
+    def recorded_params(self) -> dict[str, Any]:
+        """The parameters as a session records them (``budget`` is ``"auto"`` when the controller picks it)."""
+        return dict(vars(self.params), **({"budget": "auto"} if self.auto else {}))
+
+    @property
+    def wants_draft_model(self) -> bool:
+        return self.cls.wants_draft_model(self.params)
+
+
+def check_method(method: str, raw_params: dict[str, Any] | None = None, budget: int | None = None) -> MethodChoice:
+    """Parse and validate a method's ``key=value`` parameters (``budget=auto`` allowed where there is a budget)."""
+    cls = method_class(method)
+    raw, auto = split_auto(method, cls.params_cls, dict(raw_params or {}))
+    if budget is not None:
+        if budget < 1:
+            raise SpecVizError(f"budget must be at least 1, got {budget}")
+        if "budget" not in cls.params_cls.__dataclass_fields__:
+            raise SpecVizError(f"method {method} has no budget")
+        raw["budget"] = budget
+    return MethodChoice(method, cls, parse_params(method, cls.params_cls, raw), auto)
+
+
+@dataclass
+class SessionRequest:
+    """Everything a user chooses for one session."""
+
+    method: str
+    prompt: str
+    model: str | None = None
+    draft_model: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    budget: int | None = None
+    max_new_tokens: int = 128
+    temperature: float = 0.0
+    seed: int = 0
+    chat_template: bool | None = None
+    """None: use the model's chat template if it has one."""
+    device: str | None = None
+    dtype: str | None = None
+
+    def check(self) -> CheckedRequest:
+        """Validate everything that needs no model."""
+        choice = check_method(self.method, self.params, self.budget)
+        if not self.prompt or not self.prompt.strip():
+            raise SpecVizError("the prompt is empty")
+        if self.max_new_tokens < 1:
+            raise SpecVizError("max new tokens must be at least 1")
+        if self.temperature < 0:
+            raise SpecVizError("temperature must be >= 0")
+        if choice.wants_draft_model and not self.draft_model:
+            why = "" if choice.cls.needs_draft_model else " with drafter=model (drafter=table needs none)"
+            raise SpecVizError(
+                f"method {self.method} needs --draft-model{why} (a model sharing the target's tokenizer; "
+                "the target itself works, e.g. --draft-model default)"
+            )
+        return CheckedRequest(self, choice)
+
+
+@dataclass(frozen=True)
+class CheckedRequest:
+    """A request that passed :meth:`SessionRequest.check`, with its parsed method."""
+
+    request: SessionRequest
+    choice: MethodChoice
+
+    def with_seed(self, seed: int) -> CheckedRequest:
+        """The same request with another seed (the samples of one group)."""
+        from dataclasses import replace
+
+        return CheckedRequest(replace(self.request, seed=seed), self.choice)

@@ -1,0 +1,71 @@
+"""Decoding a prepared session and recording every cycle, the same way whoever started it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import NamedTuple
+
+from specviz_core.errors import SpecVizError
+from specviz_core.recording.store import Recording, SessionWriter
+from specviz_core.records import CycleRecord, SessionInfo
+from specviz_core.session.factory import Prepared
+from specviz_core.summary import CycleSummary, summarize
+
+__all__ = ["Prepared", "RecordedCycle", "RecordedRun", "summary_line"]
+
+
+class RecordedCycle(NamedTuple):
+    """A cycle as stored: the record (with its ``record`` timing) and its summary, computed once."""
+
+    record: CycleRecord
+    summary: CycleSummary
+
+
+class RecordedRun:
+    """Drives an engine and records every cycle; safe to stop at any cycle boundary.
+
+    ``run()`` yields cycles already stored; if the loop is left early the session is marked
+    ``interrupted``, if the engine raises it is marked ``failed``.
+    """
+
+    def __init__(self, prepared: Prepared, recording: Recording) -> None:
+        self.engine = prepared.engine
+        self.recording = recording
+        self.writer: SessionWriter = recording.new_session(prepared.info)
+        self.info = prepared.info
+
+    def step(self) -> RecordedCycle:
+        try:
+            if not self.engine._prefilled:
+                self.writer.set_prefill_ms(self.engine.prefill())
+            record = self.engine.step()
+            summary = summarize(record)
+            record = self.writer.append(record, summary)
+            summary = replace(summary, cycle_ms=float(sum(record.timings_ms.values())))  # the record time too
+        except SpecVizError as e:
+            self.finish("failed", str(e))
+            raise
+        except Exception as e:
+            self.finish("failed", f"{type(e).__name__}: {e}")
+            raise
+        if self.engine.done:
+            self.finish("complete", self.engine.stop_reason)
+        return RecordedCycle(record, summary)
+
+    def run(self) -> Iterator[RecordedCycle]:
+        try:
+            while not self.engine.done:
+                yield self.step()
+        finally:
+            if not self.writer.finished:
+                self.finish("interrupted", "stopped by the user")
+
+    def finish(self, status: str, reason: str = "") -> None:
+        self.writer.finish(status, reason, self.engine.drafter.stats())
+
+
+def summary_line(info: SessionInfo) -> str:
+    return (f"{info.n_tokens} tokens, {info.n_forward} target forwards, "
+            f"{info.mean_accepted:.2f} tokens/forward, {info.tokens_per_s:.1f} tokens/s "
+            f"({info.status}{', ' + info.stop_reason if info.stop_reason else ''})")

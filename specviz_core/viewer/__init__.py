@@ -1,0 +1,1 @@
+"""What the window shows, without Qt: the session model, cycle sources (live or recorded), filters."""
