@@ -23,6 +23,7 @@ from pathlib import Path
 import platformdirs
 import torch
 
+from .attention import AttentionPattern, attention_pattern, prepare_model
 from .errors import SpecVizError
 
 DEFAULT_MODEL = "default"
@@ -50,6 +51,19 @@ class LoadedModel:
     """The folder the weights were read from."""
     device: torch.device
     dtype: torch.dtype
+
+    def __post_init__(self) -> None:
+        prepare_model(self.model)
+
+    @property
+    def attention(self) -> AttentionPattern:
+        """How the model's layers attend (full, sliding windows); tree masks follow it."""
+        return attention_pattern(self.model.config)
+
+    @property
+    def attn_implementation(self) -> str:
+        """``sdpa`` or ``eager``: the attention kernel transformers runs."""
+        return str(getattr(self.model.config, "_attn_implementation", None) or "eager")
 
     @property
     def context_length(self) -> int:
@@ -194,14 +208,19 @@ def load_model(
     name: str | None = None,
     device: str | None = None,
     dtype: str | None = None,
-    attn_implementation: str = "sdpa",
+    attn_implementation: str | None = None,
     progress: Progress = _no_progress,
 ) -> LoadedModel:
-    """Load a causal LM and its tokenizer, offline."""
+    """Load a causal LM and its tokenizer, offline.
+
+    Attention runs through SDPA where the model supports it, else eager (Gemma 2, BLOOM, ...);
+    flash-attention is never used, because it cannot take a tree mask.
+    """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if attn_implementation not in ("sdpa", "eager"):
+    if attn_implementation not in (None, "auto", "sdpa", "eager"):
         raise SpecVizError("attention must be 'sdpa' or 'eager': flash-attention cannot take a tree mask")
+    kernels = ["sdpa", "eager"] if attn_implementation in (None, "auto") else [attn_implementation]
     path = resolve_model_path(name, progress)
     dev = pick_device(device)
     dt = pick_dtype(dev, dtype)
@@ -210,9 +229,15 @@ def load_model(
     try:
         with _quiet():
             tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-            model = AutoModelForCausalLM.from_pretrained(
-                str(path), dtype=dt, local_files_only=True, attn_implementation=attn_implementation
-            )
+            for i, kernel in enumerate(kernels):
+                try:
+                    model = AutoModelForCausalLM.from_pretrained(
+                        str(path), dtype=dt, local_files_only=True, attn_implementation=kernel
+                    )
+                    break
+                except ValueError as e:  # "... does not support an attention implementation through sdpa"
+                    if i + 1 == len(kernels) or "attention implementation" not in str(e):
+                        raise
     except (OSError, ValueError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SpecVizError(f"could not load model from {path}: {first}") from None

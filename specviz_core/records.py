@@ -147,6 +147,8 @@ class SessionInfo:
     """``cpu`` or ``cuda:0``..."""
     dtype: str
     """The target's dtype, e.g. ``float32``."""
+    attention: str = ""
+    """The attention kernel and the layers' pattern, e.g. ``sdpa; full`` or ``eager; full + sliding window 4096``."""
     status: str = "running"
     """``running``, ``complete``, ``interrupted`` or ``failed``."""
     created: str = ""

@@ -118,18 +118,3 @@ def flatten(tree: DraftTree) -> VerifyBlock:
         parent_rows=parent_rows,
         mask=mask,
     )
-
-
-def additive_mask(tree_mask: np.ndarray, cache_len: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """The 4-D additive mask the model takes: [1, 1, n, cache_len + m] for a [n, m] tree mask.
-
-    0 where attention is allowed, the dtype's minimum elsewhere. Every row sees
-    every cached position. A float mask, because the eager attention path
-    silently ignores a boolean one.
-    """
-    n, m = tree_mask.shape
-    allowed = torch.ones((n, cache_len + m), dtype=torch.bool)
-    allowed[:, cache_len:] = torch.from_numpy(tree_mask)
-    out = torch.zeros((n, cache_len + m), dtype=dtype)
-    out.masked_fill_(~allowed, torch.finfo(dtype).min)
-    return out.to(device)[None, None]

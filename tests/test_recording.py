@@ -169,3 +169,17 @@ def test_foreign_sqlite_file_is_refused(tmp_path):
     with pytest.raises(SpecVizError, match="not a SpecViz recording"):
         Recording(db, create=True)
     assert digest(db) == before
+
+
+def test_schema_2_file_is_upgraded_with_an_empty_attention(tiny, tmp_path):
+    path = tmp_path / "old.db"
+    sid, live, _ = record_tiny(tiny, path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("ALTER TABLE sessions DROP COLUMN attention")
+        conn.execute("UPDATE specviz_meta SET value = '2' WHERE key = 'schema_version'")
+    conn.close()
+    with Recording(path) as rec:
+        info = rec.session(sid)
+        assert info.attention == "" and info.n_cycles == len(live)
+        assert rec.db.execute("SELECT value FROM specviz_meta WHERE key = 'schema_version'").fetchone()[0] == "3"

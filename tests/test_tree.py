@@ -3,7 +3,8 @@
 import numpy as np
 import torch
 
-from specviz_core.tree import DraftTree, additive_mask, flatten
+from specviz_core.attention import additive_mask
+from specviz_core.tree import DraftTree, flatten
 
 
 def seed_example() -> DraftTree:

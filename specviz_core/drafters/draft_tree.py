@@ -17,7 +17,8 @@ import torch
 from transformers import DynamicCache
 
 from .. import kv
-from ..tree import DraftTree, additive_mask
+from ..attention import tree_masks
+from ..tree import DraftTree
 from .base import DraftContext, Drafter, param
 
 
@@ -28,6 +29,7 @@ class DraftModelRunner:
         self.loaded = model
         self.cache = DynamicCache()
         self.seen: list[int] = []  # tokens whose KV is in the cache, in order
+        self.row_depths: list[int] = []  # depth of every draft-tree row run since the last catch-up or keep
         self.forwards = 0
 
     def reset(self) -> None:
@@ -57,6 +59,7 @@ class DraftModelRunner:
         self.forwards += 1
         self.cache = out.past_key_values
         self.seen = list(ids)
+        self.row_depths = []
         return out.logits[0, -1].float()
 
     @torch.no_grad()
@@ -68,10 +71,14 @@ class DraftModelRunner:
         """
         base = len(self.seen)
         dev = self.loaded.device
-        mask = additive_mask(tree_mask, base, self.loaded.dtype, dev)  # [1, 1, m, base + r + m]
+        self.row_depths = self.row_depths + list(depths)
+        rows = base - 1 + np.asarray(depths)  # [m] positions
+        cols = base - 1 + np.asarray(self.row_depths)  # [r + m]
+        # [1, 1, m, base + r + m], or one per layer type (sliding windows)
+        mask = tree_masks(self.loaded.attention, tree_mask, base, self.loaded.dtype, dev, rows, cols)
         out = self.loaded.model(
             input_ids=torch.tensor([tokens], device=dev),
-            position_ids=torch.tensor([[base - 1 + d for d in depths]], device=dev),
+            position_ids=torch.from_numpy(rows).to(dev)[None],  # [1, m]
             attention_mask=mask,
             past_key_values=self.cache,
             use_cache=True,
@@ -84,6 +91,7 @@ class DraftModelRunner:
         """Keep the committed KV plus these draft-tree rows (an accepted prefix), drop the rest."""
         kv.trim(self.cache, len(self.seen), rows)
         self.seen = self.seen + list(tokens)
+        self.row_depths = []
 
 
 @dataclass(frozen=True)

@@ -9,17 +9,20 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
+from specviz_core.attention import tree_masks
 from specviz_core.models import LoadedModel
-from specviz_core.tree import VerifyBlock, additive_mask
+from specviz_core.tree import VerifyBlock
 
 
 def verify_forward(target: LoadedModel, cache: DynamicCache, block: VerifyBlock, cache_len: int) -> torch.Tensor:
     """One target forward over a verify block on top of ``cache`` (which grows by n). Returns logits [n, V] in fp32."""
     dev = target.device
+    positions = block.positions(cache_len)  # [n]
     out = target.model(
         input_ids=torch.from_numpy(block.tokens).to(dev)[None],  # [1, n]
-        position_ids=torch.from_numpy(block.positions(cache_len)).to(dev)[None],  # [1, n]
-        attention_mask=additive_mask(block.mask, cache_len, target.dtype, dev),  # [1, 1, n, cache_len + n]
+        position_ids=torch.from_numpy(positions).to(dev)[None],  # [1, n]
+        # [1, 1, n, cache_len + n], or one such mask per layer type (sliding windows)
+        attention_mask=tree_masks(target.attention, block.mask, cache_len, target.dtype, dev, positions, positions),
         past_key_values=cache,
         use_cache=True,
     )

@@ -28,8 +28,9 @@ from specviz_core.errors import SpecVizError
 from specviz_core.records import CycleRecord, Node, SessionInfo
 from specviz_core.summary import CycleSummary, summarize, summary_from_row
 
-SCHEMA_VERSION = 2
-"""2 added ``cycles.summary`` (see :mod:`specviz_core.summary`); version 1 files are upgraded in place when writable."""
+SCHEMA_VERSION = 3
+"""2 added ``cycles.summary`` (see :mod:`specviz_core.summary`), 3 ``sessions.attention``; older files are upgraded
+in place when writable."""
 
 _NODE_FIELDS = [f.name for f in fields(Node)]
 _SESSION_JSON = ("params", "prompt_ids", "stats")
@@ -127,7 +128,7 @@ class Recording:
                         "id": str, "created": str, "model": str, "tokenizer": str, "draft_model": str,
                         "method": str, "params": str, "prompt_ids": str, "prompt_text": str,
                         "chat_template": int, "temperature": float, "seed": int, "device": str, "dtype": str,
-                        "max_new_tokens": int, "group_id": str, "status": str, "stop_reason": str,
+                        "attention": str, "max_new_tokens": int, "group_id": str, "status": str, "stop_reason": str,
                         "n_cycles": int, "n_forward": int, "n_tokens": int, "decode_ms": float,
                         "prefill_ms": float, "stats": str,
                         "writer_pid": int, "writer_started": float, "writer_host": str,
@@ -148,10 +149,11 @@ class Recording:
             raise SpecVizError(f"cannot write the recording at {self.path}: {e}") from None
 
     def _upgrade(self, version: int) -> None:
-        """Version 1 -> 2: add and fill ``cycles.summary``. A read-only file is read as it is."""
-        if version == 1:
-            try:
-                with self.db.conn:
+        """1 -> 2: add and fill ``cycles.summary``; 2 -> 3: add ``sessions.attention`` (empty: not recorded).
+        A read-only file is read as it is."""
+        try:
+            with self.db.conn:
+                if version < 2:
                     self.db.execute("ALTER TABLE cycles ADD COLUMN summary TEXT")
                     cur = self.db.execute("SELECT * FROM cycles")
                     cols = [d[0] for d in cur.description]
@@ -159,9 +161,11 @@ class Recording:
                     self.db.conn.executemany(
                         "UPDATE cycles SET summary = ? WHERE session_id = ? AND idx = ?",
                         [(_dumps(summarize(_cycle_from_row(r)).to_json()), r["session_id"], r["idx"]) for r in rows])
-                    self.db.execute("UPDATE specviz_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
-            except sqlite3.OperationalError:
-                self._legacy = True
+                if version < 3:
+                    self.db.execute("ALTER TABLE sessions ADD COLUMN attention TEXT")
+                self.db.execute("UPDATE specviz_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
+        except sqlite3.OperationalError:
+            self._legacy = version < 2
 
     def _mark_dead_writers(self) -> None:
         """A ``running`` session whose writer process is gone was killed: mark it ``interrupted``."""
@@ -223,6 +227,7 @@ class Recording:
             kwargs[key] = json.loads(row[key]) if row[key] else ({} if key != "prompt_ids" else [])
         kwargs["prompt_ids"] = tuple(kwargs["prompt_ids"])
         kwargs["chat_template"] = bool(row["chat_template"])
+        kwargs["attention"] = row.get("attention") or ""
         kwargs["output_ids"] = output
         return SessionInfo(**kwargs)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from specviz_core.drafters import Drafter
 from specviz_core.engine.budget import make_controller
 from specviz_core.engine.cycle import DecodeConfig, Engine
+from specviz_core.engine.selfcheck import SelfCheck, check_tree_support
 from specviz_core.models import LoadedModel, check_same_tokenizer, encode_prompt, load_model
 from specviz_core.recording.store import new_session_id
 from specviz_core.records import SessionInfo
@@ -38,18 +39,33 @@ def build_engine(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence
     return Engine(target, drafter, list(prompt_ids), cfg, budget=budget)
 
 
+def load_checked_model(name: str | None, device: str | None = None, dtype: str | None = None,
+                       progress: Callable[[str, float | None], None] | None = None) -> LoadedModel:
+    """Load a model and check, once per process, that it honours tree masks and positions (else refuse)."""
+    progress = progress or (lambda s, f: None)
+    model = load_model(name, device=device, dtype=dtype, progress=progress)
+    key = (model.path, str(model.device), str(model.dtype), model.attn_implementation)
+    if key not in _CHECKED:
+        progress("Checking tree attention on this model", None)
+        _CHECKED[key] = check_tree_support(model)
+    return model
+
+
+#: Models that passed the load-time self-check in this process: (path, device, dtype, attention) -> result.
+_CHECKED: dict[tuple[str, str, str, str], SelfCheck] = {}
+
+
 def load_models(checked: CheckedRequest, progress: Callable[[str, float | None], None] | None = None
                 ) -> tuple[LoadedModel, LoadedModel | None]:
     """The target and, when the method drafts with a model, the draft model (the target itself if named twice)."""
-    progress = progress or (lambda s, f: None)
     req = checked.request
-    target = load_model(req.model, device=req.device, dtype=req.dtype, progress=progress)
+    target = load_checked_model(req.model, req.device, req.dtype, progress)
     draft = None
     if checked.choice.wants_draft_model:
         if (req.draft_model or "default") == (req.model or "default"):
             draft = target
         else:
-            draft = load_model(req.draft_model, device=req.device, dtype=req.dtype, progress=progress)
+            draft = load_checked_model(req.draft_model, req.device, req.dtype, progress)
             check_same_tokenizer(target, draft)
     return target, draft
 
@@ -62,7 +78,8 @@ def session_info(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence
         id=new_session_id(), model=target.name, tokenizer=target.path, method=choice.method,
         params=choice.recorded_params, prompt_ids=tuple(prompt_ids), prompt_text=prompt_text,
         temperature=temperature, seed=seed, device=str(target.device),
-        dtype=str(target.dtype).removeprefix("torch."), draft_model=draft.name if draft is not None else None,
+        dtype=str(target.dtype).removeprefix("torch."),
+        attention=f"{target.attn_implementation}; {target.attention.describe()}", draft_model=draft.name if draft is not None else None,
         chat_template=chat_template, max_new_tokens=max_new_tokens, group_id=group_id,
     )
 
