@@ -54,11 +54,12 @@ def compare_greedy(m: LoadedModel, prompt: list[int], ours: list[int], ref: list
 
 
 def make_engine(m: LoadedModel, method: str, prompt: list[int], n: int, draft: LoadedModel | None = None,
-                temperature: float = 0.0, seed: int = 0, **params) -> Engine:
+                temperature: float = 0.0, seed: int = 0, reuse=None, **params) -> Engine:
     choice = check_method(method, params)
     if choice.cls.needs_draft_model and draft is None:
         draft = m
-    return build_engine(m, choice, prompt, draft=draft, max_new_tokens=n, temperature=temperature, seed=seed)
+    return build_engine(m, choice, prompt, draft=draft, max_new_tokens=n, temperature=temperature, seed=seed,
+                        drafter=reuse)
 
 
 def run(m: LoadedModel, method: str, prompt: list[int], n: int, **kw) -> tuple[list[int], list]:

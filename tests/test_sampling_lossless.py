@@ -34,9 +34,9 @@ PROMPT = PATTERN + [6, 25, 5, 10, 21, 6, 10, 19, 31, 30] + PATTERN  # the middle
 
 CHI2_RESULTS: dict[str, tuple[float, float, int]] = {}
 
-# name -> (method, params, uses a draft model). TALON and the EAGLE-style tree run with their default
-# table drafter here; their draft-model drafter proposes the same kind of deterministic (one-hot q)
-# nodes, so the walk is the same, and its greedy tests cover it.
+# name -> (method, params, uses a draft model). TALON and the EAGLE-style tree run with both drafters
+# (n-gram tables of the target's outputs, and a draft model unlike the target); ``stand:samples`` keeps
+# one STAND drafter across every seed, so its tables persist from sample to sample as with --samples.
 CONFIGS = {
     "ar": ("ar", {}, False),
     "pld": ("pld", {}, False),
@@ -46,7 +46,10 @@ CONFIGS = {
     "isotropic": ("isotropic", {}, False),
     "talon:table": ("talon", {}, False),
     "eagle_static:table": ("eagle_static", {}, False),
+    "talon:model": ("talon", {"drafter": "model"}, True),
+    "eagle_static:model": ("eagle_static", {"drafter": "model"}, True),
     "stand": ("stand", {}, False),
+    "stand:samples": ("stand", {}, False),
 }
 
 
@@ -112,13 +115,16 @@ def chi_square(counts: dict[tuple[int, ...], int], exact: dict[tuple[int, ...], 
     return float(res.statistic), float(res.pvalue), len(cats)
 
 
-def sample_counts(target, draft, method: str, params: dict, uses_draft: bool, n_seeds: int = N_SEEDS
-                  ) -> tuple[dict, int]:
+def sample_counts(target, draft, method: str, params: dict, uses_draft: bool, n_seeds: int = N_SEEDS,
+                  shared_drafter: bool = False) -> tuple[dict, int]:
     counts: dict[tuple[int, ...], int] = {}
     accepted = 0
+    drafter = None
     for seed in range(n_seeds):
         e = make_engine(target, method, PROMPT, N_TOKENS, draft=draft if uses_draft else None,
-                        temperature=TEMPERATURE, seed=seed, **params)
+                        temperature=TEMPERATURE, seed=seed, reuse=drafter, **params)
+        if shared_drafter:
+            drafter = e.drafter
         for rec in e.cycles():
             accepted += rec.n_accepted
         key = tuple(e.output_ids)
@@ -134,7 +140,7 @@ def exact(models):
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_sampling_matches_plain_sampling(models, exact, name):
     method, params, uses_draft = CONFIGS[name]
-    counts, accepted = sample_counts(*models, method, params, uses_draft)
+    counts, accepted = sample_counts(*models, method, params, uses_draft, shared_drafter=name.endswith(":samples"))
     stat, p, k = chi_square(counts, exact, N_SEEDS)
     CHI2_RESULTS[name] = (stat, p, k)
     print(f"{name}: chi2={stat:.2f} df={k} p={p:.4f} accepted draft tokens={accepted}")

@@ -147,7 +147,6 @@ class Engine:
         if self.budget is not None:  # keep the best B nodes for this hardware; gate the rest
             tree.state = dict(tree.state, budget=self.budget.fit(tree, ceiling).as_state())
         block = flatten(tree)
-        n = len(block.order)
         t1 = self.clock()
 
         logits = verify_forward(self.target, self.cache, block, cache_len)  # [n, V]
