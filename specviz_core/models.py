@@ -161,16 +161,34 @@ def _quiet():
         hf_logging.enable_progress_bar()
 
 
+#: What ``--device`` accepts.
+DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
+#: What ``--dtype`` accepts.
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
 def pick_device(device: str | None = None) -> torch.device:
+    """``auto`` (or None): the GPU when there is one, else Apple's MPS, else the CPU."""
     if device and device != "auto":
         try:
             dev = torch.device(device)
-        except RuntimeError as e:
-            raise SpecVizError(f"unknown device {device!r}: {e}") from None
-        if dev.type == "cuda" and not torch.cuda.is_available():
-            raise SpecVizError("CUDA was asked for but no GPU is available")
+        except RuntimeError:
+            raise SpecVizError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}") from None
+        if dev.type == "cuda":
+            if not torch.cuda.is_available():
+                raise SpecVizError("CUDA was asked for but no GPU is available")
+            if dev.index is not None and dev.index >= torch.cuda.device_count():
+                raise SpecVizError(f"there is no GPU {dev.index} (GPUs: {torch.cuda.device_count()})")
+        elif dev.type == "mps" and not torch.backends.mps.is_available():
+            raise SpecVizError("MPS was asked for but this machine has no Apple GPU")
+        elif dev.type not in ("cpu", "cuda", "mps"):
+            raise SpecVizError(f"unsupported device {device!r}: use one of {', '.join(DEVICES)}")
         return dev
-    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
 
 
 def pick_dtype(device: torch.device, dtype: str | None = None) -> torch.dtype:
@@ -182,7 +200,65 @@ def pick_dtype(device: torch.device, dtype: str | None = None) -> torch.dtype:
             raise SpecVizError(f"unknown dtype {dtype!r}: use float32, float16 or bfloat16") from None
     # fp16 on GPUs (fast, and what the papers measure); fp32 on CPUs, where
     # half precision is slow and its rounding makes near-ties common.
-    return torch.float16 if device.type == "cuda" else torch.float32
+    return torch.float16 if device.type in ("cuda", "mps") else torch.float32
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Whether a model fits before it is loaded: its weights' size and where they will go."""
+
+    weights_gb: float
+    """The weights at the chosen dtype, in GB (10**9 bytes)."""
+    free_gb: float
+    """Free memory on the chosen device, in GB (on CUDA, on that GPU)."""
+    device_map: str | None
+    """None: the whole model on the device; ``auto``: spread over every GPU and the CPU (accelerate)."""
+
+    def describe(self) -> str:
+        where = "spread over the GPUs and the CPU" if self.device_map else "on the device"
+        return f"~{self.weights_gb:.2g} GB of weights, {self.free_gb:.3g} GB free, {where}"
+
+
+def weights_bytes(path: Path, dtype: torch.dtype) -> int:
+    """The size of a model folder's weights at ``dtype``, from the safetensors headers (nothing is loaded)."""
+    import json
+    import struct
+
+    n_params = 0
+    for f in sorted(path.glob("*.safetensors")):
+        with open(f, "rb") as fh:
+            (size,) = struct.unpack("<Q", fh.read(8))
+            header = json.loads(fh.read(size))
+        for name, t in header.items():
+            if name != "__metadata__":
+                n = 1
+                for d in t["shape"]:
+                    n *= d
+                n_params += n
+    if not n_params:  # .bin checkpoints: their file size, at the stored dtype
+        return sum(f.stat().st_size for f in path.glob("*.bin"))
+    return n_params * torch.tensor([], dtype=dtype).element_size()
+
+
+def plan_memory(path: Path, device: torch.device, dtype: torch.dtype) -> MemoryPlan:
+    """Where the weights fit: on the device, spread with accelerate's ``device_map="auto"``, or nowhere (an error)."""
+    import psutil
+
+    need = weights_bytes(path, dtype)
+    ram = psutil.virtual_memory().available
+    if device.type == "cuda":
+        free = torch.cuda.mem_get_info(device)[0]
+        if need <= 0.9 * free:
+            return MemoryPlan(need / 1e9, free / 1e9, None)
+        total = sum(torch.cuda.mem_get_info(i)[0] for i in range(torch.cuda.device_count())) + ram
+        if need <= 0.9 * total:
+            return MemoryPlan(need / 1e9, free / 1e9, "auto")
+        raise SpecVizError(f"the model needs ~{need / 1e9:.3g} GB at {str(dtype).removeprefix('torch.')}; "
+                           f"the GPUs and RAM have {total / 1e9:.3g} GB free: try --dtype float16 or a smaller model")
+    if need > 0.9 * ram:
+        raise SpecVizError(f"the model needs ~{need / 1e9:.3g} GB at {str(dtype).removeprefix('torch.')}; "
+                           f"this machine has {ram / 1e9:.3g} GB of RAM free: try --dtype bfloat16 or a smaller model")
+    return MemoryPlan(need / 1e9, ram / 1e9, None)
 
 
 def resolve_model_path(name: str | None, progress: Progress = _no_progress) -> Path:
@@ -224,7 +300,8 @@ def load_model(
     path = resolve_model_path(name, progress)
     dev = pick_device(device)
     dt = pick_dtype(dev, dtype)
-    progress(f"Loading {path.name}", None)
+    plan = plan_memory(path, dev, dt)
+    progress(f"Loading {path.name} ({plan.describe()})", None)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         with _quiet():
@@ -232,7 +309,8 @@ def load_model(
             for i, kernel in enumerate(kernels):
                 try:
                     model = AutoModelForCausalLM.from_pretrained(
-                        str(path), dtype=dt, local_files_only=True, attn_implementation=kernel
+                        str(path), dtype=dt, local_files_only=True, attn_implementation=kernel,
+                        **({"device_map": plan.device_map} if plan.device_map else {}),
                     )
                     break
                 except ValueError as e:  # "... does not support an attention implementation through sdpa"
@@ -241,7 +319,11 @@ def load_model(
     except (OSError, ValueError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SpecVizError(f"could not load model from {path}: {first}") from None
-    model.to(dev).eval()
+    if plan.device_map:
+        dev = next(model.parameters()).device  # the inputs go where the embeddings are
+        model.eval()
+    else:
+        model.to(dev).eval()
     progress(f"Loaded {path.name}", 1.0)
     logging.getLogger(__name__).debug("loaded %s on %s as %s", path, dev, dt)
     return LoadedModel(model=model, tokenizer=tok, name=name or DEFAULT_MODEL, path=str(path), device=dev, dtype=dt)

@@ -107,3 +107,36 @@ def test_self_check_refuses_a_wrong_mask(arch, plant, arch_dirs, monkeypatch):
     monkeypatch.setattr(forward, "tree_masks", wrong)
     with pytest.raises(SpecVizError, match="does not honour the tree mask and positions"):
         check_tree_support(m)
+
+
+def test_memory_plan_from_the_safetensors_headers(arch_dirs):
+    """The estimate is the parameter count times the dtype's size, read without loading the weights."""
+    from specviz_core.models import plan_memory, weights_bytes
+
+    m = load_model(str(arch_dirs["llama"]), device="cpu")
+    n = sum(p.numel() for p in m.model.parameters())  # a tied embedding is one parameter, stored once
+    assert weights_bytes(arch_dirs["llama"], torch.float32) == 4 * n
+    assert weights_bytes(arch_dirs["llama"], torch.bfloat16) == 2 * n
+    plan = plan_memory(arch_dirs["llama"], torch.device("cpu"), torch.float32)
+    assert plan.device_map is None and plan.weights_gb == pytest.approx(4 * n / 1e9)
+
+
+def test_a_model_larger_than_memory_is_refused_in_one_line(arch_dirs, monkeypatch):
+    import psutil
+
+    from specviz_core import models
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=1000))
+    with pytest.raises(SpecVizError, match=r"needs ~.* GB at float32; this machine has .* GB of RAM free"):
+        models.load_model(str(arch_dirs["llama"]), device="cpu")
+
+
+@pytest.mark.parametrize("device,message", [("meta", "unsupported device"), ("cuda:7", "no GPU"),
+                                            ("gpu!", "unknown device")])
+def test_bad_devices_are_refused_in_one_line(device, message):
+    from specviz_core.models import pick_device
+
+    if torch.cuda.is_available() and device == "cuda:7" and torch.cuda.device_count() > 7:
+        pytest.skip("this machine has 8 GPUs")
+    with pytest.raises(SpecVizError, match=message):
+        pick_device(device)

@@ -16,6 +16,7 @@ from specviz_core.cli.bench import add_parser as add_bench_parser
 from specviz_core.cli.bench import cmd_bench
 from specviz_core.cli.optimize_tree import add_parser as add_optimize_tree_parser
 from specviz_core.cli.optimize_tree import cmd_optimize_tree
+from specviz_core.cli.options import add_device_args
 from specviz_core.drafters import METHODS, param_specs
 from specviz_core.drafters.base import parse_kv
 from specviz_core.errors import SpecVizError
@@ -66,8 +67,7 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     r.add_argument("--budget", type=int, default=None, help="draft tokens verified per cycle, at most (tree methods)")
     r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a method parameter; repeatable")
     r.add_argument("--no-chat-template", action="store_true", help="send the prompt as raw text")
-    r.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
-    r.add_argument("--dtype", default=None, help="float32, float16 or bfloat16 (default: fp16 on GPU, fp32 on CPU)")
+    add_device_args(r)
     r.add_argument("--db", type=Path, required=True, help="SQLite file to record to (created if missing)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from specviz_core.bench.optimize_tree import optimize_tree
+from specviz_core.cli.options import add_device_args
 from specviz_core.drafters.base import parse_kv, parse_params
 from specviz_core.drafters.stand import StandParams
 from specviz_core.errors import SpecVizError
@@ -33,8 +34,7 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--seed", type=int, default=0, help="seed of the first sample (default 0)")
     o.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a STAND parameter; repeatable")
     o.add_argument("--no-chat-template", action="store_true", help="send the prompts as raw text")
-    o.add_argument("--device", default=None)
-    o.add_argument("--dtype", default=None)
+    add_device_args(o)
     o.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
