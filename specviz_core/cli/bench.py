@@ -101,12 +101,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from specviz_core.models import load_model
 
-    if args.threads is not None:
-        if args.threads < 1:
-            raise SpecVizError("--threads must be at least 1")
-        import torch
-
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
 
     def say(stage: str, fraction: float | None) -> None:
         if not args.quiet:
@@ -144,6 +139,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     _finish(res, args)
     print(f"results: {args.out}")
     return 0
+
+
+def set_threads(threads: int | None) -> None:
+    """``--threads``: torch's intra-op threads (None: torch's own choice)."""
+    if threads is not None:
+        if threads < 1:
+            raise SpecVizError("--threads must be at least 1")
+        import torch
+
+        torch.set_num_threads(threads)
 
 
 def _finish(res: dict[str, Any], args: argparse.Namespace) -> None:
