@@ -11,10 +11,13 @@ from pathlib import Path
 import specviz_core.cli.commands as core_cli
 from specviz_core.errors import SpecVizError
 
+from . import bench_cli
+
 PANELS = ("tree", "mask", "kv", "charts", "output", "spine", "window")
 
 
 def add_commands(sub) -> None:
+    bench_cli.add_options(sub.choices["bench"])  # --chart-png and --gui on the core's bench command
     g = sub.add_parser("gui", help="open the window (on a recording with --db)",
                        description="Open the SpecViz window. With --db, replay a session from that recording "
                        "(the latest, or --session); live sessions are recorded to the same file.")
@@ -66,7 +69,7 @@ def cmd_screenshot(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    handlers = {"gui": cmd_gui, "screenshot": cmd_screenshot, None: cmd_gui}
+    handlers = {"gui": cmd_gui, "screenshot": cmd_screenshot, "bench": bench_cli.cmd_bench, None: cmd_gui}
     return core_cli.main(argv, extra=add_commands, extra_handlers=handlers)
 
 

@@ -15,8 +15,9 @@ from transformers import PreTrainedTokenizerFast
 
 from helpers import tiny_llama
 from specviz_core.bench import report as bench_report
-from specviz_core.bench.runner import compare_to_ar, parse_method_specs
-from specviz_core.bench.suites import BUILTIN, load_suite, load_suites
+from specviz_core.bench.runner import compare_to_ar
+from specviz_core.bench.specs import parse_method_specs
+from specviz_core.bench.suites import ALL, BUILTIN, load_suite, load_suites
 from specviz_core.cli.commands import main
 from specviz_core.engine.cost_curve import load_cost_curve
 from specviz_core.errors import SpecVizError
@@ -72,6 +73,27 @@ def test_bench_writes_the_results_schema_and_checks_every_method_against_ar(tiny
     assert "| suite | method | tau (tokens/forward) |" in text and "`goose:budget=auto`" in text
 
 
+def test_bench_samples_with_a_temperature_and_prints_a_row_per_prompt(tiny_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
+    prompt = tmp_path / "p.txt"
+    prompt.write_text("w2 w3 w4 w5 w2 w3 w4 w5 w6 w7 w2 w3 w4")
+    out = tmp_path / "results.json"
+    base = ["bench", "--model", str(tiny_dir), "--prompt-file", str(prompt), "--max-new-tokens", "8", "--out", str(out),
+            "--temperature", "0.7", "--seed", "3", "--no-warmup", "--no-cost-curve", "--record-methods", "none", "--quiet"]
+    assert main(base + ["--methods", "ar,goose:top_k=2", "--per-prompt"]) == 0
+    printed = capsys.readouterr().out
+    res = json.loads(out.read_text())
+    assert res["config"]["temperature"] == 0.7 and res["config"]["seed"] == 3 and res["checks"]["all_identical"] is None
+    for r in res["rows"]:
+        assert r["identical_to_ar"] is None and r["check"] == "sampled (temperature 0.7, seeds 3-4)"
+        assert len(r["tokens_per_s_runs"]) == 2 and r["tau"] >= 1.0
+    assert "sampled at temperature 0.7" in printed and "identical to AR: not compared (sampled)" in printed
+    assert "| file | p | goose:top_k=2 |" in printed  # suite, prompt, method
+    # transformers' reference rows decode greedily: named with a temperature, they are refused before any model loads.
+    assert main(base + ["--methods", "ar,hf_prompt_lookup"]) == 2
+    assert "decode greedily" in capsys.readouterr().err
+
+
 def test_compare_to_ar_names_the_divergence(tiny_dir):
     from specviz_core.models import load_model
 
@@ -100,8 +122,11 @@ def test_builtin_suites_load_and_are_packaged(tiny_dir):
     from specviz_core.models import load_model
 
     m = load_model(str(tiny_dir))
-    suites = load_suites("all")
-    assert [s.name for s in suites] == list(BUILTIN) == ["code_editing", "summarising", "qa", "chat", "multi_turn"]
+    assert [s.name for s in load_suites("all")] == list(ALL) == ["code_editing", "summarising", "qa", "chat", "multi_turn"]
+    # quick (the prompts of the tables in docs/goose.md and docs/talon-stand.md) is built in but not in "all".
+    assert BUILTIN == ALL + ("quick",)
+    suites = load_suites(",".join(BUILTIN))
+    assert [p.id for p in suites[-1].prompts] == ["code_edit", "repeated_structure", "free_chat"]
     for s in suites:
         assert 3 <= len(s.prompts) <= 4 and s.title and s.description
         assert len({p.id for p in s.prompts}) == len(s.prompts)

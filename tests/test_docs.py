@@ -6,6 +6,7 @@ import json
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,67 @@ def test_every_method_exports_valid_sessions_default_model(smol, tmp_path, capsy
         lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
         assert lines[0]["method"] == method and lines[0]["status"] == "complete"
         check_invariants(lines)
+
+
+def documented_commands(prefix: str) -> list[str]:
+    """Every command starting with ``prefix`` quoted in the README and docs/: in ``sh`` blocks (with
+    backslash continuations joined) and in inline code, outside HTML comments."""
+    found = []
+    for md in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = re.sub(r"<!--.*?-->", "", md.read_text(), flags=re.S)
+        for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+            found += [line for line in block.replace("\\\n", " ").splitlines() if line.startswith(prefix)]
+        found += [" ".join(span.split()) for span in re.findall(rf"(?<!`)`({re.escape(prefix)}[^`]*)`", text)]
+    return found
+
+
+def test_every_documented_bench_command_parses():
+    """The documented ``specviz bench`` commands name real options, methods (with their parameters) and suites."""
+    from app.cli import add_commands
+    from specviz_core.bench.specs import parse_method_specs
+    from specviz_core.bench.suites import load_suites
+    from specviz_core.cli.commands import build_parser
+
+    commands = [c for c in documented_commands("specviz bench") if "--help" not in c]
+    assert any("--gui" in c for c in commands) and any("--chart-png" in c for c in commands)
+    parser = build_parser(add_commands)
+    for command in commands:
+        args = parser.parse_args(shlex.split(command)[1:])
+        if args.methods:
+            parse_method_specs(args.methods)
+        if args.suite:
+            load_suites(args.suite)
+
+
+def test_bench_report_command_redraws_the_published_tables_and_chart(tmp_path, monkeypatch, capsys, qapp):
+    """The documented refresh from the stored results reproduces docs/benchmarks.md's tables as they are."""
+    from PySide6.QtGui import QImage
+
+    from app.cli import main as app_main
+
+    (command,) = [c for c in documented_commands("specviz bench --report") if "--chart-png" in c]
+    docs = tmp_path / "docs"
+    (docs / "bench").mkdir(parents=True)
+    (docs / "bench" / "results.json").write_bytes((ROOT / "docs" / "bench" / "results.json").read_bytes())
+    (docs / "benchmarks.md").write_text((ROOT / "docs" / "benchmarks.md").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert app_main(shlex.split(command)[1:]) == 0
+    assert "chart: docs/bench/speedup.png" in capsys.readouterr().out
+    assert (docs / "benchmarks.md").read_text() == (ROOT / "docs" / "benchmarks.md").read_text()
+    drawn, published = QImage(str(docs / "bench" / "speedup.png")), QImage(str(ROOT / "docs" / "bench" / "speedup.png"))
+    assert not drawn.isNull() and drawn.size() == published.size()
+
+
+@pytest.mark.default_model
+def test_gui_bench_command(smol, tmp_path):
+    """``specviz bench --gui`` (docs/gui.md) prints its three medians; run small."""
+    (command,) = documented_commands("specviz bench --gui")
+    argv = shlex.split(command)[2:] + ["--cycles", "48", "--repeats", "1", "--jumps", "2", "--threads", "1"]
+    p = subprocess.run([sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main(sys.argv[1:]))",
+                        "bench", *argv], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    for line in ("redraw all panels", "open a 48-cycle recording", "jump to a random cycle"):
+        assert line in p.stdout and "target <" in p.stdout
 
 
 def test_every_relative_link_in_the_docs_exists():

@@ -28,6 +28,16 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
+def _yes(v: bool | None, no: str) -> str:
+    """The identical-to-AR column: ``-`` where outputs were sampled, so not compared."""
+    return "-" if v is None else "yes" if v else no
+
+
+def _decoding(config: dict[str, Any]) -> str:
+    t = config.get("temperature") or 0
+    return f"sampled at temperature {t:g} (repeat i from seed {config.get('seed', 0)} + i)" if t else "greedy"
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
@@ -63,18 +73,25 @@ def target_checks(res: dict[str, Any]) -> list[tuple[str, bool | None, str]]:
     return out
 
 
-def summary_lines(res: dict[str, Any]) -> list[str]:
-    """The terminal summary: per-suite table, identical-to-AR check, recording, budget=auto, targets."""
-    lines = []
-    lines += _table(["suite", "method", "tau", "tok/s", "vs AR", "draft", "identical"],
-                    [[r["suite"], r["method"], f"{r['tau']:.2f}", f"{r['tokens_per_s']:.1f}", _x(r["speedup_vs_ar"]),
-                      _pct(r.get("share", {}).get("draft")), "yes" if r["identical_to_ar"] else "NO"]
-                     for r in res.get("suites", [])])
+def summary_lines(res: dict[str, Any], per_prompt: bool = False) -> list[str]:
+    """The terminal summary: the run, a table by suite (or ``per_prompt``), the identical-to-AR check,
+    recording, budget=auto, targets."""
+    m, c = res.get("machine", {}), res.get("config", {})
+    lines = [f"{c.get('model')} on {m.get('device')} ({m.get('dtype')}, {m.get('torch_threads')} torch threads); "
+             f"{c.get('max_new_tokens')} new tokens, {_decoding(c)}; tokens/s: median of {c.get('repeats')}", ""]
+    by, rows = (["suite", "prompt"], res.get("rows", [])) if per_prompt else (["suite"], res.get("suites", []))
+    lines += _table(by + ["method", "tau", "tok/s", "vs AR", "draft", "identical"],
+                    [[r[k] for k in by] + [r["method"], f"{r['tau']:.2f}", f"{r['tokens_per_s']:.1f}",
+                                           _x(r["speedup_vs_ar"]), _pct(r.get("share", {}).get("draft")),
+                                           _yes(r["identical_to_ar"], "NO")] for r in rows])
     checks = res.get("checks", {})
     n = len(res.get("rows", []))
     bad = checks.get("not_identical", [])
     lines.append("")
-    lines.append(f"identical to AR (greedy): {n - len(bad)}/{n} method-prompt pairs" + ("" if bad else ", all identical"))
+    if c.get("temperature"):
+        lines.append("identical to AR: not compared (sampled)")
+    else:
+        lines.append(f"identical to AR (greedy): {n - len(bad)}/{n} method-prompt pairs" + ("" if bad else ", all identical"))
     lines += [f"  NOT identical: {b}" for b in bad]
     rec = res.get("recording") or {}
     if rec.get("ratio"):
@@ -101,7 +118,7 @@ def markdown(res: dict[str, Any], chart: str | None = None) -> str:
         + (f" Load average at the start: {', '.join(f'{x:.1f}' for x in load)}." if load else ""),
         "",
         f"**Run:** model `{c.get('model')}`" + (f", draft model `{c['draft_model']}`" if c.get("draft_model") else "")
-        + f"; {c.get('max_new_tokens')} new tokens per prompt, greedy; tokens/s is the median of {c.get('repeats')} "
+        + f"; {c.get('max_new_tokens')} new tokens per prompt, {_decoding(c)}; tokens/s is the median of {c.get('repeats')} "
         f"interleaved repeats after a warm-up, counted after the first forward that follows the prompt; the speed-up "
         f"is the median over rounds of each run's tokens/s over AR's in the same round (per suite: the geometric "
         f"mean over its prompts); the whole run took {c.get('wall_s', 0) / 60:.1f} min (finished {c.get('finished_at')}).",
@@ -112,7 +129,7 @@ def markdown(res: dict[str, Any], chart: str | None = None) -> str:
     out += ["### By suite", ""]
     out += _table(["suite", "method", "tau (tokens/forward)", "tokens/s", "speed-up vs AR", "identical to AR"],
                   [[r["suite"], f"`{r['method']}`", f"{r['tau']:.2f}", f"{r['tokens_per_s']:.1f}",
-                    _x(r["speedup_vs_ar"]), "yes" if r["identical_to_ar"] else "**no**"] for r in res.get("suites", [])])
+                    _x(r["speedup_vs_ar"]), _yes(r["identical_to_ar"], "**no**")] for r in res.get("suites", [])])
     out += ["", "### Targets", ""]
     out += _table(["target", "met", "measured"],
                   [[t, "yes" if ok else "**no**", d] for t, ok, d in target_checks(res)])

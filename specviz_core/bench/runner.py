@@ -5,11 +5,12 @@ For each prompt, after one warm-up of every method, the methods run in rounds (A
 tau (tokens committed per target forward), tokens/s (median of the repeats, prefill
 excluded), the speed-up over AR measured in the same rounds, where each cycle's time goes
 (draft, forward, walk, trim, harvest, build, record), peak memory, and whether the output is
-token for token AR's. transformers' own ``generate`` gives the reference rows
-(``hf_prompt_lookup``, ``hf_assisted``, ``hf_greedy``; see ``bench_hf``). Listed methods also
-run a second time in every round with recording on (to a temporary SQLite file), which gives
-the recording overhead. The verify-cost curve is measured first and stored for the GUI and
-for ``budget=auto``. ``bench_report`` turns the result into tables.
+token for token AR's (greedy; with a temperature, repeat i samples from seed + i, tau is the
+mean over the repeats and nothing is compared). transformers' own ``generate`` gives the greedy
+reference rows (``hf_prompt_lookup``, ``hf_assisted``, ``hf_greedy``; see ``hf``). Listed methods
+also run a second time in every round with recording on (to a temporary SQLite file), which
+gives the recording overhead. The verify-cost curve is measured first and stored for the GUI
+and for ``budget=auto``. One run is measured in ``measure``; ``report`` turns the result into tables.
 """
 
 from __future__ import annotations
@@ -28,179 +29,18 @@ from typing import Any
 
 import torch
 
-from specviz_core.bench import hf as bench_hf
+from specviz_core.bench.measure import RunResult, run_engine, run_one
+from specviz_core.bench.specs import DEFAULT_RECORDED, MethodSpec
 from specviz_core.bench.suites import Prompt, Suite
 from specviz_core.bench.summary import STAGES, budget_auto_summary, recording_summary, suite_summary
-from specviz_core.drafters import METHODS, method_class, parse_params
-from specviz_core.engine.budget import split_auto
+from specviz_core.drafters import METHODS
 from specviz_core.engine.cost_curve import SIZES, device_name, measure_cost_curve, save_cost_curve
 from specviz_core.errors import SpecVizError
 from specviz_core.models import LoadedModel
-from specviz_core.session.factory import Prepared, build_engine, session_info
-from specviz_core.session.request import check_method
 
-#: Methods run when ``--methods`` is not given (``hf_assisted`` and ``draft_tree`` join when there is a draft model).
-DEFAULT_METHODS = ("ar", "pld", "hf_prompt_lookup", "tr", "tr:budget=auto", "goose", "goose:budget=auto")
-#: Methods also run with recording on, for the recording overhead.
-DEFAULT_RECORDED = ("goose:budget=auto",)
 TIE_GAP = 1e-3
 #: Repeats whose fastest is this many times their slowest are flagged ``noisy`` (a disturbed machine).
 NOISY_SPREAD = 1.5
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """One benchmarked configuration: a method with parameters, e.g. ``goose:budget=auto:top_k=8``."""
-
-    label: str
-    method: str
-    params: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def is_hf(self) -> bool:
-        return self.method in bench_hf.HF_METHODS
-
-
-def parse_method_specs(text: str, extra_params: dict[str, str] | None = None) -> list[MethodSpec]:
-    """``ar,pld,goose:budget=auto,isotropic:k=5:budget=auto``; ``extra_params`` (``--param``) go to every
-    method that has them."""
-    specs, seen = [], set()
-    for item in (s.strip() for s in text.split(",")):
-        if not item:
-            continue
-        method, *kvs = item.split(":")
-        params: dict[str, Any] = {}
-        for kv in kvs:
-            key, sep, value = kv.partition("=")
-            if not sep or not key:
-                raise SpecVizError(f"method parameters take key=value, got {kv!r} in {item!r}")
-            params[key.strip()] = value.strip()
-        if method in bench_hf.HF_METHODS:
-            if params:
-                raise SpecVizError(f"{method} takes no parameters")
-        else:
-            cls = method_class(method)
-            fields = cls.params_cls.__dataclass_fields__
-            for key, value in (extra_params or {}).items():
-                if key in fields and key not in params:
-                    params[key] = value
-            rest, _ = split_auto(method, cls.params_cls, params)
-            parse_params(method, cls.params_cls, rest)  # check now, before the slow part
-        label = method + "".join(f":{k}={v}" for k, v in params.items())
-        if label in seen:
-            continue
-        seen.add(label)
-        specs.append(MethodSpec(label, method, params))
-    if not specs:
-        raise SpecVizError("no methods given")
-    return specs
-
-
-@dataclass
-class RunResult:
-    """One decode of one prompt by one method."""
-
-    output_ids: list[int]
-    n_forward: int
-    decode_s: float
-    """Wall time of decoding, prefill excluded, s."""
-    prefill_ms: float
-    stage_ms: dict[str, float]
-    """Summed per stage over the cycles, ms."""
-    n_cycles: int
-    peak_mem_mb: float | None
-    rate_tokens: int = 0
-    """Tokens committed after the first target forward that follows the prompt."""
-    rate_s: float = 0.0
-    """Seconds from the end of that forward to the end of decoding."""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def tokens_per_s(self) -> float:
-        """Tokens/s after the first forward (generate() fuses that one with the prompt, so no row counts it)."""
-        if self.rate_tokens > 0 and self.rate_s > 0:
-            return self.rate_tokens / self.rate_s
-        return len(self.output_ids) / self.decode_s if self.decode_s > 0 else 0.0
-
-
-class PeakMemory:
-    """Peak memory during a run: the CUDA allocator's peak, or the process's peak RSS (Linux)."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.device = device
-
-    def __enter__(self) -> PeakMemory:
-        self.peak_mb: float | None = None
-        if self.device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(self.device)
-        else:
-            try:  # writing 5 resets VmHWM (the peak RSS) to the current RSS
-                with open("/proc/self/clear_refs", "w") as fh:
-                    fh.write("5")
-            except OSError:
-                pass
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.device.type == "cuda":
-            self.peak_mb = torch.cuda.max_memory_allocated(self.device) / 2**20
-            return
-        try:
-            with open("/proc/self/status", encoding="utf-8") as fh:
-                for line in fh:
-                    if line.startswith("VmHWM:"):
-                        self.peak_mb = int(line.split()[1]) / 1024
-        except OSError:
-            pass
-
-
-def run_engine(target: LoadedModel, draft: LoadedModel | None, spec: MethodSpec, ids: list[int],
-               max_new_tokens: int, recording: Any = None) -> RunResult:
-    """Decode ``ids`` with one method; with ``recording`` (an open Recording), every cycle is recorded."""
-    choice = check_method(spec.method, spec.params)
-    engine = build_engine(target, choice, ids, draft=draft, max_new_tokens=max_new_tokens)
-    controller = engine.budget
-    stage = dict.fromkeys(STAGES, 0.0)
-    n_cycles = 0
-    with PeakMemory(target.device) as mem:
-        prefill_ms = engine.prefill()
-        if recording is not None:
-            from specviz_core.session.run import RecordedRun
-
-            info = session_info(target, choice, ids, max_new_tokens=max_new_tokens)
-            t0 = time.perf_counter()
-            cycles = (c.record for c in RecordedRun(Prepared(engine, info), recording).run())
-        else:
-            t0 = time.perf_counter()
-            cycles = engine.cycles()
-        t_first, n_first = t0, 0
-        for rec in cycles:
-            if n_cycles == 0:
-                t_first, n_first = time.perf_counter(), len(rec.committed_ids)
-            n_cycles += 1
-            for k, v in rec.timings_ms.items():
-                stage[k] = stage.get(k, 0.0) + v
-        t_end = time.perf_counter()
-    extra: dict[str, Any] = {}
-    if controller is not None:
-        extra["budget"] = controller.summary()
-    n = len(engine.output_ids)
-    rate = (n - n_first, t_end - t_first) if n > n_first else (n, t_end - t0)  # one cycle: count it
-    return RunResult(list(engine.output_ids), engine.n_forward, t_end - t0, prefill_ms, stage, n_cycles, mem.peak_mb,
-                     rate[0], rate[1], extra)
-
-
-def run_one(target: LoadedModel, draft: LoadedModel | None, spec: MethodSpec, ids: list[int], max_new_tokens: int,
-            recording: Any = None) -> RunResult:
-    if spec.is_hf:
-        with PeakMemory(target.device) as mem:
-            h = bench_hf.run(target, draft, spec.method, ids, max_new_tokens)
-        # generate() runs the prompt in its first forward: time the decode from the first new tokens on.
-        n_after = len(h.output_ids) - h.n_first
-        rate = (n_after, h.total_s - h.first_s) if n_after > 0 else (len(h.output_ids), h.total_s)
-        return RunResult(h.output_ids, h.n_forward, h.total_s - h.first_s, h.first_s * 1000.0, {}, 0, mem.peak_mb,
-                         rate[0], rate[1], {"e2e_s": h.total_s})
-    return run_engine(target, draft, spec, ids, max_new_tokens, recording)
 
 
 @torch.no_grad()
@@ -261,6 +101,17 @@ class BenchConfig:
     """Labels of methods also run with recording on."""
     cost_curve: bool = True
     cost_sizes: tuple[int, ...] = SIZES
+    temperature: float = 0.0
+    """0: greedy, every output checked against AR's; > 0: sampling, repeat i from seed ``seed + i``."""
+    seed: int = 0
+
+    def __post_init__(self) -> None:  # checked when made, before any model is loaded
+        if self.repeats < 1 or self.max_new_tokens < 1:
+            raise SpecVizError("--repeats and --max-new-tokens must be at least 1")
+        if self.temperature < 0:
+            raise SpecVizError("--temperature must be >= 0")
+        if self.temperature > 0 and any(s.is_hf for s in self.methods):
+            raise SpecVizError("the reference rows (hf_*) decode greedily: leave them out of --methods with --temperature")
 
 
 def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
@@ -270,10 +121,6 @@ def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
     log = log or (lambda s: None)
     started = time.perf_counter()
     specs = cfg.methods
-    if cfg.repeats < 1:
-        raise SpecVizError("--repeats must be at least 1")
-    if cfg.max_new_tokens < 1:
-        raise SpecVizError("--max-new-tokens must be at least 1")
     for spec in specs:
         needs = spec.method == "hf_assisted" or (not spec.is_hf and METHODS[spec.method].needs_draft_model)
         if needs and draft is None:
@@ -308,11 +155,11 @@ def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
                 n = min(16, cfg.max_new_tokens)
                 for spec in specs:
                     progress(f"warm-up {spec.label}", done, total)
-                    run_one(target, draft, spec, ids, n)
+                    run_one(target, draft, spec, ids, n, temperature=cfg.temperature, seed=cfg.seed)
                     done += 1
                 for spec in recorded:
                     progress(f"warm-up {spec.label}+rec", done, total)
-                    run_engine(target, draft, spec, ids, n, rec)
+                    run_engine(target, draft, spec, ids, n, temperature=cfg.temperature, seed=cfg.seed, recording=rec)
                     done += 1
             rows, rec_rows = [], []
             for suite, prompt in prompts:
@@ -320,16 +167,18 @@ def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
                 runs: dict[str, list[RunResult]] = {s.label: [] for s in specs}
                 rec_runs: dict[str, list[RunResult]] = {s.label: [] for s in recorded}
                 for r in range(cfg.repeats):
+                    sampling = {"temperature": cfg.temperature, "seed": cfg.seed + r}
                     for spec in specs:
                         progress(f"{prompt.label} {spec.label} {r + 1}/{cfg.repeats}", done, total)
-                        runs[spec.label].append(run_one(target, draft, spec, ids, cfg.max_new_tokens))
+                        runs[spec.label].append(run_one(target, draft, spec, ids, cfg.max_new_tokens, **sampling))
                         done += 1
                     # Recording on, once per prompt, right after the same method's run with it off.
                     for spec in recorded if r == 0 else []:
                         progress(f"{prompt.label} {spec.label} with recording", done, total)
-                        rec_runs[spec.label].append(run_engine(target, draft, spec, ids, cfg.max_new_tokens, rec))
+                        rec_runs[spec.label].append(
+                            run_engine(target, draft, spec, ids, cfg.max_new_tokens, **sampling, recording=rec))
                         done += 1
-                rows += _prompt_rows(target, suite, prompt, ids, specs, runs)
+                rows += _prompt_rows(target, suite, prompt, ids, specs, runs, cfg)
                 rec_rows += _recording_rows(suite, prompt, runs, rec_runs)
         finally:
             if rec is not None:
@@ -339,7 +188,7 @@ def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
         "model": target.name, "model_path": target.path, "draft_model": draft.name if draft is not None else None,
         "methods": [s.label for s in specs], "recorded": [s.label for s in recorded],
         "suites": [s.name for s in cfg.suites], "max_new_tokens": cfg.max_new_tokens, "repeats": cfg.repeats,
-        "warmup": cfg.warmup, "argv": sys.argv[1:],
+        "warmup": cfg.warmup, "temperature": cfg.temperature, "seed": cfg.seed, "argv": sys.argv[1:],
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "wall_s": round(time.perf_counter() - started, 1),
     }
@@ -347,15 +196,16 @@ def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
     results["suites"] = suite_summary(rows)
     results["recording"] = recording_summary(rec_rows)
     results["budget_auto"] = budget_auto_summary(results["suites"])
-    results["checks"] = {
-        "all_identical": all(r["identical_to_ar"] for r in rows),
-        "not_identical": [f"{r['suite']}/{r['prompt']} {r['method']}: {r['check']}" for r in rows if not r["identical_to_ar"]],
+    results["checks"] = {  # sampled outputs are not compared (identical_to_ar is None)
+        "all_identical": all(r["identical_to_ar"] for r in rows) if cfg.temperature == 0 else None,
+        "not_identical": [f"{r['suite']}/{r['prompt']} {r['method']}: {r['check']}" for r in rows
+                          if r["identical_to_ar"] is False],
     }
     return results
 
 
 def _prompt_rows(target: LoadedModel, suite: Suite, prompt: Prompt, ids: list[int], specs: list[MethodSpec],
-                 runs: dict[str, list[RunResult]]) -> list[dict[str, Any]]:
+                 runs: dict[str, list[RunResult]], cfg: BenchConfig) -> list[dict[str, Any]]:
     ar_runs = runs["ar"]
     ar_out = ar_runs[0].output_ids
     rows = []
@@ -363,9 +213,16 @@ def _prompt_rows(target: LoadedModel, suite: Suite, prompt: Prompt, ids: list[in
         rs = runs[spec.label]
         med = _median_run(rs)
         outputs = {tuple(r.output_ids) for r in rs}
-        check = compare_to_ar(target, ids, rs[0].output_ids, ar_out)
-        if len(outputs) > 1:
-            check += "; repeats differ"
+        if cfg.temperature > 0:
+            check = f"sampled (temperature {cfg.temperature:g}, seeds {cfg.seed}-{cfg.seed + len(rs) - 1})"
+            identical = None
+            tau = statistics.mean(len(r.output_ids) / r.n_forward for r in rs if r.n_forward)
+        else:
+            check = compare_to_ar(target, ids, rs[0].output_ids, ar_out)
+            if len(outputs) > 1:
+                check += "; repeats differ"
+            identical = check == "identical" and len(outputs) == 1
+            tau = len(med.output_ids) / med.n_forward if med.n_forward else 0.0
         per_cycle, share = _stage_summary(rs)
         tps = statistics.median(r.tokens_per_s for r in rs)
         # Paired by round: a busy moment on a shared machine slows a whole round, not one method.
@@ -374,10 +231,10 @@ def _prompt_rows(target: LoadedModel, suite: Suite, prompt: Prompt, ids: list[in
         row = {
             "suite": suite.name, "prompt": prompt.id, "method": spec.label, "base_method": spec.method,
             "params": dict(spec.params),
-            "tau": round(len(med.output_ids) / med.n_forward, 3) if med.n_forward else 0.0,
+            "tau": round(tau, 3),
             "tokens_per_s": round(tps, 3),
             "speedup_vs_ar": round(statistics.median(ratios), 4) if ratios else None,
-            "identical_to_ar": check == "identical" and len(outputs) == 1,
+            "identical_to_ar": identical,
             "check": check,
             "share_ms": per_cycle, "share": share,
             "tokens_per_s_runs": [round(x, 3) for x in speeds],

@@ -21,8 +21,10 @@ import specviz_resources
 from specviz_core.errors import SpecVizError
 from specviz_core.models import LoadedModel, encode_prompt
 
-#: Built-in suites, in the order ``--suite all`` runs them.
-BUILTIN = ("code_editing", "summarising", "qa", "chat", "multi_turn")
+#: The suites ``--suite all`` runs, in this order (the published benchmark).
+ALL = ("code_editing", "summarising", "qa", "chat", "multi_turn")
+#: Every built-in suite: ``all`` and ``quick`` (one short prompt of each kind, for a first look).
+BUILTIN = ALL + ("quick",)
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ def load_suite(name_or_path: str) -> Suite:
 
 def load_suites(spec: str) -> list[Suite]:
     """``all``, one name or path, or several separated by commas."""
-    names = list(BUILTIN) if spec.strip() == "all" else [s.strip() for s in spec.split(",") if s.strip()]
+    names = list(ALL) if spec.strip() == "all" else [s.strip() for s in spec.split(",") if s.strip()]
     if not names:
         raise SpecVizError("no suite given")
     return [load_suite(n) for n in names]

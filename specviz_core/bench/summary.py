@@ -29,7 +29,8 @@ def suite_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "suite": suite, "method": method, "prompts": len(rs), "tau": round(tokens / fwd, 3) if fwd else 0.0,
             "tokens_per_s": round(sum(r["rate_tokens"] for r in rs) / secs, 3) if secs else 0.0,
             "speedup_vs_ar": round(math.exp(statistics.mean(math.log(x) for x in speedups)), 4) if speedups else None,
-            "identical_to_ar": all(r["identical_to_ar"] for r in rs),
+            "identical_to_ar": None if any(r["identical_to_ar"] is None for r in rs)  # sampled: not compared
+            else all(r["identical_to_ar"] for r in rs),
             "noisy_prompts": sum(1 for r in rs if r.get("noisy")),
             "share_ms": {k: round(v, 3) for k, v in per_cycle.items()},
             "share": {k: round(v / all_ms, 4) for k, v in per_cycle.items()} if all_ms else {},

@@ -11,6 +11,8 @@ from typing import Any
 from specviz_core.drafters.base import parse_kv
 from specviz_core.errors import SpecVizError
 
+#: Interleaved repeats per prompt when --repeats is not given.
+REPEATS = 2
 METHODS_HELP = (
     "comma-separated method ids, each with optional :key=value parameters, e.g. "
     "ar,pld,goose,goose:budget=auto,isotropic:k=5; reference rows: hf_prompt_lookup, hf_assisted (needs "
@@ -32,11 +34,16 @@ def add_parser(sub: Any) -> None:
                    help="a parameter for every method that has it, e.g. budget=auto; repeatable")
     g = b.add_mutually_exclusive_group()
     g.add_argument("--suite", default=None,
-                   help="built-in suite (code_editing, summarising, qa, chat, multi_turn), several with commas, "
-                   "'all', or a suite .json file (default: all)")
+                   help="built-in suite (code_editing, summarising, qa, chat, multi_turn; quick: three short prompts), "
+                   "several with commas, 'all' (the first five), or a suite .json file (default: all)")
     g.add_argument("--prompt-file", type=Path, default=None, help="one prompt from a text file (or a suite .json file)")
     b.add_argument("--max-new-tokens", type=int, default=40, help="new tokens per prompt (default 40)")
-    b.add_argument("--repeats", type=int, default=2, help="interleaved repeats per prompt; tokens/s is their median (default 2; 3 or more for a busy machine)")
+    b.add_argument("--repeats", type=int, default=None,
+                   help=f"interleaved repeats per prompt; tokens/s is their median (default {REPEATS}; 3 or more for a busy machine)")
+    b.add_argument("--temperature", type=float, default=0.0,
+                   help="0: greedy, outputs checked against AR's (default); > 0: sampling, repeat i uses seed + i, "
+                   "tau is the mean over the repeats")
+    b.add_argument("--seed", type=int, default=0, help="first sampling seed (default 0)")
     b.add_argument("--record-methods", default=None,
                    help="methods also run with recording on, for the recording overhead ('none' to skip; "
                    "default: goose:budget=auto)")
@@ -49,11 +56,13 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--report", type=Path, default=None, metavar="RESULTS", help="no run: print the tables of this results file")
     b.add_argument("--markdown", type=Path, default=None, help="also write the tables into this markdown file (between its bench markers)")
     b.add_argument("--chart", default=None, help="with --markdown: link this chart image above the tables")
+    b.add_argument("--per-prompt", action="store_true", help="print a row per prompt instead of per suite")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from specviz_core.bench import runner as bench
+    from specviz_core.bench.specs import DEFAULT_METHODS, DEFAULT_RECORDED, parse_method_specs
 
     if args.report is not None:
         try:
@@ -67,21 +76,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from specviz_core.bench.suites import load_suites, prompt_file_suite
 
     suites = [prompt_file_suite(args.prompt_file)] if args.prompt_file is not None else load_suites(args.suite or "all")
-    methods_text = args.methods or ",".join(bench.DEFAULT_METHODS + (("draft_tree", "hf_assisted") if args.draft_model else ()))
-    specs = bench.parse_method_specs(methods_text, parse_kv(args.param))
+    methods_text = args.methods or ",".join(
+        m for m in DEFAULT_METHODS + (("draft_tree", "hf_assisted") if args.draft_model else ())
+        if not (args.temperature > 0 and m.startswith("hf_")))  # the reference rows are greedy only
+    specs = parse_method_specs(methods_text, parse_kv(args.param))
     if args.record_methods is None:
-        recorded = [s.label for s in specs if s.label in bench.DEFAULT_RECORDED]
+        recorded = [s.label for s in specs if s.label in DEFAULT_RECORDED]
     elif args.record_methods.strip().lower() == "none":
         recorded = []
     else:
-        recorded = [s.label for s in bench.parse_method_specs(args.record_methods, parse_kv(args.param))]
+        recorded = [s.label for s in parse_method_specs(args.record_methods, parse_kv(args.param))]
         unknown = [r for r in recorded if r not in {s.label for s in specs}]
         if unknown:
             raise SpecVizError(f"--record-methods must be among --methods; not there: {', '.join(unknown)}")
-    cfg = bench.BenchConfig(methods=specs, suites=suites, max_new_tokens=args.max_new_tokens, repeats=args.repeats,
-                            warmup=not args.no_warmup, recorded=recorded, cost_curve=not args.no_cost_curve)
-    if cfg.repeats < 1 or cfg.max_new_tokens < 1:
-        raise SpecVizError("--repeats and --max-new-tokens must be at least 1")
+    cfg = bench.BenchConfig(methods=specs, suites=suites, max_new_tokens=args.max_new_tokens,
+                            repeats=REPEATS if args.repeats is None else args.repeats, warmup=not args.no_warmup,
+                            recorded=recorded, cost_curve=not args.no_cost_curve, temperature=args.temperature,
+                            seed=args.seed)
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.touch()
@@ -90,12 +101,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from specviz_core.models import load_model
 
-    if args.threads is not None:
-        if args.threads < 1:
-            raise SpecVizError("--threads must be at least 1")
-        import torch
-
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
 
     def say(stage: str, fraction: float | None) -> None:
         if not args.quiet:
@@ -135,10 +141,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def set_threads(threads: int | None) -> None:
+    """``--threads``: torch's intra-op threads (None: torch's own choice)."""
+    if threads is not None:
+        if threads < 1:
+            raise SpecVizError("--threads must be at least 1")
+        import torch
+
+        torch.set_num_threads(threads)
+
+
 def _finish(res: dict[str, Any], args: argparse.Namespace) -> None:
     from specviz_core.bench import report as bench_report
 
-    print("\n".join(bench_report.summary_lines(res)))
+    print("\n".join(bench_report.summary_lines(res, per_prompt=args.per_prompt)))
     if args.markdown is not None:
         try:
             bench_report.write_markdown(res, args.markdown, args.chart)

@@ -1,22 +1,21 @@
-"""Draw the benchmark chart from a ``specviz bench`` results file, with Qt's QPainter (no matplotlib).
+"""The benchmark chart, drawn from a ``specviz bench`` results dict with QPainter (no matplotlib):
+``specviz bench --chart-png FILE`` (``docs/bench/speedup.png``).
 
 Left: speed-up over AR by suite, one bar per method. Right: the verify-cost curve (forward ms
-against verify-block rows). Usage:
-
-    python benchmarks/chart.py RESULTS.json OUT.png
+against verify-block rows).
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from pathlib import Path
+from typing import Any
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPainterPath, QPen
+from PySide6.QtWidgets import QApplication
 
-from PySide6.QtCore import QPointF, QRectF, Qt  # noqa: E402
-from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPainter, QPainterPath, QPen  # noqa: E402
+from specviz_core.errors import SpecVizError
 
 W, H = 1400, 560
 PALETTE = ["#9e9e9e", "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
@@ -34,8 +33,10 @@ def _ticks(top: float, n: int = 5) -> list[float]:
     return [top * i / n for i in range(n + 1)]
 
 
-def draw(res: dict, out: Path) -> None:
-    app = QGuiApplication.instance() or QGuiApplication(sys.argv[:1])  # noqa: F841 (fonts need an application)
+def draw(res: dict[str, Any], out: Path) -> None:
+    """Draw the chart of the results ``res`` into the PNG ``out`` (1400x560)."""
+    # Fonts need an application; a QApplication, so that widgets made later in the process still work.
+    app = QApplication.instance() or QApplication(sys.argv[:1])  # noqa: F841
     img = QImage(W, H, QImage.Format.Format_ARGB32)
     img.fill(QColor("white"))
     p = QPainter(img)
@@ -54,7 +55,7 @@ def draw(res: dict, out: Path) -> None:
                f"median of {res.get('config', {}).get('repeats')}")
     p.end()
     if not img.save(str(out)):
-        raise SystemExit(f"cannot write {out}")
+        raise SpecVizError(f"cannot write the chart {out}")
 
 
 def _frame(p: QPainter, area: QRectF, top: float, title: str, ylabel: str, fmt: str) -> None:
@@ -82,7 +83,7 @@ def _frame(p: QPainter, area: QRectF, top: float, title: str, ylabel: str, fmt: 
     p.drawLine(QPointF(area.left(), area.bottom()), QPointF(area.right(), area.bottom()))
 
 
-def _speedups(p: QPainter, res: dict, area: QRectF) -> None:
+def _speedups(p: QPainter, res: dict[str, Any], area: QRectF) -> None:
     rows = res.get("suites", [])
     suites = list(dict.fromkeys(r["suite"] for r in rows))
     methods = list(dict.fromkeys(r["method"] for r in rows))
@@ -115,7 +116,7 @@ def _speedups(p: QPainter, res: dict, area: QRectF) -> None:
             x, y = area.left(), y + 20
 
 
-def _cost_curve(p: QPainter, curve: dict, area: QRectF) -> None:
+def _cost_curve(p: QPainter, curve: dict[str, Any], area: QRectF) -> None:
     ns, ms = curve["n"], curve["ms"]
     top = _nice_max(max(ms) * 1.08)
     right = max(ns)
@@ -137,13 +138,3 @@ def _cost_curve(p: QPainter, curve: dict, area: QRectF) -> None:
     p.drawText(QRectF(area.left(), area.bottom() + 24, area.width(), 18), Qt.AlignmentFlag.AlignCenter,
                f"verify-block rows N (cache of {curve.get('cache_len')} tokens)")
 
-
-def main() -> None:
-    if len(sys.argv) != 3:
-        raise SystemExit(__doc__)
-    draw(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8")), Path(sys.argv[2]))
-    print(sys.argv[2])
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,96 @@
+"""``specviz bench --gui``: how fast the window is. Redraw every panel for a ~60-node tree cycle, open a
+long recording, jump to a random cycle; prints medians against issue 5's targets (redraw < 30 ms,
+open < 1 s, jump < 50 ms).
+
+The recording is 24 real Token Recycling cycles (61-node trees, budget 60) repeated with new
+indices up to ``cycles``: replay does not care how a cycle was made.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from specviz_core.records import CycleRecord, SessionInfo
+
+PROMPT = "Write a Python function that returns the n-th Fibonacci number, with a docstring and tests."
+REAL_CYCLES = 24
+
+
+def _median_ms(samples: list[float]) -> str:
+    return f"{statistics.median(samples) * 1000:7.1f} ms (min {min(samples) * 1000:.1f}, n={len(samples)})"
+
+
+def _long_recording(db: Path, cycles: int, model: str | None, device: str | None,
+                    dtype: str | None) -> tuple[SessionInfo, list[CycleRecord]]:
+    """Record ``cycles`` cycles to ``db`` (real ones, repeated); returns the session and the real cycles."""
+    from specviz_core.models import load_model
+    from specviz_core.recording.store import Recording
+    from specviz_core.session.factory import prepare
+    from specviz_core.session.request import SessionRequest
+
+    target = load_model(model, device=device or "cpu", dtype=dtype)
+    request = SessionRequest(method="tr", prompt=PROMPT, max_new_tokens=400, params={"budget": 60})
+    prepared = prepare(request.check(), target)
+    prepared.engine.prefill()
+    real = [prepared.engine.step() for _ in range(REAL_CYCLES)]
+    t0 = time.perf_counter()
+    with Recording(db, create=True) as rec:
+        writer = rec.new_session(prepared.info)
+        for i in range(cycles):
+            writer.append(real[i % len(real)].replace(index=i))
+        writer.finish("complete", "benchmark")
+    print(f"wrote {cycles} cycles in {time.perf_counter() - t0:.1f} s ({db.stat().st_size / 1e6:.1f} MB)")
+    return prepared.info, real
+
+
+def run_gui_bench(cycles: int = 10000, repeats: int = 5, jumps: int = 50, model: str | None = None,
+                  device: str | None = None, dtype: str | None = None) -> int:
+    """Time the window on a ``cycles``-cycle recording: ``repeats`` opens, 8 x ``repeats`` redraws, ``jumps`` jumps."""
+    tmp = Path(tempfile.mkdtemp(prefix="specviz-bench-gui-"))
+    os.environ["SPECVIZ_CONFIG"] = str(tmp / "gui.ini")  # leave the user's window settings alone
+    db = tmp / "long.db"
+    info, real = _long_recording(db, cycles, model, device, dtype)
+
+    from PySide6.QtWidgets import QApplication
+
+    from .gui import make_app
+    from .main_window import MainWindow
+
+    app = make_app()
+    window = MainWindow(tmp / "sessions.db", restore_layout=False)
+    window.resize(1500, 940)
+    window.show()
+    app.processEvents()
+
+    def timed(action: Callable[[], object]) -> float:
+        t0 = time.perf_counter()
+        action()
+        window.repaint()  # paint synchronously: the user sees it
+        app.processEvents()
+        return time.perf_counter() - t0
+
+    opens = []
+    for _ in range(repeats):
+        window.model.close()
+        app.processEvents()
+        opens.append(timed(lambda: window.open_session(str(db), info.id)))
+    most = max(r.n_verified for r in real)
+    big = [i for i, r in enumerate(real) if r.n_verified == most]
+    rounds = cycles // len(real)  # a big cycle from a different round each time, so nothing is cached
+    redraws = [timed(lambda k=k: window.model.set_cycle(big[k % len(big)] + len(real) * ((k + 1) % rounds)))
+               for k in range(repeats * 8)]
+    rng = random.Random(0)
+    jump_times = [timed(lambda: window.model.set_cycle(rng.randrange(cycles))) for _ in range(jumps)]
+
+    print(f"machine: {os.cpu_count()} CPUs, Qt platform {QApplication.platformName()}, window 1500x940")
+    print(f"redraw all panels, {most}-node tree cycle : {_median_ms(redraws)}   target < 30 ms")
+    print(f"open a {cycles}-cycle recording       : {_median_ms(opens)}   target < 1000 ms")
+    print(f"jump to a random cycle (read + draw)   : {_median_ms(jump_times)}   target < 50 ms")
+    window.close()
+    return 0

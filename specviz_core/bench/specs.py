@@ -1,0 +1,65 @@
+"""What ``specviz bench`` runs: method specs such as ``goose:budget=auto`` or ``isotropic:k=5``, checked
+before any model is loaded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from specviz_core.bench import hf as bench_hf
+from specviz_core.drafters import method_class, parse_params
+from specviz_core.engine.budget import split_auto
+from specviz_core.errors import SpecVizError
+
+#: Methods run when ``--methods`` is not given (``hf_assisted`` and ``draft_tree`` join when there is a draft model).
+DEFAULT_METHODS = ("ar", "pld", "hf_prompt_lookup", "tr", "tr:budget=auto", "goose", "goose:budget=auto")
+#: Methods also run with recording on, for the recording overhead.
+DEFAULT_RECORDED = ("goose:budget=auto",)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One benchmarked configuration: a method with parameters, e.g. ``goose:budget=auto:top_k=8``."""
+
+    label: str
+    method: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_hf(self) -> bool:
+        return self.method in bench_hf.HF_METHODS
+
+
+def parse_method_specs(text: str, extra_params: dict[str, str] | None = None) -> list[MethodSpec]:
+    """``ar,pld,goose:budget=auto,isotropic:k=5:budget=auto``; ``extra_params`` (``--param``) go to every
+    method that has them."""
+    specs, seen = [], set()
+    for item in (s.strip() for s in text.split(",")):
+        if not item:
+            continue
+        method, *kvs = item.split(":")
+        params: dict[str, Any] = {}
+        for kv in kvs:
+            key, sep, value = kv.partition("=")
+            if not sep or not key:
+                raise SpecVizError(f"method parameters take key=value, got {kv!r} in {item!r}")
+            params[key.strip()] = value.strip()
+        if method in bench_hf.HF_METHODS:
+            if params:
+                raise SpecVizError(f"{method} takes no parameters")
+        else:
+            cls = method_class(method)
+            fields = cls.params_cls.__dataclass_fields__
+            for key, value in (extra_params or {}).items():
+                if key in fields and key not in params:
+                    params[key] = value
+            rest, _ = split_auto(method, cls.params_cls, params)
+            parse_params(method, cls.params_cls, rest)  # check now, before the slow part
+        label = method + "".join(f":{k}={v}" for k, v in params.items())
+        if label in seen:
+            continue
+        seen.add(label)
+        specs.append(MethodSpec(label, method, params))
+    if not specs:
+        raise SpecVizError("no methods given")
+    return specs
