@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from specviz_core.cli.options import add_device_args
 from specviz_core.drafters.base import parse_kv
 from specviz_core.errors import SpecVizError
 
@@ -50,8 +51,7 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--no-warmup", action="store_true", help="skip the warm-up run of every method")
     b.add_argument("--no-cost-curve", action="store_true", help="skip measuring the verify-cost curve")
     b.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's own choice)")
-    b.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda when available)")
-    b.add_argument("--dtype", default=None, help="float32, float16 or bfloat16 (default: fp16 on GPU, fp32 on CPU)")
+    add_device_args(b)
     b.add_argument("--out", type=Path, default=None, help="write the results JSON here (required unless --report)")
     b.add_argument("--report", type=Path, default=None, metavar="RESULTS", help="no run: print the tables of this results file")
     b.add_argument("--markdown", type=Path, default=None, help="also write the tables into this markdown file (between its bench markers)")
@@ -99,7 +99,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except OSError as e:
         raise SpecVizError(f"cannot write {args.out}: {e.strerror}") from None
 
-    from specviz_core.models import load_model
+    from specviz_core.session.factory import load_checked_model
 
     set_threads(args.threads)
 
@@ -107,7 +107,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"[specviz] {stage}", file=sys.stderr, flush=True)
 
-    target = load_model(args.model, device=args.device, dtype=args.dtype, progress=say)
+    target = load_checked_model(args.model, args.device, args.dtype, say)
     draft = None
     if args.draft_model:
         if args.draft_model == (args.model or "default"):
@@ -115,7 +115,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         else:
             from specviz_core.models import check_same_tokenizer
 
-            draft = load_model(args.draft_model, device=args.device, dtype=args.dtype, progress=say)
+            draft = load_checked_model(args.draft_model, args.device, args.dtype, say)
             check_same_tokenizer(target, draft)
     bar = None
     if not args.quiet:

@@ -22,7 +22,7 @@ from specviz_core.engine.verify import children_rows, greedy_walk, sampling_walk
 from specviz_core.errors import SpecVizError
 from specviz_core.models import LoadedModel
 from specviz_core.records import CycleRecord, Node
-from specviz_core.tree import DraftTree, flatten
+from specviz_core.tree import DraftTree, VerifyBlock, flatten
 
 if TYPE_CHECKING:
     from specviz_core.engine.budget import BudgetController
@@ -158,7 +158,8 @@ class Engine:
             probs = torch.softmax(logits / cfg.temperature, dim=-1)
         else:
             probs = torch.softmax(logits, dim=-1)
-        argmax = logits.argmax(dim=-1).cpu().numpy()  # [n]
+        rows = _row_stats(logits, probs, block)  # what the walk and the record need, in one transfer
+        argmax = rows.argmax
         sources = [tree.sources[i] for i in block.order]
         kids = children_rows(block, sources, self.drafter.source_priority)
         if cfg.temperature > 0:
@@ -186,7 +187,7 @@ class Engine:
         self._sync()
         t5 = self.clock()
 
-        record = self._record(tree, block, logits, probs, argmax, walk.accepted_rows, walk.bonus_token,
+        record = self._record(tree, block, rows, walk.accepted_rows, walk.bonus_token,
                               committed, keep_rows, state, cache_len,
                               {"draft": t1 - t0, "forward": t2 - t1, "walk": t3 - t2, "trim": t4 - t3, "harvest": t5 - t4})
         # Building the record is part of the cycle's cost too.
@@ -217,14 +218,11 @@ class Engine:
         self.stop_reason = reason
         return cut
 
-    def _record(self, tree: DraftTree, block, logits, probs, argmax, accepted_rows, bonus, committed, keep_rows,
+    def _record(self, tree: DraftTree, block, rows: RowStats, accepted_rows, bonus, committed, keep_rows,
                 state: dict[str, Any], cache_len: int, seconds: dict[str, float]) -> CycleRecord:
         row_of = {int(nid): r for r, nid in enumerate(block.order)}
-        top = probs.topk(min(TOPK_SHOWN, probs.shape[-1]), dim=-1)
-        top_ids, top_p = top.indices.tolist(), top.values.tolist()
-        # Target probability of each row's token given its parent row: probs[parent_row, token].
-        pr = torch.as_tensor(block.parent_rows.clip(min=0), device=probs.device)
-        tp = probs[pr, torch.as_tensor(block.tokens, device=probs.device)].tolist()
+        argmax, tp = rows.argmax, rows.token_prob.tolist()
+        top_ids, top_p = rows.top_ids.tolist(), rows.top_probs.tolist()
         accepted = {0} | {int(block.order[r]) for r in accepted_rows}
         nodes = []
         for i in range(len(tree)):
@@ -252,6 +250,30 @@ class Engine:
             state=_plain(state),
             timings_ms={k: v * 1000.0 for k, v in seconds.items()},
         )
+
+
+@dataclass(frozen=True)
+class RowStats:
+    """Per verify-order row, what leaves the device each cycle (n rows, k = TOPK_SHOWN)."""
+
+    argmax: np.ndarray  # [n] the target's argmax after each row
+    token_prob: np.ndarray  # [n] probs[parent row, row's token]: the target's probability of the row's token
+    top_ids: np.ndarray  # [n, k]
+    top_probs: np.ndarray  # [n, k]
+
+
+def _row_stats(logits: torch.Tensor, probs: torch.Tensor, block: VerifyBlock) -> RowStats:
+    """Gather on the device, copy to the host once (a GPU sync per transfer is what costs)."""
+    k = min(TOPK_SHOWN, probs.shape[-1])
+    top = probs.topk(k, dim=-1)  # [n, k]
+    dev = probs.device
+    pr = torch.as_tensor(block.parent_rows.clip(min=0), device=dev)
+    tp = probs[pr, torch.as_tensor(block.tokens, device=dev)]  # [n]
+    # float64 holds token ids exactly (< 2**53) and float32 probabilities without rounding.
+    packed = torch.cat([logits.argmax(dim=-1, keepdim=True).double(), tp[:, None].double(),
+                        top.indices.double(), top.values.double()], dim=1).cpu().numpy()  # [n, 2 + 2k]
+    return RowStats(packed[:, 0].astype(np.int64), packed[:, 1], packed[:, 2:2 + k].astype(np.int64),
+                    packed[:, 2 + k:])
 
 
 def _gate_deeper_than(tree: DraftTree, max_depth: int) -> None:
