@@ -203,6 +203,14 @@ def pick_dtype(device: torch.device, dtype: str | None = None) -> torch.dtype:
     return torch.float16 if device.type in ("cuda", "mps") else torch.float32
 
 
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work, so a wall-clock timing covers it (GPU kernels run asynchronously)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
 @dataclass(frozen=True)
 class MemoryPlan:
     """Whether a model fits before it is loaded: its weights' size and where they will go."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from specviz_core.models import LoadedModel
+from specviz_core.models import LoadedModel, synchronize
 
 HF_METHODS = ("hf_prompt_lookup", "hf_assisted", "hf_greedy")
 PROMPT_LOOKUP_TOKENS = 10
@@ -89,13 +89,11 @@ def run(target: LoadedModel, draft: LoadedModel | None, method: str, ids: list[i
 
     handle = target.model.register_forward_hook(hook)
     try:
-        if target.device.type == "cuda":
-            torch.cuda.synchronize(target.device)
+        synchronize(target.device)
         streamer = _FirstTokens()
         t0 = time.perf_counter()
         out = target.model.generate(x, streamer=streamer, **kwargs)
-        if target.device.type == "cuda":
-            torch.cuda.synchronize(target.device)
+        synchronize(target.device)
         secs = time.perf_counter() - t0
     finally:
         handle.remove()

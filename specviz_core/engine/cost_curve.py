@@ -35,7 +35,15 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from specviz_core.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, LoadedModel, cache_dir, pick_device, pick_dtype
+from specviz_core.models import (
+    DEFAULT_MODEL,
+    DEFAULT_MODEL_NAME,
+    LoadedModel,
+    cache_dir,
+    pick_device,
+    pick_dtype,
+    synchronize,
+)
 from specviz_core.tree import VerifyBlock
 
 FORMAT_VERSION = 1
@@ -147,11 +155,6 @@ def device_name(device: torch.device) -> str:
     return name or platform.processor() or platform.machine()
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def _chain_block(n: int, vocab: int) -> VerifyBlock:
     # The mask's content does not change the cost of an sdpa forward with a float mask; a chain will do.
     tokens = 3 + np.arange(n, dtype=np.int64) % max(1, vocab - 3)
@@ -185,10 +188,10 @@ def measure_cost_curve(
     # Round-robin over the sizes, so a busy moment on a shared machine hits every size alike.
     for r in range(warmup + reps):
         for k, block in enumerate(blocks):
-            _sync(dev)
+            synchronize(dev)
             t0 = clock()
             verify_forward(target, cache, block, cache_len)
-            _sync(dev)
+            synchronize(dev)
             if r >= warmup:
                 times[k].append((clock() - t0) * 1000.0)
             kv.crop(cache, cache_len)

@@ -20,7 +20,7 @@ from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.engine.forward import verify_forward
 from specviz_core.engine.verify import children_rows, greedy_walk, sampling_walk
 from specviz_core.errors import SpecVizError
-from specviz_core.models import LoadedModel
+from specviz_core.models import LoadedModel, synchronize
 from specviz_core.records import CycleRecord, Node
 from specviz_core.tree import DraftTree, VerifyBlock, flatten
 
@@ -97,8 +97,7 @@ class Engine:
 
     # -- the cycle ------------------------------------------------------------
     def _sync(self) -> None:
-        if self.target.device.type == "cuda":
-            torch.cuda.synchronize(self.target.device)
+        synchronize(self.target.device)
 
     @torch.no_grad()
     def prefill(self) -> float:
