@@ -101,6 +101,23 @@ def documented_commands(prefix: str) -> list[str]:
     return found
 
 
+def test_every_documented_record_command_parses():
+    """The documented ``specviz record`` commands name real options, methods and dtypes."""
+    import torch
+
+    from specviz_core.cli.commands import build_parser
+    from specviz_core.drafters import METHODS
+    from specviz_core.models import pick_dtype
+
+    commands = [c for c in documented_commands("specviz record") if "--db" in c]  # whole commands, not fragments
+    assert any("--dtype" in c for c in commands)
+    for command in commands:
+        args = build_parser().parse_args(shlex.split(command)[1:])
+        assert args.method in METHODS
+        if args.dtype:
+            pick_dtype(torch.device("cpu"), args.dtype)
+
+
 def test_every_documented_bench_command_parses():
     """The documented ``specviz bench`` commands name real options, methods (with their parameters) and suites."""
     from app.cli import add_commands
