@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -63,12 +64,23 @@ def test_record_export_sessions_roundtrip(capsys, tiny_dir, tmp_path):
     (["--method", "warp"], "unknown method"),
     (["--method", "tr", "--param", "depth=3"], "unknown parameter 'depth'"),
     (["--method", "tr", "--param", "k=many"], "parameter k must be a int"),
-    (["--method", "tr", "--budget", "0"], "budget must be at least 1"),
+    (["--method", "tr", "--budget", "0"], "argument --budget: must be from 1 to 1,024, got 0"),
+    (["--method", "talon", "--budget", "1000000"], "must be from 1 to 1,024"),
+    (["--method", "tr", "--param", "budget=100000"], "parameter budget must be at most 1024"),
+    (["--method", "ar", "--temperature", "nan"], "argument --temperature: must be a finite number"),
+    (["--method", "ar", "--temperature", "inf"], "must be a finite number"),
+    (["--method", "talon", "--param", "mu=nan"], "parameter mu must be a finite number"),
+    (["--method", "ar", "--seed", str(2**63)], "argument --seed: must be from 0 to"),
+    (["--method", "ar", "--max-new-tokens", "10000000000"], "argument --max-new-tokens: must be from 1"),
     (["--method", "draft_tree"], "needs --draft-model"),
 ])
 def test_bad_arguments(capsys, tmp_path, argv, needle):
-    code, _, err = cli(capsys, "record", *argv, "--prompt", "hi", "--db", str(tmp_path / "x.db"), "--quiet")
+    try:
+        code, _, err = cli(capsys, "record", *argv, "--prompt", "hi", "--db", str(tmp_path / "x.db"), "--quiet")
+    except SystemExit as e:  # argparse's own checks exit
+        code, err = e.code, capsys.readouterr().err
     assert_one_line_error(code, err, needle)
+    assert not (tmp_path / "x.db").exists()  # refused before anything was created or loaded
 
 
 def test_empty_prompt(capsys, tmp_path):
@@ -107,3 +119,41 @@ def test_no_traceback_in_a_real_process(tmp_path):
 def test_missing_recording(capsys, tmp_path):
     code, _, err = cli(capsys, "sessions", "--db", str(tmp_path / "none.db"))
     assert_one_line_error(code, err, "no recording at")
+
+
+def test_export_never_overwrites_the_recording_it_reads(capsys, tiny_dir, tmp_path):
+    """Issue 15.1: ``export --db v.db --out v.db`` left v.db at 0 bytes; same file by another name too."""
+    import hashlib
+    import os
+
+    db = tmp_path / "v.db"
+    code, _, err = cli(capsys, "record", "--method", "ar", "--model", str(tiny_dir), "--prompt", "w1 w2 w3",
+                       "--max-new-tokens", "4", "--no-chat-template", "--db", str(db), "--quiet")
+    assert code == 0, err
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    os.link(db, tmp_path / "alias.db")
+    for out in (db, tmp_path / "." / "v.db", tmp_path / "alias.db"):
+        code, _, err = cli(capsys, "export", "--db", str(db), "--out", str(out))
+        assert_one_line_error(code, err, "is the recording being read")
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    code, _, err = cli(capsys, "export", "--db", str(db), "--out", str(tmp_path / "v.jsonl"))
+    assert code == 0 and len((tmp_path / "v.jsonl").read_text().splitlines()) == 5
+    assert not list(tmp_path.glob(".v.jsonl.*"))  # the temporary file was renamed into place
+
+
+def test_an_unexpected_error_is_one_line_with_a_log(capsys, tmp_path, monkeypatch):
+    """A bug prints one line naming a log file that holds the traceback."""
+    import specviz_core.cli.commands as commands
+
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
+
+    def boom(args):
+        raise KeyError("no such thing")
+
+    monkeypatch.setattr(commands, "cmd_sessions", boom)
+    code, _, err = cli(capsys, "sessions", "--db", str(tmp_path / "x.db"))
+    assert code == 1 and "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("specviz: error: unexpected KeyError: 'no such thing' (details in ")
+    log = line.split("(details in ")[1].rstrip(")")
+    assert "Traceback" in Path(log).read_text() and log.startswith(str(tmp_path))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,18 @@ from specviz_core.cli.bench import add_parser as add_bench_parser
 from specviz_core.cli.bench import cmd_bench
 from specviz_core.cli.optimize_tree import add_parser as add_optimize_tree_parser
 from specviz_core.cli.optimize_tree import cmd_optimize_tree
-from specviz_core.cli.options import add_device_args
+from specviz_core.cli.options import (
+    Parser,
+    add_device_args,
+    atomic_output,
+    bounded_int,
+    finite_float,
+    refuse_overwriting,
+)
 from specviz_core.drafters import METHODS, param_specs
 from specviz_core.drafters.base import parse_kv
 from specviz_core.errors import SpecVizError
+from specviz_core.session.request import MAX_NEW_TOKENS, MAX_SEED
 from specviz_resources import demo_prompt
 
 
@@ -40,7 +49,7 @@ def default_db() -> Path:
 
 def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.ArgumentParser:
     """The command line; ``extra(subparsers)`` may add commands (the GUI's ``gui`` and ``screenshot``)."""
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="specviz",
         description="SpecViz: a visual debugger for tree-based speculative decoding. "
         "With no command, opens the window on the default model with a demo prompt (F10 decodes a cycle).",
@@ -59,12 +68,14 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     g = r.add_mutually_exclusive_group(required=True)
     g.add_argument("--prompt", help="the prompt text")
     g.add_argument("--prompt-file", type=Path, help="read the prompt from this file")
-    r.add_argument("--max-new-tokens", type=int, default=128, help="stop after this many new tokens (default 128)")
-    r.add_argument("--temperature", type=float, default=0.0, help="0 for greedy (default); > 0 samples")
-    r.add_argument("--seed", type=int, default=0, help="seed of the session's random generator (default 0)")
-    r.add_argument("--samples", type=int, default=1,
+    r.add_argument("--max-new-tokens", type=bounded_int(1, MAX_NEW_TOKENS), default=128,
+                   help="stop after this many new tokens (default 128)")
+    r.add_argument("--temperature", type=finite_float(0.0, 100.0), default=0.0, help="0 for greedy (default); > 0 samples")
+    r.add_argument("--seed", type=bounded_int(0, MAX_SEED), default=0, help="seed of the session's random generator (default 0)")
+    r.add_argument("--samples", type=bounded_int(1, 1000), default=1,
                    help="decode the prompt N times (seeds seed..seed+N-1) as one group, one drafter throughout (default 1)")
-    r.add_argument("--budget", type=int, default=None, help="draft tokens verified per cycle, at most (tree methods)")
+    r.add_argument("--budget", type=bounded_int(1, 1024), default=None,
+                   help="draft tokens verified per cycle, at most (tree methods; up to 1024)")
     r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a method parameter; repeatable")
     r.add_argument("--no-chat-template", action="store_true", help="send the prompt as raw text")
     add_device_args(r)
@@ -99,6 +110,7 @@ class _Progress:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    from specviz_core.models import resolve_model_path
     from specviz_core.recording.store import Recording, new_session_id
     from specviz_core.session.factory import load_models, prepare
     from specviz_core.session.request import SessionRequest
@@ -118,6 +130,9 @@ def cmd_record(args: argparse.Namespace) -> int:
         device=args.device, dtype=args.dtype,
     )
     checked = req.check()  # everything that needs no model, before the slow part
+    for name in (req.model, req.draft_model if checked.choice.wants_draft_model else None):
+        if name not in (None, "default"):
+            resolve_model_path(name)  # a wrong path is refused before the recording is created
     if args.samples < 1:
         raise SpecVizError(f"--samples must be at least 1, got {args.samples}")
     progress = _Progress(args.quiet)
@@ -176,12 +191,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     from specviz_core.recording.export import export_jsonl
     from specviz_core.recording.store import Recording
 
+    if args.out is not None:
+        refuse_overwriting(args.out, [args.db])
     with Recording(args.db) as rec:
         if args.out is None:
             export_jsonl(rec, args.session, sys.stdout)
         else:
             try:
-                with open(args.out, "w", encoding="utf-8") as fh:
+                with atomic_output(args.out) as fh:
                     export_jsonl(rec, args.session, fh)
             except OSError as e:
                 raise SpecVizError(f"cannot write {args.out}: {e.strerror}") from None
@@ -211,6 +228,29 @@ def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None 
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print("specviz: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug or an environment we did not foresee: one line here, the traceback in a log
+        print(f"specviz: error: unexpected {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
+              f"(details in {write_crash_log()})", file=sys.stderr)
+        return 1
+
+
+def write_crash_log() -> Path:
+    """Write the current exception's traceback to a log in the user data folder; returns its path."""
+    import time
+    import traceback
+
+    folder = default_db().parent / "logs"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"specviz-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        path.write_text(f"specviz {' '.join(sys.argv[1:])}\n\n{traceback.format_exc()}", encoding="utf-8")
+    except OSError:
+        path = Path(tempfile.gettempdir()) / f"specviz-{os.getpid()}.log"
+        path.write_text(traceback.format_exc(), encoding="utf-8")
+    return path
 
 
 if __name__ == "__main__":

@@ -3,6 +3,76 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from specviz_core.errors import SpecVizError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported like every other error: one line, ``specviz: error: ...``."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"specviz: error: {message} (see {self.prog} --help)\n")
+
+
+def bounded_int(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse type: an integer from ``lo`` to ``hi``."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"must be from {lo:,} to {hi:,}, got {v:,}")
+        return v
+    return parse
+
+
+def finite_float(lo: float, hi: float) -> Callable[[str], float]:
+    """An argparse type: a finite number from ``lo`` to ``hi`` (nan and inf are refused)."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(v) or not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"must be a finite number from {lo:g} to {hi:g}, got {text}")
+        return v
+    return parse
+
+
+def refuse_overwriting(out: Path, inputs: Sequence[Path]) -> None:
+    """An output file must never be a file the command reads (same path, or the same file by another name)."""
+    for src in inputs:
+        same = out.resolve() == src.resolve()
+        try:
+            same = same or (out.exists() and os.path.samefile(out, src))
+        except OSError:
+            pass
+        if same:
+            raise SpecVizError(f"--out {out} is the recording being read: choose another file")
+
+
+@contextmanager
+def atomic_output(out: Path) -> Iterator[IO[str]]:
+    """Write ``out`` through a temporary file beside it and a rename: a crash never leaves half a file."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent if str(out.parent) else ".")
+    except OSError as e:
+        raise SpecVizError(f"cannot write {out}: {e.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            yield fh
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def add_device_args(p: argparse.ArgumentParser) -> None:

@@ -8,6 +8,7 @@ learn from the target's logits afterwards. The engine does everything else
 from __future__ import annotations
 
 import dataclasses
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,9 +20,12 @@ from ..errors import SpecVizError
 from ..tree import DraftTree
 
 
-def param(default: Any, help: str, minimum: float | None = None, choices: tuple[str, ...] | None = None) -> Any:
-    """A method parameter: a dataclass field with a default, a help text and bounds."""
-    return dataclasses.field(default=default, metadata={"help": help, "minimum": minimum, "choices": choices})
+def param(default: Any, help: str, minimum: float | None = None, choices: tuple[str, ...] | None = None,
+          maximum: float | None = None) -> Any:
+    """A method parameter: a dataclass field with a default, a help text and bounds (the CLI and the window's
+    editors both check against them)."""
+    return dataclasses.field(default=default, metadata={"help": help, "minimum": minimum, "maximum": maximum,
+                                                        "choices": choices})
 
 
 @dataclass(frozen=True)
@@ -63,11 +67,15 @@ def parse_params(method: str, params_cls: type, raw: dict[str, str | Any]) -> An
                 v = kind(float(value)) if kind is int and float(value).is_integer() else kind(value)
             else:
                 v = kind(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise SpecVizError(f"parameter {key} must be a {kind.__name__}, got {value!r}") from None
-        lo = f.metadata.get("minimum")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise SpecVizError(f"parameter {key} must be a finite number, got {value!r}")
+        lo, hi = f.metadata.get("minimum"), f.metadata.get("maximum")
         if lo is not None and v < lo:
             raise SpecVizError(f"parameter {key} must be at least {lo:g}, got {v}")
+        if hi is not None and v > hi:
+            raise SpecVizError(f"parameter {key} must be at most {hi:g}, got {v}")
         choices = f.metadata.get("choices")
         if choices and v not in choices:
             raise SpecVizError(f"parameter {key} must be one of {', '.join(choices)}, got {v!r}")

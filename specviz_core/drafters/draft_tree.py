@@ -96,9 +96,9 @@ class DraftModelRunner:
 
 @dataclass(frozen=True)
 class DraftTreeParams:
-    width: int = param(2, "Children expanded per node (top-W of the draft model).", minimum=1)
-    depth: int = param(4, "Tree depth D (levels below the root).", minimum=1)
-    budget: int = param(60, "Most draft nodes verified per cycle; the lowest path scores are cut.", minimum=1)
+    width: int = param(2, "Children expanded per node (top-W of the draft model).", minimum=1, maximum=32)
+    depth: int = param(4, "Tree depth D (levels below the root).", minimum=1, maximum=64)
+    budget: int = param(60, "Most draft nodes verified per cycle; the lowest path scores are cut.", minimum=1, maximum=1024)
 
 
 class DraftTreeDrafter(Drafter):

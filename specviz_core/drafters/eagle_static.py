@@ -21,11 +21,11 @@ from .talon import DRAFTER_HELP, add_layer, pool_of
 
 @dataclass(frozen=True)
 class EagleStaticParams:
-    budget: int = param(60, "N: draft nodes kept after the final pruning by path score (root excluded).", minimum=1)
-    top_k: int = param(10, "K: children expanded per parent, and parents kept per layer.", minimum=1)
-    depth: int = param(8, "D: layers of the tree.", minimum=1)
+    budget: int = param(60, "N: draft nodes kept after the final pruning by path score (root excluded).", minimum=1, maximum=1024)
+    top_k: int = param(10, "K: children expanded per parent, and parents kept per layer.", minimum=1, maximum=64)
+    depth: int = param(8, "D: layers of the tree.", minimum=1, maximum=64)
     drafter: str = param("table", DRAFTER_HELP, choices=("table", "model"))
-    gated_shown: int = param(10, "Cut candidates recorded per layer as gated nodes (the best by path score).", minimum=0)
+    gated_shown: int = param(10, "Cut candidates recorded per layer as gated nodes (the best by path score).", minimum=0, maximum=1000)
 
 
 class EagleStaticDrafter(SourcedDrafter):

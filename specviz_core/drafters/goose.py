@@ -30,18 +30,18 @@ from .pld import Match, match_ngram
 
 @dataclass(frozen=True)
 class GooseParams:
-    budget: int = param(60, "Node budget B: draft nodes verified per cycle, at most (root excluded).", minimum=1)
-    max_spine: int = param(20, "Longest spine copied from a context match (tokens).", minimum=1)
-    ngram_min: int = param(3, "Shortest n-gram used for context matching.", minimum=1)
-    ngram_max: int = param(5, "Longest n-gram used for context matching.", minimum=1)
-    bypass_threshold: int = param(8, "A match this long (tokens) is verified linearly, without branches (bypass).", minimum=1)
-    spine_branch_ratio: float = param(0.5, "rho: share of the branch budget given to spine branches (the rest goes to root branches).", minimum=0.0)
-    max_depth: int = param(6, "D: deepest a branch grows, counted from the node it forks from.", minimum=1)
-    top_k: int = param(10, "K: successors kept per token in the adjacency table.", minimum=1)
-    prune_threshold: float = param(0.01, "Successors whose score is below this are pruned.", minimum=0.0)
-    branch_width: int = param(3, "Children of the strongest branch node in BFS extension; weaker siblings get fewer (score-relative).", minimum=1)
-    ema: float = param(0.3, "Smoothing coefficient of the EMA of spine acceptance.", minimum=0.0)
-    ema_init: float = param(0.3, "Initial estimate of spine acceptance p_s.", minimum=0.0)
+    budget: int = param(60, "Node budget B: draft nodes verified per cycle, at most (root excluded).", minimum=1, maximum=1024)
+    max_spine: int = param(20, "Longest spine copied from a context match (tokens).", minimum=1, maximum=256)
+    ngram_min: int = param(3, "Shortest n-gram used for context matching.", minimum=1, maximum=16)
+    ngram_max: int = param(5, "Longest n-gram used for context matching.", minimum=1, maximum=16)
+    bypass_threshold: int = param(8, "A match this long (tokens) is verified linearly, without branches (bypass).", minimum=1, maximum=256)
+    spine_branch_ratio: float = param(0.5, "rho: share of the branch budget given to spine branches (the rest goes to root branches).", minimum=0.0, maximum=1.0)
+    max_depth: int = param(6, "D: deepest a branch grows, counted from the node it forks from.", minimum=1, maximum=64)
+    top_k: int = param(10, "K: successors kept per token in the adjacency table.", minimum=1, maximum=64)
+    prune_threshold: float = param(0.01, "Successors whose score is below this are pruned.", minimum=0.0, maximum=1.0)
+    branch_width: int = param(3, "Children of the strongest branch node in BFS extension; weaker siblings get fewer (score-relative).", minimum=1, maximum=64)
+    ema: float = param(0.3, "Smoothing coefficient of the EMA of spine acceptance.", minimum=0.0, maximum=1.0)
+    ema_init: float = param(0.3, "Initial estimate of spine acceptance p_s.", minimum=0.0, maximum=1.0)
     bigram: bool = param(True, "Use the bigram tier of the adjacency table (keyed by the last two tokens).")
 
 
@@ -245,7 +245,7 @@ class GooseDrafter(Drafter):
 
 @dataclass(frozen=True)
 class IsotropicParams(GooseParams):
-    k: int = param(3, "Children per node of the balanced k-ary tree.", minimum=1)
+    k: int = param(3, "Children per node of the balanced k-ary tree.", minimum=1, maximum=64)
 
 
 class IsotropicDrafter(GooseDrafter):

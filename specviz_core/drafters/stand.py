@@ -42,13 +42,13 @@ RankPath = tuple[int, ...]
 
 @dataclass(frozen=True)
 class StandParams:
-    budget: int = param(80, "Nodes in the default static tree (ignored when tree= names a tree file).", minimum=1)
-    max_depth: int = param(8, "Levels of the default static tree.", minimum=1)
-    top_k: int = param(10, "Next-token probabilities stored per n-gram (top-k).", minimum=1)
-    ngram_max: int = param(4, "Longest n-gram in the tables (tables for 1..n are kept; lookup tries n first).", minimum=1)
+    budget: int = param(80, "Nodes in the default static tree (ignored when tree= names a tree file).", minimum=1, maximum=1024)
+    max_depth: int = param(8, "Levels of the default static tree.", minimum=1, maximum=64)
+    top_k: int = param(10, "Next-token probabilities stored per n-gram (top-k).", minimum=1, maximum=64)
+    ngram_max: int = param(4, "Longest n-gram in the tables (tables for 1..n are kept; lookup tries n first).", minimum=1, maximum=16)
     tree: str = param("", "A tree file written by `specviz optimize-tree` (JSON); empty: the heuristic tree.")
     stochastic: bool = param(True, "With temperature > 0, draw children by Gumbel-top-k from the stored distribution (else top-k).")
-    noise_cache: int = param(4096, "Gumbel noise values drawn at once and cached until used up.", minimum=1)
+    noise_cache: int = param(4096, "Gumbel noise values drawn at once and cached until used up.", minimum=1, maximum=1000000)
 
 
 class GumbelCache:

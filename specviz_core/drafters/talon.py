@@ -34,11 +34,11 @@ DRAFTER_HELP = ("Where next-token distributions come from: table (logit n-gram t
 
 @dataclass(frozen=True)
 class TalonParams:
-    budget: int = param(60, "Token budget N: draft nodes verified per cycle, at most (root excluded).", minimum=1)
-    top_k: int = param(10, "K: children of the root (robust top-K initialization).", minimum=1)
-    mu: float = param(0.03, "Confidence gate: a deeper candidate stays if its path probability is >= mu x the layer's best.", minimum=0.0)
+    budget: int = param(60, "Token budget N: draft nodes verified per cycle, at most (root excluded).", minimum=1, maximum=1024)
+    top_k: int = param(10, "K: children of the root (robust top-K initialization).", minimum=1, maximum=64)
+    mu: float = param(0.03, "Confidence gate: a deeper candidate stays if its path probability is >= mu x the layer's best.", minimum=0.0, maximum=1.0)
     drafter: str = param("table", DRAFTER_HELP, choices=("table", "model"))
-    gated_shown: int = param(10, "Cut candidates recorded per layer as gated nodes (the best by path score).", minimum=0)
+    gated_shown: int = param(10, "Cut candidates recorded per layer as gated nodes (the best by path score).", minimum=0, maximum=1000)
 
 
 def pool_of(frontier: list[int], cands: list[Candidates], score: dict[int, float]) -> list[tuple[float, int, int]]:

@@ -44,9 +44,9 @@ def rank_template(size: int, max_depth: int, k: int) -> list[tuple[int, ...]]:
 
 @dataclass(frozen=True)
 class TRParams:
-    k: int = param(8, "Successors kept per token in the adjacency table.", minimum=1)
-    budget: int = param(80, "Nodes in the static tree template (draft tokens verified per cycle, at most).", minimum=1)
-    max_depth: int = param(6, "Levels in the static tree template.", minimum=1)
+    k: int = param(8, "Successors kept per token in the adjacency table.", minimum=1, maximum=64)
+    budget: int = param(80, "Nodes in the static tree template (draft tokens verified per cycle, at most).", minimum=1, maximum=1024)
+    max_depth: int = param(6, "Levels in the static tree template.", minimum=1, maximum=64)
 
 
 class TokenRecyclingDrafter(Drafter):

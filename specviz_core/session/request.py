@@ -4,12 +4,17 @@ returns (:class:`CheckedRequest`) is what the factory takes, so nothing checks t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from specviz_core.drafters import Drafter, method_class, parse_params
 from specviz_core.engine.budget import split_auto
 from specviz_core.errors import SpecVizError
+
+#: Bounds of a session's numbers (a context longer than this is beyond any model here; a seed is an int64).
+MAX_NEW_TOKENS = 1_000_000
+MAX_SEED = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -68,10 +73,12 @@ class SessionRequest:
         choice = check_method(self.method, self.params, self.budget)
         if not self.prompt or not self.prompt.strip():
             raise SpecVizError("the prompt is empty")
-        if self.max_new_tokens < 1:
-            raise SpecVizError("max new tokens must be at least 1")
-        if self.temperature < 0:
-            raise SpecVizError("temperature must be >= 0")
+        if not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS:
+            raise SpecVizError(f"max new tokens must be from 1 to {MAX_NEW_TOKENS:,}, got {self.max_new_tokens}")
+        if not math.isfinite(self.temperature) or self.temperature < 0:
+            raise SpecVizError(f"temperature must be a finite number >= 0, got {self.temperature}")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise SpecVizError(f"seed must be from 0 to 2**63 - 1, got {self.seed}")
         if choice.wants_draft_model and not self.draft_model:
             why = "" if choice.cls.needs_draft_model else " with drafter=model (drafter=table needs none)"
             raise SpecVizError(
