@@ -183,3 +183,26 @@ def test_schema_2_file_is_upgraded_with_an_empty_attention(tiny, tmp_path):
         info = rec.session(sid)
         assert info.attention == "" and info.n_cycles == len(live)
         assert rec.db.execute("SELECT value FROM specviz_meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+
+
+def test_a_recording_on_read_only_media_replays(tiny, tmp_path, monkeypatch):
+    """Issue 15.5: a valid file whose folder cannot be written (a CD, a read-only mount) opened as immutable,
+    not reported as corrupt; nothing is written beside it."""
+    path = tmp_path / "ro" / "r.db"
+    path.parent.mkdir()
+    sid, live, _ = record_tiny(tiny, path)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    for extra in ("-wal", "-shm"):
+        (path.parent / f"r.db{extra}").unlink(missing_ok=True)
+    before = digest(path)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p).parent == tmp_path and mode == os.W_OK
+                        else real_access(p, mode))
+    with Recording(path) as rec:
+        assert rec.read_only
+        assert [c.committed_ids for c in rec.cycles(sid)] == [c.committed_ids for c in live]
+    assert digest(path) == before and sorted(p.name for p in path.parent.iterdir()) == ["r.db"]
+    with pytest.raises(SpecVizError, match="is read-only"):
+        Recording(path, create=True)

@@ -61,8 +61,15 @@ class Recording:
             self._check_writable_dir()
         elif self.path.is_dir():
             raise SpecVizError(f"{self.path} is a folder, not a recording file")
+        self.read_only = self.path.exists() and not self._writable()
+        if create and self.read_only:
+            raise SpecVizError(f"cannot write the recording: {self.path} is read-only")
         try:
-            conn = sqlite3.connect(str(self.path), timeout=10)
+            if self.read_only:
+                # Read-only media: SQLite could not create its -shm file, so open the file as immutable.
+                conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+            else:
+                conn = sqlite3.connect(str(self.path), timeout=10)
         except sqlite3.Error as e:
             raise SpecVizError(f"cannot open {self.path}: {e}") from None
         self.db = sqlite_utils.Database(conn)
@@ -88,12 +95,22 @@ class Recording:
                     f"{self.path} was written by a newer SpecViz (schema {version}; this version reads up to "
                     f"{SCHEMA_VERSION}): upgrade SpecViz to open it"
                 )
-            self._set_wal()
+            if not self.read_only:
+                self._set_wal()
             if version < SCHEMA_VERSION:
-                self._upgrade(version)
-        self._mark_dead_writers()
+                if self.read_only:
+                    self._legacy = version < 2
+                else:
+                    self._upgrade(version)
+        if not self.read_only:
+            self._mark_dead_writers()
 
     # -- schema -----------------------------------------------------------------
+    def _writable(self) -> bool:
+        """The file and its folder can be written (SQLite needs the folder for its -wal and -shm files)."""
+        parent = self.path.parent if str(self.path.parent) else Path(".")
+        return os.access(self.path, os.W_OK) and os.access(parent, os.W_OK)
+
     def _check_writable_dir(self) -> None:
         parent = self.path.parent if str(self.path.parent) else Path(".")
         if not parent.is_dir():
