@@ -7,10 +7,10 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QColor, QHelpEvent, QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication, QToolTip
 
-from app.panels.tree_layout import first_rejected_spine, tidy_rows
+from app.panels.tree_layout import tidy_rows
 from app.panels.tree_view import BONUS, NodeItem, TreeView
 from app.theme import ACCEPTED, REJECTED, source_color
-from gui_records import goose_session, keep_none_alive, word_id, word_vocab
+from gui_records import first_rejected_spine, goose_session, keep_none_alive, word_id, word_vocab
 from specviz_core.viewer.session_model import SessionModel
 
 keep_none_alive()

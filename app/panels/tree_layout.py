@@ -1,9 +1,6 @@
-"""Qt-free helpers for the tree and spine panels: the layered layout, the spine chain, the target's top-5 rows."""
+"""Qt-free layout of the draft tree: one layer per depth, subtrees packed tightly."""
 
 from __future__ import annotations
-
-from specviz_core.records import CycleRecord, Node
-from specviz_core.summary import SPINE_SOURCES
 
 
 def tidy_rows(children: dict[int, list[int]], root: int = 0) -> dict[int, float]:
@@ -44,31 +41,3 @@ def tidy_rows(children: dict[int, list[int]], root: int = 0) -> dict[int, float]
         for k in children.get(n, ()):
             rows[k] = rows[n] + offset[k]
     return rows
-
-
-def spine_chain(record: CycleRecord) -> list[Node]:
-    """The spine: verified spine / copied n-gram nodes chained from the root, in depth order."""
-    child = {n.parent: n for n in record.nodes if n.verified and n.source in SPINE_SOURCES and n.parent >= 0}
-    chain, node = [], child.get(0)
-    while node is not None:
-        chain.append(node)
-        node = child.get(node.id)
-    return chain
-
-
-def first_rejected_spine(record: CycleRecord) -> Node | None:
-    """The first node of the spine chain that the target did not accept (None if it held or there is none)."""
-    return next((n for n in spine_chain(record) if not n.accepted), None)
-
-
-def topk_after(record: CycleRecord, node_id: int) -> tuple[tuple[int, float], ...]:
-    """The target's top-5 (token, probability) after ``node_id``: its verify row (empty if it was not verified)."""
-    try:
-        return record.target_topk[record.verify_order.index(node_id)]
-    except (ValueError, IndexError):
-        return ()
-
-
-def parent_topk(record: CycleRecord, node: Node) -> tuple[tuple[int, float], ...]:
-    """The target's top-5 at ``node``'s position: the verify row of its parent."""
-    return topk_after(record, node.parent)

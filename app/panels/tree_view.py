@@ -40,11 +40,12 @@ from PySide6.QtWidgets import (
 )
 
 from specviz_core.records import CycleRecord, Node
+from specviz_core.spine import SpineAnalysis, analyze_spine, topk_after
 from specviz_core.viewer.session_model import SessionModel
 
 from ..theme import ACCEPTED, GATED, REJECTED, SOURCE_COLORS, SOURCE_LABELS, source_color
 from .base import PanelMixin
-from .tree_layout import first_rejected_spine, parent_topk, tidy_rows, topk_after
+from .tree_layout import tidy_rows
 
 log = logging.getLogger(__name__)
 HINT = "Step a cycle (F10) or open a recording"
@@ -269,7 +270,7 @@ class TreeView(PanelMixin, QGraphicsView):
             self._set_legend(None)
             self.viewport().update()
             return
-        vocab, pal = self.model.vocab, self.palette()
+        vocab = self.model.vocab
         nodes = {n.id: n for n in rec.nodes if (self.show_gated or not n.gated)}
         children: dict[int, list[int]] = {}
         for n in nodes.values():
@@ -294,7 +295,8 @@ class TreeView(PanelMixin, QGraphicsView):
         top = min(rows.values())
         pos = {i: (col_x[depth[i]], MARGIN + (r - top) * ROW) for i, r in rows.items()}
 
-        self.broken_node = broken = first_rejected_spine(rec)
+        spine = analyze_spine(rec)
+        self.broken_node = broken = rec.node_by_id[spine.broken] if spine.broken is not None else None
         while len(self._pool) < len(rows):
             item = NodeItem(self._font)
             self._scene.addItem(item)
@@ -342,7 +344,7 @@ class TreeView(PanelMixin, QGraphicsView):
             item.setVisible(True)
 
         bounds = QRectF(0, 0, x - HGAP + MARGIN, MARGIN * 2 + (max(rows.values()) - top) * ROW + NODE_H)
-        bounds = self._place_callout(rec, broken, bounds)
+        bounds = self._place_callout(spine, broken, bounds)
         self._scene.setSceneRect(bounds)
         self._set_legend(rec)
         self.header.gated.setEnabled(not self.show_gated or any(n.gated for n in rec.nodes))
@@ -368,7 +370,7 @@ class TreeView(PanelMixin, QGraphicsView):
         self._style[key] = out
         return out
 
-    def _place_callout(self, rec: CycleRecord, broken: Node | None, bounds: QRectF) -> QRectF:
+    def _place_callout(self, spine: SpineAnalysis, broken: Node | None, bounds: QRectF) -> QRectF:
         """The spine-break callout sits above the tree with a leader line down to the broken node."""
         item = self._items.get(broken.id) if broken is not None else None
         if item is None:
@@ -376,16 +378,11 @@ class TreeView(PanelMixin, QGraphicsView):
             self._leader.setVisible(False)
             return bounds
         vocab, pal = self.model.vocab, self.palette()
-        top = parent_topk(rec, broken)
-        parent = rec.node_by_id.get(broken.parent)
-        want = parent.target_token if parent is not None and parent.target_token >= 0 else (top[0][0] if top else -1)
-        p_want = dict(top).get(want)
-        p_own = broken.target_prob
         lines = [f"✗ spine broke at depth {broken.depth}: proposed '{vocab.label(broken.token)}' "
-                 f"(p {_p(p_own)})",
-                 f"target wanted '{vocab.label(want)}' (p {_p(p_want)})"]
-        if top:
-            lines.append("top-5: " + "   ".join(f"{vocab.label(t)} {p:.2f}" for t, p in top))
+                 f"(p {_p(spine.proposed_prob)})",
+                 f"target wanted '{vocab.label(spine.wanted)}' (p {_p(spine.wanted_prob)})"]
+        if spine.topk:
+            lines.append("top-5: " + "   ".join(f"{vocab.label(t)} {p:.2f}" for t, p in spine.topk))
         self._callout_text.setText("\n".join(lines))
         tr = self._callout_text.boundingRect()
         box = QRectF(0, 0, tr.width() + 12, tr.height() + 8)
