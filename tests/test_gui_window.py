@@ -131,9 +131,9 @@ def test_run_then_pause_stops_within_one_cycle(qtbot, window):
 def test_run_to_breakpoint_stops_on_a_matching_cycle(qtbot, window):
     w = window
     w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("tr"))
-    kind = w.run_panel.bp_kind
+    kind = w.run_panel.breakpoint_editor.kind
     kind.setCurrentIndex(kind.findData("accepted_ge"))
-    w.run_panel.bp_k.setValue(1)
+    w.run_panel.breakpoint_editor.k.setValue(1)
     w.run_to_breakpoint()
     wait_idle(qtbot, w)
     qtbot.waitUntil(lambda: w.model.n_cycles > 0, timeout=30000)
@@ -236,9 +236,9 @@ def test_scrubbing_a_long_recording_updates_every_panel(qtbot, window, long_reco
     assert w.model.index == target + 1
     qtbot.keyClick(w, Qt.Key.Key_Left)
     assert w.model.index == target
-    kind = w.timeline.filter_kind
+    kind = w.timeline.filter_editor.kind
     kind.setCurrentIndex(kind.findData("accepted_ge"))
-    w.timeline.filter_k.setValue(1)
+    w.timeline.filter_editor.k.setValue(1)
     nxt = next((i for i in range(target + 1, n) if len(source.cycle(i).accepted_path) >= 1), None)
     if nxt is not None:
         qtbot.keyClick(w, Qt.Key.Key_Right)
