@@ -244,7 +244,7 @@ class ChartsPanel(PanelMixin, QWidget):
         self._timer.stop()
         self.data.reset()
         self.data.extend(source.summaries())
-        self._method = getattr(source.info, "method", "")
+        self._method = source.info.method
         self._stack.setCurrentWidget(self.scroll if self.data.n else self.hint)
         if load_cost_curve is not None:
             try:

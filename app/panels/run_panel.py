@@ -33,6 +33,7 @@ from specviz_core.session.request import CheckedRequest, SessionRequest
 from specviz_core.viewer.filters import CycleFilter
 from specviz_resources import demo_prompt
 
+from .base import PanelMixin
 from .filter_editor import FilterEditor
 
 DEFAULT_MODEL_LABEL = "default: SmolLM2-135M-Instruct (embedded)"
@@ -42,7 +43,7 @@ DEFAULT_METHOD = "goose"
 
 
 
-class RunPanel(QWidget):
+class RunPanel(PanelMixin, QWidget):
     """Session settings and the controls. Emits requests; the window decides what to do with them."""
 
     title = "Run"

@@ -86,9 +86,6 @@ class SpinePanel(PanelMixin, QTextBrowser):
         """The panel's text, plain."""
         return self.toPlainText()
 
-    def export_target(self) -> QWidget:
-        return self
-
     # -- context ------------------------------------------------------------------------------------------------------
     def context_tokens(self, start: int, end: int) -> list[int]:
         """Context tokens ``start:end`` as the current cycle saw them (prompt, then tokens committed before it)."""

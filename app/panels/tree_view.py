@@ -185,6 +185,9 @@ class TreeView(PanelMixin, QGraphicsView):
         self._redraw()
         self.fit()
 
+    def on_presentation_changed(self, on: bool) -> None:
+        self.fit()
+
     def on_node_selected(self, node_id: int | None) -> None:
         item = self._items.get(node_id) if node_id is not None else None
         if item is None:
@@ -236,9 +239,6 @@ class TreeView(PanelMixin, QGraphicsView):
         s = min(vp.width() / rect.width(), vp.height() / rect.height(), MAX_FIT)
         self.setTransform(QTransform.fromScale(s, s))
         self.centerOn(rect.center())
-
-    def export_target(self) -> QWidget:
-        return self
 
     # -- drawing ------------------------------------------------------------------------------------------------------
     def _width(self, label: str) -> float:
