@@ -75,7 +75,7 @@ def test_f10_runs_one_cycle_and_every_panel_shows_it(qtbot, window):
 
 def assert_panels_show(w, rec) -> None:
     """Every panel draws ``rec``: numbers read back from the widgets against the record itself."""
-    from app.panels.tree_view import BONUS
+    from app.panels.tree_layout import BONUS
 
     items = w.tree.node_items()
     shown_nodes = {k for k in items if k != BONUS}
