@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -17,18 +16,14 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QToolBar,
-    QWidget,
 )
 
-from specviz_core.errors import SpecVizError
-from specviz_core.recording.store import Recording
-from specviz_core.records import SessionInfo
+from specviz_core.viewer.cycle_table import write_cycles_csv
 from specviz_core.viewer.session_model import SessionModel
-from specviz_core.viewer.sources import LiveSource, RecordingSource
-from specviz_core.vocab import TokenText, load_token_text
 
+from .controller import AUTOPLAY_SPEEDS, DEFAULT_SPEED, SessionController
 from .gc_guard import UiThreadGC
-from .panels.base import export_widget
+from .panels.base import PanelMixin, export_widget
 from .panels.charts import ChartsPanel
 from .panels.kv_view import KVView
 from .panels.mask_view import MaskView
@@ -39,35 +34,21 @@ from .panels.spine_panel import SpinePanel
 from .panels.timeline import TimelinePanel
 from .panels.tree_view import TreeView
 from .settings import settings
-from .worker import WorkerThread
 
-AUTOPLAY_SPEEDS = {"0.5 cycles/s": 2000, "1 cycle/s": 1000, "2 cycles/s": 500, "5 cycles/s": 200, "10 cycles/s": 100}
-#: Live cycles arriving faster than this are shown at most this often (ms), so a fast GPU cannot flood the UI.
-LIVE_REFRESH_MS = 40
 LAYOUT_VERSION = 1
 
 
 class MainWindow(QMainWindow):
-    """One window: run controls, the draft tree in the middle, mask / KV / output / charts around it."""
+    """The shell: the draft tree in the middle, panels in docks around it, menus, toolbars, presentation, export.
 
-    # Requests to the engine thread (queued: the worker lives there).
-    _begin = Signal(object, str)
-    _step = Signal(int)
-    _run = Signal(object)
-    _reset = Signal()
-    _baseline = Signal()
+    What is shown is the :class:`SessionModel`'s; which session it holds is the :class:`SessionController`'s.
+    """
 
     def __init__(self, db_path: Path, restore_layout: bool = True) -> None:
         super().__init__()
         self.setWindowTitle("SpecViz")
         self.model = SessionModel()
         self.db_path = Path(db_path)
-        self._worker: WorkerThread | None = None
-        self._busy = False
-        self._live_info: SessionInfo | None = None
-        self._live_done = True
-        self._inflight = 0
-        """Requests sent to the engine thread and not yet done."""
         self._normal_state: QByteArray | None = None
         self._base_font = QApplication.font()
         self._gc = UiThreadGC(self)
@@ -83,10 +64,11 @@ class MainWindow(QMainWindow):
         self.kv = KVView(self.model)
         self.charts = ChartsPanel(self.model)
         self.timeline = TimelinePanel(self.model)
-        self.panels: dict[str, QWidget] = {
+        self.panels: dict[str, PanelMixin] = {
             "tree": self.tree, "output": self.output, "spine": self.spine, "mask": self.mask, "kv": self.kv,
             "charts": self.charts, "run": self.run_panel, "sessions": self.sessions, "timeline": self.timeline,
         }
+        self.controller = SessionController(self.model, self.run_panel, self)
         self.docks: dict[str, QDockWidget] = {}
         left = Qt.DockWidgetArea.LeftDockWidgetArea
         right = Qt.DockWidgetArea.RightDockWidgetArea
@@ -109,24 +91,7 @@ class MainWindow(QMainWindow):
         self.progress.setVisible(False)
         self.statusBar().addPermanentWidget(self.progress)
         self.statusBar().showMessage("Press F10 to decode the first cycle of the demo prompt, or open a recording (Ctrl+O).")
-
-        # Wiring: panels talk through the model; the window connects the rest.
-        self.run_panel.step_requested.connect(self.step)
-        self.run_panel.run_requested.connect(self.run)
-        self.run_panel.run_to_breakpoint_requested.connect(self.run_to_breakpoint)
-        self.run_panel.pause_requested.connect(self.pause)
-        self.run_panel.reset_requested.connect(self.reset)
-        self.sessions.open_requested.connect(self.open_session)
-        if hasattr(self.spine, "span_changed"):
-            self.spine.span_changed.connect(self.output.set_matched_span)
-        self.model.session_opened.connect(lambda src: self._update_title())
-        self.model.cycle_changed.connect(lambda rec: self._update_title())
-        self._live_timer = QTimer(self)
-        self._live_timer.setSingleShot(True)
-        self._live_timer.setInterval(LIVE_REFRESH_MS)
-        self._live_timer.timeout.connect(self._show_latest)
-        self._autoplay_timer = QTimer(self)
-        self._autoplay_timer.timeout.connect(self._autoplay_tick)
+        self._connect()
 
         self.sessions.set_file(self.db_path)
         self.run_panel.set_running(False, False)
@@ -138,12 +103,34 @@ class MainWindow(QMainWindow):
             self._restore_layout()
 
     # -- construction --------------------------------------------------------------------------------
-    def _dock(self, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> None:
-        dock = QDockWidget(getattr(widget, "title", name.title()), self)
+    def _dock(self, name: str, panel: PanelMixin, area: Qt.DockWidgetArea) -> None:
+        dock = QDockWidget(panel.title, self)
         dock.setObjectName(f"dock_{name}")
-        dock.setWidget(widget)
+        dock.setWidget(panel)
         self.addDockWidget(area, dock)
         self.docks[name] = dock
+
+    def _connect(self) -> None:
+        """Panels talk through the model; the controller's reports go to the widgets that show them."""
+        c, rp = self.controller, self.run_panel
+        rp.step_requested.connect(c.step)
+        rp.run_requested.connect(c.run)
+        rp.run_to_breakpoint_requested.connect(c.run_to_breakpoint)
+        rp.pause_requested.connect(c.pause)
+        rp.reset_requested.connect(c.reset)
+        self.sessions.open_requested.connect(c.open_session)
+        self.spine.span_changed.connect(self.output.set_matched_span)
+        c.progress.connect(self._on_progress)
+        c.busy_changed.connect(self._on_busy)
+        c.settings_locked.connect(rp.set_locked)
+        c.session_status.connect(rp.set_status)
+        c.notice.connect(self.statusBar().showMessage)
+        c.error.connect(self.show_error)
+        c.baseline_changed.connect(self.charts.set_ar_baseline)
+        c.autoplay_changed.connect(self.autoplay_action.setChecked)
+        c.sessions_changed.connect(self.sessions.refresh)
+        self.model.session_opened.connect(lambda src: self._update_title())
+        self.model.cycle_changed.connect(lambda rec: self._update_title())
 
     def _action(self, text: str, shortcut: str | QKeySequence | None, slot, tip: str = "") -> QAction:
         a = QAction(text, self)
@@ -175,12 +162,12 @@ class MainWindow(QMainWindow):
         f.addAction(self._action("&Quit", QKeySequence.StandardKey.Quit, self.close))
 
         r = m.addMenu("&Run")
-        self.step_action = self._action("&Step", "F10", self.step, "Decode one cycle")
-        self.run_action = self._action("&Run", "F5", self.run, "Decode until the end or Pause")
-        self.pause_action = self._action("&Pause", "F6", self.pause, "Stop after the cycle in flight")
-        self.bp_action = self._action("Run to &breakpoint", "F8", self.run_to_breakpoint,
+        self.step_action = self._action("&Step", "F10", self.controller.step, "Decode one cycle")
+        self.run_action = self._action("&Run", "F5", self.controller.run, "Decode until the end or Pause")
+        self.pause_action = self._action("&Pause", "F6", self.controller.pause, "Stop after the cycle in flight")
+        self.bp_action = self._action("Run to &breakpoint", "F8", self.controller.run_to_breakpoint,
                                       "Decode until a cycle matches the breakpoint set in the Run panel")
-        self.reset_action = self._action("Rese&t", "Ctrl+R", self.reset, "End the session; it stays recorded")
+        self.reset_action = self._action("Rese&t", "Ctrl+R", self.controller.reset, "End the session; it stays recorded")
         for a in (self.step_action, self.run_action, self.pause_action, self.bp_action, self.reset_action):
             r.addAction(a)
 
@@ -189,7 +176,7 @@ class MainWindow(QMainWindow):
         self.next_action = self._action("&Next cycle", "Right", lambda: self.model.step(1))
         self.first_action = self._action("&First cycle", "Home", lambda: self.model.set_cycle(0))
         self.last_action = self._action("&Last cycle", "End", lambda: self.model.set_cycle(self.model.n_cycles - 1))
-        self.autoplay_action = self._action("&Autoplay", "Space", self.toggle_autoplay,
+        self.autoplay_action = self._action("&Autoplay", "Space", self.controller.toggle_autoplay,
                                             "Step through cycles at the chosen speed (decodes when live)")
         self.autoplay_action.setCheckable(True)
         for a in (self.prev_action, self.next_action, self.first_action, self.last_action, self.autoplay_action):
@@ -221,9 +208,9 @@ class MainWindow(QMainWindow):
         tb.addAction(self.autoplay_action)
         self.speed = QComboBox()
         self.speed.addItems(list(AUTOPLAY_SPEEDS))
-        self.speed.setCurrentText("2 cycles/s")
+        self.speed.setCurrentText(DEFAULT_SPEED)
         self.speed.setToolTip("Autoplay speed")
-        self.speed.currentTextChanged.connect(lambda t: self._autoplay_timer.setInterval(AUTOPLAY_SPEEDS[t]))
+        self.speed.currentTextChanged.connect(self.controller.set_autoplay_speed)
         tb.addWidget(self.speed)
         tb.addSeparator()
         tb.addAction(self.presentation_action)
@@ -265,101 +252,7 @@ class MainWindow(QMainWindow):
             self.toggle_presentation()
         self.restoreState(self._default_state, LAYOUT_VERSION)
 
-    # -- the engine thread ------------------------------------------------------------------------------
-    def worker(self) -> WorkerThread:
-        if self._worker is None:
-            self._worker = WorkerThread()
-            w = self._worker.worker
-            self._begin.connect(w.begin)
-            self._step.connect(w.step)
-            self._run.connect(w.run)
-            self._reset.connect(w.reset)
-            self._baseline.connect(w.measure_baseline)
-            w.progress.connect(self._on_progress)
-            w.session_started.connect(self._on_session_started)
-            w.cycle_ready.connect(self._on_cycle_ready)
-            w.session_finished.connect(self._on_session_finished)
-            w.baseline_ready.connect(self._on_baseline)
-            w.busy_changed.connect(self._on_busy)
-            w.error.connect(self.show_error)
-            w.request_done.connect(self._on_request_done)
-            for sig in (self._begin, self._step, self._run, self._reset, self._baseline):
-                sig.connect(self._on_request_sent)
-        return self._worker
-
-    def _on_request_sent(self, *args) -> None:
-        self._inflight += 1
-
-    def _on_request_done(self) -> None:
-        self._inflight -= 1
-
-    @property
-    def idle(self) -> bool:
-        """No request is waiting for or running on the engine thread."""
-        return self._inflight == 0
-
-    def _ensure_session(self) -> bool:
-        """Start a live session from the run panel if none is open; False (with a message) on bad input."""
-        if self._live_info is not None and not self._live_done:
-            return True
-        if self._busy:
-            return False
-        try:
-            req = self.run_panel.request()
-        except SpecVizError as e:
-            self.show_error(str(e))
-            return False
-        self.run_panel.show_message("")
-        self._stop_autoplay_if_replay()
-        self.worker()
-        self._live_info = None
-        self._live_done = False
-        self.run_panel.set_locked(True)
-        self._begin.emit(req, str(self.run_panel.db_path()))
-        return True
-
-    def step(self) -> None:
-        if self._busy:
-            return
-        if self._ensure_session():
-            self.model.follow_live = True
-            self._step.emit(1)
-
-    def run(self) -> None:
-        if self._busy:
-            return
-        if self._ensure_session():
-            self.model.follow_live = False
-            self._run.emit(None)
-
-    def run_to_breakpoint(self) -> None:
-        if self._busy:
-            return
-        bp = self.run_panel.breakpoint()
-        if self._ensure_session():
-            self.model.follow_live = False
-            self._run.emit(bp)
-            self.statusBar().showMessage(f"Running to the first cycle where: {bp.label()}")
-
-    def pause(self) -> None:
-        if self._worker is not None:
-            self._worker.worker.pause()
-        self._autoplay_timer.stop()
-        self.autoplay_action.setChecked(False)
-
-    def reset(self) -> None:
-        self.pause()
-        if self._worker is not None and self._live_info is not None and not self._live_done:
-            self._reset.emit()
-        self._live_done = True
-        self._live_info = None
-        self.model.close()
-        self.run_panel.set_locked(False)
-        self.run_panel.set_running(self._busy, False)
-        self.run_panel.set_status("No session: press Step (F10) to start one.")
-        self.charts.set_ar_baseline(None, "")
-
-    # -- worker callbacks (UI thread) ------------------------------------------------------------------------
+    # -- controller reports ------------------------------------------------------------------------------------
     def _on_progress(self, stage: str, fraction: float) -> None:
         self.progress.setVisible(stage != "ready")
         if fraction < 0:
@@ -370,67 +263,20 @@ class MainWindow(QMainWindow):
         self.progress.setFormat(stage)
         self.statusBar().showMessage(stage[:1].upper() + stage[1:] + "…" if stage != "ready" else "Model ready")
 
-    def _on_session_started(self, info: SessionInfo, tokenizer) -> None:
-        self._live_info = info
-        self._live_done = False
-        self.model.open(LiveSource(info), TokenText(tokenizer))
-        self.run_panel.set_status(f"Live session {info.id}: {info.method} on {info.device}, recorded to "
-                                  f"{self.run_panel.db_path().name}")
-        self.sessions.refresh()
-
-    def _on_cycle_ready(self, cycle) -> None:
-        if not isinstance(self.model.source, LiveSource):
-            return
-        record = cycle.record
-        follow = self.model.follow_live
-        self.model.follow_live = False
-        self.model.append(record, cycle.summary)
-        self.model.follow_live = follow
-        if follow:
-            self.model.set_cycle(record.index)
-        elif not self._live_timer.isActive():
-            self._live_timer.start()
-        if record.index == 0:
-            self._baseline.emit()
-
-    def _show_latest(self) -> None:
-        if isinstance(self.model.source, LiveSource):
-            self.model.set_cycle(self.model.n_cycles - 1)
-
-    def _on_session_finished(self, info: SessionInfo) -> None:
-        if self._live_info is not None and info.id == self._live_info.id:
-            self._live_done = True
-            self._show_latest()
-            self.run_panel.set_status(f"Session {info.id} {info.status}"
-                                      f"{' (' + info.stop_reason + ')' if info.stop_reason else ''}: "
-                                      f"{info.n_tokens} tokens in {info.n_forward} forwards, "
-                                      f"{info.mean_accepted:.2f} tokens/forward. Reset to start another.")
-            self._autoplay_timer.stop()
-            self.autoplay_action.setChecked(False)
-        self.sessions.refresh()
-
-    def _on_baseline(self, tokens_per_s: float, note: str) -> None:
-        self.charts.set_ar_baseline(tokens_per_s, note)
-
-    def _on_busy(self, busy: bool) -> None:
-        self._busy = busy
-        self.run_panel.set_running(busy, self._live_info is not None)
+    def _on_busy(self, busy: bool, has_session: bool) -> None:
+        self.run_panel.set_running(busy, has_session)
         for a in (self.step_action, self.run_action, self.bp_action):
             a.setEnabled(not busy)
         self.pause_action.setEnabled(busy)
         if not busy:
-            self._live_timer.stop()
-            self._show_latest()
             self.progress.setVisible(False)
 
     def show_error(self, text: str) -> None:
-        """Bad input or a failed run: a message in the window, never a traceback."""
+        """Bad input or a failed run or export: a message in the window, never a traceback ('' clears it)."""
         self.run_panel.show_message(text)
-        self.docks["run"].raise_()
-        self.statusBar().showMessage(text, 10000)
-        if self._live_info is None:
-            self.run_panel.set_locked(False)
-            self._live_done = True
+        if text:
+            self.docks["run"].raise_()
+            self.statusBar().showMessage(text, 10000)
 
     # -- replay ---------------------------------------------------------------------------------------------------
     def choose_recording(self) -> None:
@@ -440,51 +286,23 @@ class MainWindow(QMainWindow):
             self.sessions.set_file(path)
             self.docks["sessions"].raise_()
 
+    # -- for scripts (gui.py, screenshot.py) --------------------------------------------------------------------------
     def open_session(self, db: str, session_id: str | None = None) -> bool:
-        """Replay a recorded session (the live one, if any, keeps decoding in the background)."""
-        if self._busy:
-            self.show_error("Pause the running session before opening another one.")
-            return False
-        try:
-            source = RecordingSource(Recording(db), session_id)
-        except SpecVizError as e:
-            self.show_error(str(e))
-            return False
-        if self._live_info is not None and not self._live_done:
-            self.reset()
-        self.model.open(source, load_token_text(source.info.tokenizer))
-        self.charts.set_ar_baseline(*_recorded_baseline(source))
-        info = source.info
-        self.run_panel.set_status(f"Replaying session {info.id}: {info.method} on {info.device}, "
-                                  f"{self.model.n_cycles} cycles, from {Path(db).name}. Step (F10) starts a new "
-                                  "live session with the settings below.")
-        self.statusBar().showMessage(f"Replaying session {info.id} from {db}", 5000)
-        return True
+        """Replay a recorded session: :meth:`SessionController.open_session`."""
+        return self.controller.open_session(db, session_id)
 
-    # -- demo -------------------------------------------------------------------------------------------------------
-    def toggle_autoplay(self) -> None:
-        if self._autoplay_timer.isActive():
-            self._autoplay_timer.stop()
-            self.autoplay_action.setChecked(False)
-        else:
-            self._autoplay_timer.start(AUTOPLAY_SPEEDS[self.speed.currentText()])
-            self.autoplay_action.setChecked(True)
+    def step(self) -> None:
+        self.controller.step()
 
-    def _autoplay_tick(self) -> None:
-        if isinstance(self.model.source, LiveSource) or self.model.source is None:
-            if self._live_done and self.model.source is not None:
-                self.toggle_autoplay()
-            elif not self._busy:
-                self.step()
-        elif self.model.index >= self.model.n_cycles - 1:
-            self.toggle_autoplay()
-        else:
-            self.model.step(1)
+    @property
+    def idle(self) -> bool:
+        return self.controller.idle
 
-    def _stop_autoplay_if_replay(self) -> None:
-        if self._autoplay_timer.isActive() and not isinstance(self.model.source, LiveSource):
-            self.toggle_autoplay()
+    @property
+    def _live_done(self) -> bool:  # read by app/screenshot.py
+        return self.controller.live_done
 
+    # -- presentation ----------------------------------------------------------------------------------------------
     def toggle_presentation(self) -> None:
         """Large fonts; only tree, output, charts and the spine explanation."""
         on = self._normal_state is None
@@ -504,14 +322,16 @@ class MainWindow(QMainWindow):
             self.restoreState(self._normal_state, LAYOUT_VERSION)
             self._normal_state = None
         self.presentation_action.setChecked(on)
-        if hasattr(self.tree, "fit"):
-            self.tree.fit()
+        for panel in self.panels.values():
+            panel.on_presentation_changed(on)
 
     # -- export -------------------------------------------------------------------------------------------------------
     def export_panel(self, name: str, path: str | Path) -> Path:
-        widget = self if name == "window" else self.panels[name]
-        target = widget.export_target() if hasattr(widget, "export_target") else widget
-        return export_widget(target, path)
+        """Save a panel (by its name in ``panels``) or the whole ``window`` as PNG or SVG."""
+        if name == "window":
+            return export_widget(self, path, "SpecViz")
+        panel = self.panels[name]
+        return export_widget(panel.export_target(), path, panel.title)
 
     def export_panel_dialog(self, name: str) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export panel", str(Path.home() / f"specviz-{name}.png"),
@@ -525,17 +345,7 @@ class MainWindow(QMainWindow):
 
     def export_csv(self, path: str | Path) -> int:
         """One row per cycle of the current session; returns the number of rows."""
-        rows = self.model.summaries()
-        with open(path, "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(["cycle", "mode", "verified", "accepted", "committed", "tokens", "cycle_ms", "spine_broke_at",
-                        "spine_continued", "spine_ratio", "ema_p_s"])
-            for s in rows:
-                w.writerow([s.index, s.mode, s.n_verified, s.n_accepted, s.n_committed,
-                            self.model.vocab.text(s.committed_ids), f"{s.cycle_ms:.3f}",
-                            "" if s.spine_broke_at is None else s.spine_broke_at, int(s.spine_continued),
-                            s.state.get("spine_ratio", ""), s.state.get("ema_p_s", "")])
-        return len(rows)
+        return write_cycles_csv(path, self.model.summaries(), self.model.vocab)
 
     def export_csv_dialog(self) -> None:
         if self.model.source is None:
@@ -575,31 +385,16 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, e: QCloseEvent) -> None:
         """Closing mid-run is safe: the cycle in flight finishes, the session is marked interrupted."""
-        self._autoplay_timer.stop()
         if self._persist_layout:
             self.save_layout()
-        if self._worker is not None:
+        engine = self.controller.worker is not None
+        if engine:
             self.statusBar().showMessage("Finishing the cycle in flight…")
             QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
-            try:
-                self._worker.stop()
-            finally:
+        try:
+            self.controller.shutdown()
+        finally:
+            if engine:
                 QApplication.restoreOverrideCursor()
-            self._worker = None
         self._gc.stop()
         super().closeEvent(e)
-
-
-def _recorded_baseline(source: RecordingSource) -> tuple[float | None, str]:
-    """An AR session on the same prompt, model and device in the same file: its speed is the baseline."""
-    info = source.info
-    if info.method == "ar":
-        return info.tokens_per_s or None, "this session is AR"
-    best = None
-    for s in source.recording.sessions():
-        if (s.method == "ar" and s.prompt_ids == info.prompt_ids and s.model == info.model and s.device == info.device
-                and s.n_tokens >= 8):
-            best = s
-    if best is None:
-        return None, ""
-    return best.tokens_per_s, f"AR session {best.id} on the same prompt ({best.n_tokens} tokens)"

@@ -11,14 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .records import CycleRecord
+from .spine import analyze_spine
 
 #: How a committed token got into the output, besides a drafted node's own source.
 BONUS = "bonus"
 AR = "ar"
 PROMPT = "prompt"
-
-#: Sources whose chain is a "spine": a break in it is what the spine-break filter finds.
-SPINE_SOURCES = ("spine", "ngram")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,19 +115,7 @@ def summarize(record: CycleRecord) -> CycleSummary:
             c[0] += 1
             c[1] += nid in accepted
 
-    # The spine is the chain of spine-source nodes from the root; it broke where its first node is rejected.
-    spine_broke_at: int | None = None
-    spine_continued = False
-    spine_child = {n.parent: n for n in verified if n.source in SPINE_SOURCES}
-    node = spine_child.get(0)
-    while node is not None:
-        if node.id not in accepted:
-            spine_broke_at = node.depth
-            spine_continued = any(nodes[a].source not in SPINE_SOURCES and nodes[nodes[a].parent].source in SPINE_SOURCES
-                                  for a in accepted if nodes[a].parent > 0)
-            break
-        node = spine_child.get(node.id)
-
+    spine = analyze_spine(record)
     n_committed = len(record.committed_ids)
     kinds = [nodes[a].source for a in record.accepted_path][:n_committed]
     if len(kinds) < n_committed:
@@ -137,8 +123,8 @@ def summarize(record: CycleRecord) -> CycleSummary:
     return CycleSummary(
         index=record.index, mode=record.mode, n_verified=record.n_verified, n_accepted=record.n_accepted,
         committed_ids=tuple(record.committed_ids), committed_kinds=tuple(kinds),
-        cycle_ms=float(sum(record.timings_ms.values())), spine_broke_at=spine_broke_at,
-        spine_continued=spine_continued,
+        cycle_ms=float(sum(record.timings_ms.values())), spine_broke_at=spine.broke_at,
+        spine_continued=spine.continued,
         by_source={k: (v[0], v[1]) for k, v in by_source.items()},
         depth_rank=[[d, r, v[0], v[1]] for (d, r), v in by_depth_rank.items()],
         state=dict(record.state),

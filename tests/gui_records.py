@@ -265,6 +265,15 @@ def goose_session(n_nodes: int = 60, spine_len: int = 9, spine_accepted: int = 3
     return source
 
 
+def spine_nodes(record: CycleRecord) -> list[Node]:
+    """The spine of a record built here: its spine (or n-gram) nodes, which these builders chain from the root."""
+    return sorted((n for n in record.nodes if n.source in ("spine", "ngram")), key=lambda n: n.depth)
+
+
+def first_rejected_spine(record: CycleRecord) -> Node | None:
+    return next((n for n in spine_nodes(record) if not n.accepted), None)
+
+
 # -- Builders for the mask and KV panels: verify order by depth, so a row index is not its node id ------------------
 
 

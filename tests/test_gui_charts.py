@@ -158,27 +158,27 @@ def test_tokens_per_s_and_speed_up_against_ar(panel):
     open_session(panel, ss)
     committed = np.array([s.n_committed for s in ss], dtype=float)
     ms = np.array([s.cycle_ms for s in ss])
-    assert np.allclose(curve_y(panel.c_tps), [s.tokens_per_s for s in ss])
+    assert np.allclose(curve_y(panel.p_tps.c_tps), [s.tokens_per_s for s in ss])
     roll = rolling_rate(committed, ms)
-    assert np.allclose(curve_y(panel.c_tps_roll), roll)
+    assert np.allclose(curve_y(panel.p_tps.c_tps_roll), roll)
     assert "no AR baseline" in panel.p_tps.header_text()
     assert not panel.p_tps.getAxis("right").isVisible()
-    assert not panel.ar_line.isVisible()
+    assert not panel.p_tps.ar_line.isVisible()
 
     panel.set_ar_baseline(25.0, "AR session 1a2b")
-    assert np.allclose(curve_y(panel.c_speed), roll / 25.0)
-    assert panel.ar_line.value() == 25.0 and panel.ar_line.isVisible()
+    assert np.allclose(curve_y(panel.p_tps.c_speed), roll / 25.0)
+    assert panel.p_tps.ar_line.value() == 25.0 and panel.p_tps.ar_line.isVisible()
     assert panel.p_tps.getAxis("right").isVisible()
     overall = committed.sum() / ms.sum() * 1000 / 25.0
     assert f"{overall:.2f}× AR" in panel.p_tps.header_text()
     # The right axis reads speed-up: its range is the left range divided by the AR rate.
     lo, hi = panel.p_tps.vb.viewRange()[1]
-    lo2, hi2 = panel.vb_speed.viewRange()[1]
+    lo2, hi2 = panel.p_tps.vb_speed.viewRange()[1]
     assert lo2 == pytest.approx(lo / 25.0) and hi2 == pytest.approx(hi / 25.0)
 
     panel.set_ar_baseline(None, "")
     assert "no AR baseline" in panel.p_tps.header_text()
-    assert not panel.c_speed.isVisible() and panel.c_tps_roll.isVisible()
+    assert not panel.p_tps.c_speed.isVisible() and panel.p_tps.c_tps_roll.isVisible()
 
 
 def test_per_source_cumulative_acceptance_is_p_s_and_p_t_for_goose(panel):
@@ -295,7 +295,7 @@ def test_live_cycles_extend_the_data(panel, qtbot):
     assert np.array_equal(curve_y(panel.c_tau)[:5], tau)
     assert np.allclose(curve_y(panel.c_tau_roll), rolling_mean(tau))
     ms = np.array([32.0 + i for i in range(5)])
-    assert np.allclose(curve_y(panel.c_tps), (tau / ms) * 1000)
+    assert np.allclose(curve_y(panel.p_tps.c_tps), (tau / ms) * 1000)
     spine = np.cumsum(accepted) / (4 * np.arange(1, 6))
     assert np.allclose(curve_y(panel._source_curves["spine"]), spine)
     # the model follows the live session: the line is at the newest cycle

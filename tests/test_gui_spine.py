@@ -8,8 +8,7 @@ import pytest
 from PySide6.QtCore import QUrl
 
 from app.panels.spine_panel import SpinePanel
-from app.panels.tree_layout import spine_chain
-from gui_records import WordTokenizer, goose_session, keep_none_alive, word_id, word_vocab
+from gui_records import WordTokenizer, goose_session, keep_none_alive, spine_nodes, word_id, word_vocab
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import LiveSource
 
@@ -34,7 +33,7 @@ def test_goose_spine_accepted_two_of_five_and_what_the_target_wanted(qtbot) -> N
     panel, spans = open_panel(qtbot, source)
     rec = panel.model.record
     text = " ".join(panel.explanation().split())
-    spine = spine_chain(rec)
+    spine = spine_nodes(rec)
     assert [n.accepted for n in spine] == [True, True, False, False, False]
     broken = spine[2]
     top = dict(rec.target_topk[rec.verify_order.index(broken.parent)])
@@ -112,7 +111,7 @@ def test_tree_without_a_spine(qtbot) -> None:
 
 def test_node_links_select_the_node(qtbot) -> None:
     panel, _ = open_panel(qtbot, goose_session(n_nodes=12, spine_len=5, spine_accepted=2, branch_continues=0))
-    broken = spine_chain(panel.model.record)[2]
+    broken = spine_nodes(panel.model.record)[2]
     assert f"href=\"node:{broken.id}\"" in panel.toHtml()
     panel.anchorClicked.emit(QUrl(f"node:{broken.id}"))
     assert panel.model.selected_node == broken.id

@@ -7,10 +7,11 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QColor, QHelpEvent, QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication, QToolTip
 
-from app.panels.tree_layout import first_rejected_spine, tidy_rows
-from app.panels.tree_view import BONUS, NodeItem, TreeView
+from app.panels.tree_items import NodeItem
+from app.panels.tree_layout import BONUS, tidy_rows
+from app.panels.tree_view import TreeView
 from app.theme import ACCEPTED, REJECTED, source_color
-from gui_records import goose_session, keep_none_alive, word_id, word_vocab
+from gui_records import first_rejected_spine, goose_session, keep_none_alive, word_id, word_vocab
 from specviz_core.viewer.session_model import SessionModel
 
 keep_none_alive()
@@ -258,3 +259,22 @@ def test_tidy_rows_centres_parents_and_keeps_layers_apart() -> None:
         layer = sorted(rows[n] for n in depth if depth[n] == d)
         assert all(b - a >= 1.0 - 1e-9 for a, b in zip(layer, layer[1:]))
 
+
+
+def test_layout_tree_columns_by_depth_and_the_bonus_after_the_last_accepted_node() -> None:
+    from app.panels.tree_layout import HGAP, MARGIN, NODE_H, ROW, layout_tree
+    from gui_records import small_cycle
+
+    rec = small_cycle()  # root -> a (accepted) -> b, root -> c, a -> d, c -> e (gated); bonus after a
+    lay = layout_tree(rec, True, lambda t: f"t{t}", lambda label: 10.0 * len(label))
+    assert set(lay.pos) == {0, 1, 2, 3, 4, 5, BONUS}
+    assert lay.children[1] == [2, 4, BONUS] and lay.labels[BONUS] == "★t15" and lay.labels[3] == "t12"
+    x = {i: p[0] for i, p in lay.pos.items()}
+    assert x[0] == MARGIN and x[1] == x[3] == MARGIN + 20 + HGAP  # column width: the widest label ("t4" = 20)
+    assert x[2] == x[4] == x[5] == x[BONUS] == x[1] + 30 + HGAP  # after depth 1 ("t10", "t12": 30 wide)
+    assert lay.width == x[BONUS] + 40 + MARGIN  # the last column is as wide as "★t15"
+    rows = sorted({p[1] for p in lay.pos.values()})
+    assert rows[0] == MARGIN and all(b - a >= ROW - 1e-9 for a, b in zip(rows, rows[1:]))
+    assert lay.height == rows[-1] + NODE_H + MARGIN
+    hidden = layout_tree(rec, False, lambda t: f"t{t}", lambda label: 10.0 * len(label))
+    assert 5 not in hidden.pos and 5 not in hidden.nodes

@@ -35,7 +35,7 @@ def window(qtbot, tmp_path, monkeypatch, tiny_dir):
 
 
 def wait_idle(qtbot, w, timeout=60000):
-    qtbot.waitUntil(lambda: w.idle, timeout=timeout)
+    qtbot.waitUntil(lambda: w.controller.idle, timeout=timeout)
 
 
 def committed_text(w, record) -> list[int]:
@@ -75,7 +75,7 @@ def test_f10_runs_one_cycle_and_every_panel_shows_it(qtbot, window):
 
 def assert_panels_show(w, rec) -> None:
     """Every panel draws ``rec``: numbers read back from the widgets against the record itself."""
-    from app.panels.tree_view import BONUS
+    from app.panels.tree_layout import BONUS
 
     items = w.tree.node_items()
     shown_nodes = {k for k in items if k != BONUS}
@@ -95,7 +95,7 @@ def assert_panels_show(w, rec) -> None:
 def test_selecting_a_mask_row_selects_the_tree_node(qtbot, window):
     w = window
     w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("tr"))
-    w.step()
+    w.controller.step()
     qtbot.waitUntil(lambda: w.model.n_cycles == 1, timeout=60000)
     rec = w.model.record
     assert rec.n_verified > 3
@@ -116,10 +116,10 @@ def test_selecting_a_mask_row_selects_the_tree_node(qtbot, window):
 def test_run_then_pause_stops_within_one_cycle(qtbot, window):
     w = window
     w.run_panel.max_new_tokens.setValue(600)
-    w.run()
+    w.controller.run()
     qtbot.waitUntil(lambda: w.model.n_cycles >= 5, timeout=60000)
-    w.pause()
-    n_at_pause = w._worker.worker.cycles_done  # decoded by then, whether or not the window has shown them yet
+    w.controller.pause()
+    n_at_pause = w.controller.worker.cycles_done  # decoded by then, whether or not the window has shown them yet
     wait_idle(qtbot, w)
     qtbot.wait(50)
     assert len(w.model.source) <= n_at_pause + 1, "Pause lets only the cycle in flight finish"
@@ -131,10 +131,10 @@ def test_run_then_pause_stops_within_one_cycle(qtbot, window):
 def test_run_to_breakpoint_stops_on_a_matching_cycle(qtbot, window):
     w = window
     w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("tr"))
-    kind = w.run_panel.bp_kind
+    kind = w.run_panel.breakpoint_editor.kind
     kind.setCurrentIndex(kind.findData("accepted_ge"))
-    w.run_panel.bp_k.setValue(1)
-    w.run_to_breakpoint()
+    w.run_panel.breakpoint_editor.k.setValue(1)
+    w.controller.run_to_breakpoint()
     wait_idle(qtbot, w)
     qtbot.waitUntil(lambda: w.model.n_cycles > 0, timeout=30000)
     summaries = w.model.summaries()
@@ -164,7 +164,7 @@ def test_bad_parameter_value_from_the_form_is_refused(qtbot, window):
     w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("goose"))
     w.run_panel._param_widgets["ngram_min"].setValue(9)  # larger than ngram_max
     w.run_panel._param_widgets["ngram_max"].setValue(3)
-    w.step()
+    w.controller.step()
     qtbot.wait(200)
     if w.run_panel.message.isVisible():
         assert "ngram" in w.run_panel.message.text()
@@ -175,7 +175,7 @@ def test_bad_parameter_value_from_the_form_is_refused(qtbot, window):
 def test_closing_mid_run_leaves_a_readable_recording(qtbot, window):
     w = window
     w.run_panel.max_new_tokens.setValue(600)
-    w.run()
+    w.controller.run()
     qtbot.waitUntil(lambda: w.model.n_cycles >= 3, timeout=60000)
     sid = w.model.source.info.id
     db = w.run_panel.db_path()
@@ -212,7 +212,7 @@ def long_recording(tmp_path_factory, tiny_dir):
 def test_scrubbing_a_long_recording_updates_every_panel(qtbot, window, long_recording):
     w = window
     path, sid = long_recording
-    assert w.open_session(str(path), sid)
+    assert w.controller.open_session(str(path), sid)
     n = w.model.n_cycles
     assert n >= 1000
     assert f"Replaying session {sid}" in w.run_panel.status.text() and f"{n} cycles" in w.run_panel.status.text()
@@ -236,9 +236,9 @@ def test_scrubbing_a_long_recording_updates_every_panel(qtbot, window, long_reco
     assert w.model.index == target + 1
     qtbot.keyClick(w, Qt.Key.Key_Left)
     assert w.model.index == target
-    kind = w.timeline.filter_kind
+    kind = w.timeline.filter_editor.kind
     kind.setCurrentIndex(kind.findData("accepted_ge"))
-    w.timeline.filter_k.setValue(1)
+    w.timeline.filter_editor.k.setValue(1)
     nxt = next((i for i in range(target + 1, n) if len(source.cycle(i).accepted_path) >= 1), None)
     if nxt is not None:
         qtbot.keyClick(w, Qt.Key.Key_Right)
@@ -248,7 +248,7 @@ def test_scrubbing_a_long_recording_updates_every_panel(qtbot, window, long_reco
 def test_export_csv_and_panels(qtbot, window, long_recording, tmp_path):
     w = window
     path, sid = long_recording
-    w.open_session(str(path), sid)
+    w.controller.open_session(str(path), sid)
     w.model.set_cycle(10)
     out = tmp_path / "cycles.csv"
     n = w.export_csv(out)
@@ -301,7 +301,7 @@ def test_presentation_mode_enlarges_fonts_and_hides_controls(qtbot, window):
 def test_output_hover_names_the_cycle_and_click_jumps_there(qtbot, window, long_recording):
     w = window
     path, sid = long_recording
-    w.open_session(str(path), sid)
+    w.controller.open_session(str(path), sid)
     w.model.set_cycle(500)
     first, last = w.output.current_cycle_range()
     rec = w.model.record

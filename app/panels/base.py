@@ -15,12 +15,15 @@ from specviz_core.viewer.sources import CycleSource
 
 
 class PanelMixin:
-    """Connects a widget to the model's events. Subclasses override the ``on_*`` methods they need.
+    """What the window may ask of any panel; every callback has a default, so a panel overrides what it needs.
 
-    A panel never keeps its own copy of the current cycle: it reads ``self.model.record``.
+    A panel that follows the session calls ``connect_model`` and is told of its changes through the ``on_*``
+    methods; it never keeps its own copy of the current cycle: it reads ``self.model.record``. The Run and
+    Sessions panels follow no model and only have a title.
     """
 
     title = "Panel"
+    """The dock's title and the export menu's entry."""
 
     def connect_model(self, model: SessionModel) -> None:
         self.model = model
@@ -40,8 +43,16 @@ class PanelMixin:
 
     def on_node_selected(self, node_id: int | None) -> None: ...
 
+    # -- from the window --------------------------------------------------------------------------------------------
+    def on_presentation_changed(self, on: bool) -> None:
+        """Presentation mode was switched (the application font has already changed)."""
 
-def export_widget(widget: QWidget, path: str | Path) -> Path:
+    def export_target(self) -> QWidget:
+        """The widget that "Export panel" saves: the panel itself unless it draws into a child."""
+        return self  # type: ignore[return-value]
+
+
+def export_widget(widget: QWidget, path: str | Path, title: str = "SpecViz panel") -> Path:
     """Save a widget as PNG (pixels, at screen resolution x2) or SVG (vector), by the file's suffix."""
     path = Path(path)
     if path.suffix.lower() == ".svg":
@@ -49,7 +60,7 @@ def export_widget(widget: QWidget, path: str | Path) -> Path:
         gen.setFileName(str(path))
         gen.setSize(widget.size())
         gen.setViewBox(QRect(0, 0, widget.width(), widget.height()))
-        gen.setTitle(getattr(widget, "title", "SpecViz panel"))
+        gen.setTitle(title)
         painter = QPainter(gen)
         widget.render(painter)
         painter.end()

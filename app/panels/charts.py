@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QStackedLayout, QWidg
 
 from app.panels.base import PanelMixin
 from app.panels.chart_plot import ChartPlot, HeatmapPlot
+from app.panels.chart_speed import SpeedPlot
 from app.panels.charts_data import WINDOW, ChartData, cost_points
 from app.theme import ACCEPTED, GATED, SOURCE_COLORS, SOURCE_LABELS
 from specviz_core.engine.cost_curve import load_cost_curve
@@ -49,8 +50,6 @@ class ChartsPanel(PanelMixin, QWidget):
     def __init__(self, model: SessionModel, parent: QWidget | None = None) -> None:
         QWidget.__init__(self, parent)
         self.data = ChartData()
-        self.ar_tokens_per_s: float | None = None
-        self.ar_note = ""
         self.cost_points: list[tuple[int, float]] | None = None
         self.columns = 0
         self._font_scale = 1.0
@@ -87,7 +86,7 @@ class ChartsPanel(PanelMixin, QWidget):
         cyc = "cycle"
         self.p_tau = ChartPlot("accepted tokens per cycle (τ)", cyc, "tokens / target forward", PLOT_HELP)
         self.p_src = ChartPlot("acceptance by source (cumulative)", cyc, "accepted / verified", PLOT_HELP)
-        self.p_tps = ChartPlot("tokens/s", cyc, "tokens / s", PLOT_HELP)
+        self.p_tps = SpeedPlot(self.glw.scene(), WINDOW, PLOT_HELP)
         self.p_heat = HeatmapPlot("Acceptance by depth and sibling rank, all cycles so far")
         self.p_spine = ChartPlot("Goose spine ratio & EMA p_s", cyc, "ratio", PLOT_HELP)
         self.p_delta = ChartPlot("TALON δ vs τ", cyc, "per target forward", PLOT_HELP)
@@ -101,6 +100,7 @@ class ChartsPanel(PanelMixin, QWidget):
         self.cursors = {p: pg.InfiniteLine(angle=90, movable=False) for p in self.cycle_plots}
         for p, line in self.cursors.items():
             line.hide()
+            line.setZValue(-1)  # under the series, whichever was added first
             p.addItem(line, ignoreBounds=True)
 
         green = QColor(ACCEPTED)
@@ -108,27 +108,6 @@ class ChartsPanel(PanelMixin, QWidget):
                                       brush=QColor(green.red(), green.green(), green.blue(), 90))
         self.c_tau_roll = self.p_tau.curve()
         self.p_tau.keys = [("▆", ACCEPTED, "n_accepted + 1"), ("━", "fg", f"rolling mean ({WINDOW})")]
-
-        self.c_tps = self.p_tps.curve(pen=pg.mkPen(GATED, width=1))
-        self.c_tps_roll = self.p_tps.curve()
-        self.ar_line = pg.InfiniteLine(angle=0, movable=False, label="AR",
-                                       pen=pg.mkPen(SOURCE_COLORS["ar"], width=2, style=Qt.PenStyle.DashLine),
-                                       labelOpts={"position": 0.02, "anchors": [(0, 0), (0, 0)],
-                                                  "color": SOURCE_COLORS["ar"]})
-        self.p_tps.addItem(self.ar_line)  # in the y auto-range: the AR rate stays in view
-        # Speed-up on the right axis: a second view whose y range is the left one divided by the AR rate.
-        self.vb_speed = pg.ViewBox(enableMouse=False)
-        self.vb_speed.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
-        self.vb_speed.setZValue(-10)
-        self.glw.scene().addItem(self.vb_speed)
-        self.p_tps.getAxis("right").linkToView(self.vb_speed)
-        self.p_tps.getAxis("right").setLabel("speed-up (× AR)")
-        self.vb_speed.setXLink(self.p_tps)
-        self.c_speed = pg.PlotDataItem(autoDownsample=True, downsampleMethod="peak", clipToView=True)
-        self.c_speed.opts["autoDownsampleFactor"] = 1.0
-        self.vb_speed.addItem(self.c_speed)
-        self.p_tps.vb.sigResized.connect(self._sync_speed_view)
-        self.p_tps.vb.sigYRangeChanged.connect(self._sync_speed_view)
 
         spine, branch, ngram = SOURCE_COLORS["spine"], SOURCE_COLORS["branch"], SOURCE_COLORS["ngram"]
         self.c_ratio = self.p_spine.curve(pen=pg.mkPen(spine, width=2))
@@ -187,8 +166,7 @@ class ChartsPanel(PanelMixin, QWidget):
         self.hint.setStyleSheet(f"color: {grey.name()}; font-size: {round(11 * s)}pt;")
         for p in self.plots:
             p.apply_theme(fg, grey, s)
-        for curve in (self.c_tau_roll, self.c_tps_roll, self.c_speed):
-            curve.setPen(pg.mkPen(fg, width=2))
+        self.c_tau_roll.setPen(pg.mkPen(fg, width=2))
         for line in (*self.cursors.values(), self.n_line):
             line.setPen(pg.mkPen(hi, width=2))
 
@@ -210,22 +188,7 @@ class ChartsPanel(PanelMixin, QWidget):
     # -- inputs from the main window ------------------------------------------------------------
     def set_ar_baseline(self, tokens_per_s: float | None, note: str = "") -> None:
         """The AR rate (tokens/s) to compare against, measured on the same prompt; None: no baseline."""
-        self.ar_tokens_per_s = float(tokens_per_s) if tokens_per_s and tokens_per_s > 0 else None
-        self.ar_note = note
-        has = self.ar_tokens_per_s is not None
-        self.c_tps_roll.setVisible(not has)
-        self.c_speed.setVisible(has)
-        self.ar_line.setVisible(has)
-        self.p_tps.showAxis("right", has)
-        keys = [("━", GATED, "per cycle")]
-        if has:
-            keys += [("━", "fg", f"rolling {WINDOW} → speed-up"), ("╍", SOURCE_COLORS["ar"], "AR")]
-            self.ar_line.setValue(self.ar_tokens_per_s)
-            self.ar_line.label.setFormat(f"AR {self.ar_tokens_per_s:.1f} tok/s")
-            self.ar_line.setToolTip(f"AR baseline {self.ar_tokens_per_s:.1f} tok/s {note}".rstrip())
-        else:
-            keys += [("━", "fg", f"rolling ({WINDOW})")]
-        self.p_tps.keys = keys
+        self.p_tps.set_baseline(tokens_per_s, note)
         self._draw_tps()
 
     def set_cost_curve(self, points: list[tuple[int, float]] | None) -> None:
@@ -244,7 +207,7 @@ class ChartsPanel(PanelMixin, QWidget):
         self._timer.stop()
         self.data.reset()
         self.data.extend(source.summaries())
-        self._method = getattr(source.info, "method", "")
+        self._method = source.info.method
         self._stack.setCurrentWidget(self.scroll if self.data.n else self.hint)
         if load_cost_curve is not None:
             try:
@@ -300,26 +263,8 @@ class ChartsPanel(PanelMixin, QWidget):
                              else NO_HEAT)
 
     def _draw_tps(self) -> None:
-        d, ar = self.data, self.ar_tokens_per_s
-        x = np.arange(d.n, dtype=float)
-        roll = d.series("tps_rolling")
-        self.c_tps.setData(x, d.series("tps"))
-        self.c_tps_roll.setData(x, roll)
-        if ar is None:
-            self.c_speed.setData([], [])
-            title = f"tokens/s · {d.total_tokens_per_s:.1f} overall · no AR baseline"
-        else:
-            self.c_speed.setData(x, roll / ar)
-            title = f"tokens/s · {d.total_tokens_per_s / ar:.2f}× AR overall"  # the AR rate labels its line
-        self.p_tps.set_header(title)
-        self._sync_speed_view()
-
-    def _sync_speed_view(self, *_: object) -> None:
-        self.vb_speed.setGeometry(self.p_tps.vb.sceneBoundingRect())
-        self.vb_speed.linkedViewChanged(self.p_tps.vb, self.vb_speed.XAxis)
-        if self.ar_tokens_per_s:
-            lo, hi = self.p_tps.vb.viewRange()[1]
-            self.vb_speed.setYRange(lo / self.ar_tokens_per_s, hi / self.ar_tokens_per_s, padding=0)
+        d = self.data
+        self.p_tps.draw(d.series("tps"), d.series("tps_rolling"), d.total_tokens_per_s)
 
     def _sync_x(self, vb: pg.ViewBox, rng: tuple[float, float]) -> None:
         if self._syncing_x:
@@ -406,11 +351,7 @@ class ChartsPanel(PanelMixin, QWidget):
         if p is self.p_tau:
             return f"cycle {i}: τ = {s('tau'):.0f} tokens (rolling {s('tau_rolling'):.2f})"
         if p is self.p_tps:
-            text = f"cycle {i}: {s('tps'):.1f} tok/s, {s('ms'):.1f} ms (rolling {s('tps_rolling'):.1f} tok/s"
-            if self.ar_tokens_per_s:
-                return (f"{text}, {s('tps_rolling') / self.ar_tokens_per_s:.2f}× AR)\n"
-                        f"AR baseline {self.ar_tokens_per_s:.1f} tok/s {self.ar_note}".rstrip())
-            return f"{text})\nno AR baseline: run an AR session on the same prompt"
+            return self.p_tps.cycle_text(i, s("tps"), s("ms"), s("tps_rolling"))
         if p is self.p_src:
             parts = [f"{self.source_label(n)}: {a:.0f}/{v:.0f}" for n in d.sources for v, a in [d.source_counts(n)[i]]]
             return f"cycle {i} (cumulative): " + ", ".join(parts)

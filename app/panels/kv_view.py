@@ -1,14 +1,10 @@
 """The KV cache around the current cycle: before the forward, the verify block, after the trim.
 
-Cache slot p holds context token p (the prompt, then every committed token; the root, the last committed
-token, is written by this cycle's forward as verify row 0). The forward writes the n verify rows at slots
-``cache_len ..``; the trim keeps rows ``record.kv_keep`` (root first) compacted after the old slots and drops
-the rest. Long caches show only their last positions after an elided block.
+The cells and where they go are worked out in :mod:`.kv_layout`; this panel follows the model, draws them,
+and answers hovers and clicks.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, Qt
 from PySide6.QtGui import (
@@ -25,17 +21,13 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from specviz_core.records import CycleRecord, Node
-from specviz_core.summary import PROMPT
+from specviz_core.records import CycleRecord
 
 from ..theme import ACCEPTED, GATED, SOURCE_COLORS, SOURCE_LABELS, source_color
 from .base import PanelMixin
+from .kv_layout import MARGIN, STRIP_NAMES, STRIPS, Cell, KVLayout, OldPosition, layout_kv, old_positions, sized_font
 
 HINT = "Step a cycle (F10) or open a recording"
-MARGIN, GAP = 8, 6
-STRIPS = ("before", "verify", "after")
-STRIP_NAMES = {"before": "before", "verify": "verify block", "after": "after trim"}
-MAX_CELL, OLD_CELL = 28, 16
 STRIP_HELP = {
     "header": "Cache slot p holds context token p. The forward writes the verify block after the cache; the trim keeps\n"
               "the root and the accepted rows, moved to the slots right after the old ones, and drops the rest.",
@@ -48,40 +40,6 @@ STRIP_HELP = {
 }
 
 
-@dataclass
-class Cell:
-    """One drawn cell: which strip, where, and what it stands for."""
-
-    strip: str
-    rect: QRect
-    slot: int
-    """Cache slot (position in the cache); -1 for a dropped row."""
-    token: int
-    kind: str
-    """Source or commit kind (prompt, spine, branch, bonus, ...) that colours it."""
-    row: int = -1
-    """Verify row for block cells, -1 for old positions."""
-    node: Node | None = None
-    dropped: bool = False
-    cycle: int = -1
-    """Cycle that committed an old position's token (-1: the prompt)."""
-    text: str = ""
-    """The token label drawn in the cell ("" where there is no room)."""
-
-
-@dataclass
-class _Layout:
-    key: tuple
-    cells: list[Cell]
-    elided: dict[str, QRect]
-    strip_y: dict[str, int]
-    strip_h: int
-    x0: int
-    font_px: int
-    old_font_px: int
-    n_elided: int
-
-
 class KVView(PanelMixin, QWidget):
     """Three strips: the cache before the forward, the verify block, and the cache after the trim."""
 
@@ -89,7 +47,7 @@ class KVView(PanelMixin, QWidget):
 
     def __init__(self, model, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._layout: _Layout | None = None
+        self._layout: KVLayout | None = None
         self._old: tuple[int, list[tuple[int, int, str, int]]] | None = None
         self.setMouseTracking(True)
         self.setMinimumSize(320, 240)
@@ -143,105 +101,25 @@ class KVView(PanelMixin, QWidget):
         at = f"at {before:,}" + (f"–{before + n - 1:,}" if n > 1 else "")
         return (f"{before:,} positions", at, f"{after:,} positions")
 
-    def old_positions(self, count: int) -> list[tuple[int, int, str, int]]:
+    def old_positions(self, count: int) -> list[OldPosition]:
         """The last ``count`` cached positions before this cycle: (slot, token, kind, committing cycle or -1)."""
-        rec, src = self.model.record, self.model.source
+        rec = self.model.record
         if rec is None:
             return []
         key = (id(rec), count)
-        if self._old is not None and self._old[0] == key:
-            return self._old[1]
-        out: list[tuple[int, int, str, int]] = []
-        # The context ends with the root (slot cache_len); walk back over earlier cycles' commits, then the prompt.
-        pos = rec.cache_len
-        want_from = max(0, rec.cache_len - count)
-        if src is not None:
-            summaries = src.summaries()
-            for c in range(min(rec.index, len(summaries)) - 1, -1, -1):
-                s = summaries[c]
-                for tok, kind in zip(reversed(s.committed_ids), reversed(s.committed_kinds)):
-                    if pos < rec.cache_len:
-                        out.append((pos, tok, kind, c))
-                    pos -= 1
-                if pos < want_from:
-                    break
-            prompt = src.info.prompt_ids
-            while pos >= want_from and pos >= 0:
-                if pos < rec.cache_len:
-                    out.append((pos, prompt[pos] if pos < len(prompt) else -1, PROMPT, -1))
-                pos -= 1
-        out = [o for o in out if want_from <= o[0] < rec.cache_len]
-        have = {o[0] for o in out}
-        out += [(p, -1, PROMPT, -1) for p in range(want_from, rec.cache_len) if p not in have]
-        out.sort()
-        self._old = (key, out)
-        return out
+        if self._old is None or self._old[0] != key:
+            self._old = (key, old_positions(rec, self.model.source, count))
+        return self._old[1]
 
     # -- layout -------------------------------------------------------------------------------
-    def _font(self, px: int, bold: bool = False) -> QFont:
-        f = QFont(self.font())
-        f.setPixelSize(px)
-        f.setBold(bold)
-        return f
-
-    def layout_cells(self) -> _Layout | None:
+    def layout_cells(self) -> KVLayout | None:
         rec = self.model.record
         if rec is None or not rec.verify_order:
             return None
         key = (id(rec), self.width(), self.height(), self.font().key())
-        if self._layout is not None and self._layout.key == key:
-            return self._layout
-        fm = QFontMetrics(self.font())
-        n, C = rec.n_verified, rec.cache_len
-        x0 = MARGIN + max(fm.horizontalAdvance(t) for t in (*STRIP_NAMES.values(), *self.strip_subtitles())) + 12
-        avail = self.width() - x0 - MARGIN
-        # Keep the verify block readable: show fewer old positions before making block cells tiny.
-        for k in (16, 12, 8, 4):
-            shown = min(C, k)
-            elide_w = fm.horizontalAdvance(f"… {C - shown:,} earlier") + 14 if C > shown else 0
-            wb = (avail - elide_w - shown * OLD_CELL) // n
-            if wb >= 9:
-                break
-        wb = max(2, min(MAX_CELL, wb))
-        wo = max(OLD_CELL, min(MAX_CELL, wb, (avail - elide_w - n * wb) // max(1, shown)))
-        head = 2 * (fm.height() + 4)
-        tick = fm.height()
-        rest = self.height() - MARGIN - head - 3 * tick - 26 - 2 * GAP - MARGIN
-        strip_h = max(2 * tick + 4, min(72, rest // 3))
-        font_px = max(8, min(11, wb - 1))
-        y = MARGIN + head + 4
-        strip_y = {"before": y, "verify": y + strip_h + tick + GAP // 2, "after": 0}
-        strip_y["after"] = strip_y["verify"] + strip_h + 26 + GAP
-        cells: list[Cell] = []
-        elided: dict[str, QRect] = {}
-        old = self.old_positions(shown)
-        for strip in ("before", "after"):
-            x = x0
-            if elide_w:
-                elided[strip] = QRect(x, strip_y[strip], elide_w - 4, strip_h)
-                x += elide_w
-            for slot, tok, kind, cyc in old:
-                cells.append(Cell(strip, QRect(x, strip_y[strip], wo - 1, strip_h), slot, tok, kind, cycle=cyc))
-                x += wo
-        block_x = x0 + elide_w + len(old) * wo
-        by_id = rec.node_by_id
-        nodes = [by_id[nid] for nid in rec.verify_order]
-        for i, node in enumerate(nodes):
-            cells.append(Cell("verify", QRect(block_x + i * wb, strip_y["verify"], wb - 1, strip_h), C + i, node.token,
-                              node.source, row=i, node=node, dropped=i not in rec.kv_keep))
-        keep = list(rec.kv_keep)
-        dropped = [i for i in range(n) if i not in set(keep)]
-        for k, i in enumerate(keep + dropped):
-            cells.append(Cell("after", QRect(block_x + k * wb, strip_y["after"], wb - 1, strip_h),
-                              C + k if k < len(keep) else -1, nodes[i].token, nodes[i].source, row=i, node=nodes[i],
-                              dropped=k >= len(keep)))
-        old_px = max(8, min(11, wo - 3))
-        label, chars = self.model.vocab.label, max(2, (strip_h - 6) // 6)
-        show = {True: wb >= 9, False: QFontMetrics(self._font(old_px)).height() <= wo}
-        for c in cells:
-            if show[c.node is not None] and c.token >= 0 and not (c.dropped and c.strip == "after"):
-                c.text = label(c.token, chars)
-        self._layout = _Layout(key, cells, elided, strip_y, strip_h, x0, font_px, old_px, n_elided=C - shown)
+        if self._layout is None or self._layout.key != key:
+            self._layout = layout_kv(rec, self.width(), self.height(), self.font(), self.strip_subtitles(),
+                                     self.old_positions, self.model.vocab.label, key)
         return self._layout
 
     def cell(self, strip: str, row: int = -1, slot: int = -1) -> Cell | None:
@@ -387,7 +265,7 @@ class KVView(PanelMixin, QWidget):
         p.setPen(QColor("#ffffff"))
         for is_block, px in ((True, lay.font_px), (False, lay.old_font_px)):
             if labels[is_block]:
-                font = self._font(px)
+                font = sized_font(self.font(), px)
                 p.setFont(font)
                 fmc = QFontMetrics(font)
                 off = (fmc.ascent() - fmc.descent()) / 2
@@ -402,7 +280,7 @@ class KVView(PanelMixin, QWidget):
             for r in highlight:
                 p.drawRect(r.adjusted(-2, -2, 2, 2))
 
-    def _paint_connectors(self, p: QPainter, lay: _Layout, rec: CycleRecord) -> None:
+    def _paint_connectors(self, p: QPainter, lay: KVLayout, rec: CycleRecord) -> None:
         """A line from each kept verify row to its compacted slot after the trim."""
         src = {c.row: c.rect for c in lay.cells if c.strip == "verify"}
         dst = {c.row: c.rect for c in lay.cells if c.strip == "after" and not c.dropped}
@@ -414,7 +292,7 @@ class KVView(PanelMixin, QWidget):
                 p.drawLine(QPointF(a.center().x() + 0.5, a.bottom() + 6), QPointF(b.center().x() + 0.5, b.top() - 2))
         p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
 
-    def _paint_ticks(self, p: QPainter, lay: _Layout, rec: CycleRecord, fm: QFontMetrics, dim: QColor) -> None:
+    def _paint_ticks(self, p: QPainter, lay: KVLayout, rec: CycleRecord, fm: QFontMetrics, dim: QColor) -> None:
         """Position numbers where they matter: the shown old slots and the new cache end."""
         p.setPen(dim)
         sh = lay.strip_h
@@ -441,7 +319,7 @@ class KVView(PanelMixin, QWidget):
         nxt = f"next root: bonus '{self.model.vocab.label(rec.bonus_token, 16)}' at position {rec.cache_len + len(kept):,}"
         p.drawText(QPointF(MARGIN, y + fm.height() + fm.ascent() + 2), nxt + " (its KV is written by the next forward)")
 
-    def _paint_legend(self, p: QPainter, lay: _Layout, y: int, fm: QFontMetrics, text: QColor) -> None:
+    def _paint_legend(self, p: QPainter, lay: KVLayout, y: int, fm: QFontMetrics, text: QColor) -> None:
         """Colours present in the strips (how each token got there), then the kept and dropped marks."""
         s = fm.height() - 6
         x = MARGIN

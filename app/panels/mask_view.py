@@ -7,69 +7,26 @@ source colour; accepted rows (root included) have a green bar and bold labels, a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
-from PySide6.QtCore import QEvent, QLine, QObject, QPoint, QPointF, QRect, Qt
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt
 from PySide6.QtGui import (
     QColor,
-    QFont,
     QFontMetrics,
     QHelpEvent,
-    QImage,
     QMouseEvent,
     QPainter,
     QPaintEvent,
-    QPalette,
     QWheelEvent,
 )
 from PySide6.QtWidgets import QFrame, QScrollArea, QStyle, QToolTip, QVBoxLayout, QWidget
 
-from specviz_core.records import CycleRecord, Node
+from specviz_core.records import CycleRecord
 
-from ..theme import ACCEPTED, SOURCE_LABELS, is_dark, source_color
+from ..theme import ACCEPTED, SOURCE_LABELS
 from .base import PanelMixin
+from .mask_paint import GAP, HINT, MARGIN, MaskGeometry, MaskRows, fonts, paint_mask, plain_attend
 
-HINT = "Step a cycle (F10) or open a recording"
 MIN_CELL, MAX_CELL = 7, 28
-MARGIN, GAP = 6, 4
 COL_LABEL_CHARS = 8
-
-
-@dataclass
-class _Rows:
-    """What the panel derives once per record: nodes in verify order and their label texts."""
-
-    record: CycleRecord
-    nodes: list[Node]
-    labels: list[str]
-    col_labels: list[str]
-    accepted: list[bool]
-    image: QImage | None = None
-    image_dark: bool | None = None
-
-
-@dataclass
-class _Geometry:
-    cell: int
-    font_px: int
-    note_y: int
-    legend_y: int
-    label_x: int
-    label_w: int
-    pos_x: int
-    pos_w: int
-    swatch_x: int
-    bar_x: int
-    gx: int
-    gy: int
-    width: int
-    height: int
-
-
-def _blend(a: QColor, b: QColor, t: float) -> QColor:
-    return QColor(round(a.red() + (b.red() - a.red()) * t), round(a.green() + (b.green() - a.green()) * t),
-                  round(a.blue() + (b.blue() - a.blue()) * t))
 
 
 class _Canvas(QWidget):
@@ -83,7 +40,9 @@ class _Canvas(QWidget):
     def paintEvent(self, event: QPaintEvent) -> None:
         p = QPainter(self)
         try:
-            self.panel._paint(p)
+            panel = self.panel
+            paint_mask(p, self.rect(), panel.palette(), panel.font(), panel.rows(), panel.geometry(), panel.note_text(),
+                       panel.selected_row())
         finally:
             p.end()
 
@@ -123,8 +82,8 @@ class MaskView(PanelMixin, QWidget):
     def __init__(self, model, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.zoom = 1.0
-        self._rows: _Rows | None = None
-        self._geom: tuple[tuple, _Geometry] | None = None
+        self._rows: MaskRows | None = None
+        self._geom: tuple[tuple, MaskGeometry] | None = None
         self.scroll = QScrollArea(self)
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.scroll.setWidgetResizable(False)
@@ -177,7 +136,7 @@ class MaskView(PanelMixin, QWidget):
         super().changeEvent(e)
 
     # -- derived data --------------------------------------------------------------
-    def rows(self) -> _Rows | None:
+    def rows(self) -> MaskRows | None:
         """Per-row nodes and labels of the model's current record (rebuilt when the record changes)."""
         rec = self.model.record
         if rec is None or not rec.verify_order:
@@ -187,7 +146,7 @@ class MaskView(PanelMixin, QWidget):
             nodes = [by_id[nid] for nid in rec.verify_order]
             label = self.model.vocab.label
             accepted = {0, *rec.accepted_path}
-            self._rows = _Rows(rec, nodes, [label(n.token) for n in nodes],
+            self._rows = MaskRows(rec, nodes, [label(n.token) for n in nodes],
                                [label(n.token, COL_LABEL_CHARS) for n in nodes], [n.id in accepted for n in nodes])
         return self._rows
 
@@ -206,39 +165,15 @@ class MaskView(PanelMixin, QWidget):
         return (f"Cycle {rec.index} ({rec.mode}): {n} × {n} in verify order; "
                 f"every row also attends to all {rec.cache_len:,} cached positions")
 
-    def _plain_attend(self) -> QColor:
-        return QColor("#aeb8c8") if is_dark(self.palette()) else QColor("#4a5568")
-
     def attend_color(self, row: int) -> QColor:
         """Colour of a cell whose row attends to its column: green on accepted rows."""
         rows = self.rows()
         if rows is not None and rows.accepted[row]:
             return QColor(ACCEPTED)
-        return self._plain_attend()
-
-    def _image(self, rows: _Rows) -> QImage:
-        """The mask as an n x n image, transparent where a row does not attend (drawn scaled, nearest)."""
-        dark = is_dark(self.palette())
-        if rows.image is None or rows.image_dark != dark:
-            n = len(rows.nodes)
-            plain, acc = self._plain_attend(), QColor(ACCEPTED)
-            argb = np.zeros((n, n), dtype=np.uint32)
-            colors = np.where(np.array(rows.accepted), acc.rgba(), plain.rgba()).astype(np.uint32)
-            argb[:] = colors[:, None]
-            argb[~rows.record.mask] = 0
-            img = QImage(argb.tobytes(), n, n, 4 * n, QImage.Format.Format_ARGB32_Premultiplied)
-            rows.image, rows.image_dark = img.copy(), dark
-        return rows.image
+        return plain_attend(self.palette())
 
     # -- geometry -------------------------------------------------------------------
-    def _fonts(self, px: int) -> tuple[QFont, QFont]:
-        f = QFont(self.font())
-        f.setPixelSize(px)
-        b = QFont(f)
-        b.setBold(True)
-        return f, b
-
-    def geometry_for(self, avail_w: int, avail_h: int) -> _Geometry | None:
+    def geometry_for(self, avail_w: int, avail_h: int) -> MaskGeometry | None:
         rows = self.rows()
         if rows is None:
             return None
@@ -249,7 +184,7 @@ class MaskView(PanelMixin, QWidget):
         head = QFontMetrics(self.font()).height() + 4
         font_px, cell = 11, MIN_CELL
         for _ in range(2):  # label sizes depend on the font, the font on the cell size
-            _, bold = self._fonts(font_px)
+            _, bold = fonts(self.font(), font_px)
             fm = QFontMetrics(bold)
             label_w = max(fm.horizontalAdvance(t) for t in rows.labels) + 2
             pos_w = fm.horizontalAdvance(str(max(rows.record.positions, default=0))) + 2
@@ -261,13 +196,13 @@ class MaskView(PanelMixin, QWidget):
             font_px = max(8, min(12, cell - 1))
         gx, gy = left, top
         pos_x = MARGIN + label_w + GAP
-        g = _Geometry(cell=cell, font_px=font_px, note_y=MARGIN, legend_y=MARGIN + head, label_x=MARGIN, label_w=label_w,
+        g = MaskGeometry(cell=cell, font_px=font_px, note_y=MARGIN, legend_y=MARGIN + head, label_x=MARGIN, label_w=label_w,
                       pos_x=pos_x, pos_w=pos_w, swatch_x=pos_x + pos_w + GAP, bar_x=gx - 5, gx=gx, gy=gy,
                       width=max(gx + n * cell + MARGIN, 520), height=gy + n * cell + MARGIN)
         self._geom = (key, g)
         return g
 
-    def geometry(self) -> _Geometry | None:
+    def geometry(self) -> MaskGeometry | None:
         size = self.scroll.maximumViewportSize()
         return self.geometry_for(size.width(), size.height())
 
@@ -357,94 +292,3 @@ class MaskView(PanelMixin, QWidget):
         return next((k for k, n in enumerate(rows.nodes) if n.id == sel), None)
 
     # -- drawing ---------------------------------------------------------------------------
-    def _paint(self, p: QPainter) -> None:
-        pal = self.palette()
-        base, text = pal.color(QPalette.ColorRole.Base), pal.color(QPalette.ColorRole.Text)
-        dim = pal.color(QPalette.ColorRole.PlaceholderText)
-        p.fillRect(self.canvas.rect(), pal.color(QPalette.ColorRole.Window))
-        rows, g = self.rows(), self.geometry()
-        if rows is None or g is None:
-            p.setPen(dim)
-            p.drawText(self.canvas.rect(), Qt.AlignmentFlag.AlignCenter, HINT)
-            return
-        rec, n, c = rows.record, len(rows.nodes), g.cell
-        head_fm = QFontMetrics(self.font())
-        p.setPen(text)
-        p.drawText(QRect(MARGIN, g.note_y, self.canvas.width() - 2 * MARGIN, head_fm.height()),
-                   Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, self.note_text())
-        self._paint_legend(p, g, head_fm, text, dim)
-
-        grid = QRect(g.gx, g.gy, n * c, n * c)
-        p.fillRect(grid, base)
-        sel = self.selected_row()
-        hl = QColor(pal.color(QPalette.ColorRole.Highlight))
-        if sel is not None:
-            hl.setAlpha(70)
-            p.fillRect(QRect(MARGIN, g.gy + sel * c, g.gx + n * c - MARGIN, c), hl)
-            p.fillRect(QRect(g.gx + sel * c, g.legend_y + 20, c, g.gy - g.legend_y - 20 + n * c), hl)
-        p.drawImage(grid, self._image(rows))
-        if c >= 6:
-            p.setPen(_blend(base, text, 0.13))
-            lines = [QLine(g.gx + k * c, g.gy, g.gx + k * c, g.gy + n * c) for k in range(n + 1)]
-            lines += [QLine(g.gx, g.gy + k * c, g.gx + n * c, g.gy + k * c) for k in range(n + 1)]
-            p.drawLines(lines)
-        if sel is not None:
-            hl.setAlpha(255)
-            p.setPen(hl)
-            p.setBrush(Qt.BrushStyle.NoBrush)
-            p.drawRect(QRect(g.gx, g.gy + sel * c, n * c, c))
-            p.drawRect(QRect(g.gx + sel * c, g.gy, c, n * c))
-
-        font, bold = self._fonts(g.font_px)
-        fms = {False: QFontMetrics(font), True: QFontMetrics(bold)}
-        base_dy = (c + fms[False].ascent() - fms[False].descent()) / 2
-        acc = QColor(ACCEPTED)
-        sw = min(10, c - 2)
-        label_right, pos_right = g.label_x + g.label_w, g.pos_x + g.pos_w
-        for bold_rows in (False, True):  # one font switch per weight, not per row
-            p.setFont(bold if bold_rows else font)
-            p.setPen(text)
-            fm = fms[bold_rows]
-            for i in range(n):
-                if rows.accepted[i] == bold_rows:
-                    lab = rows.labels[i]
-                    p.drawText(QPointF(label_right - fm.horizontalAdvance(lab), g.gy + i * c + base_dy), lab)
-        p.setFont(font)
-        p.setPen(dim)
-        fm = fms[False]
-        for i in range(n):
-            y = g.gy + i * c
-            pos = str(rec.positions[i])
-            p.drawText(QPointF(pos_right - fm.horizontalAdvance(pos), y + base_dy), pos)
-            p.fillRect(QRect(g.swatch_x, y + (c - sw) // 2, sw, sw), source_color(rows.nodes[i].source))
-            if rows.accepted[i]:
-                p.fillRect(QRect(g.bar_x, y, 3, c), acc)
-
-        # Column labels, rotated to read bottom-up, one per column.
-        p.save()
-        p.translate(g.gx, g.gy - 3)
-        p.rotate(-90)
-        p.setPen(text)
-        for bold_rows in (False, True):
-            p.setFont(bold if bold_rows else font)
-            for j in range(n):
-                if rows.accepted[j] == bold_rows:
-                    p.drawText(QPointF(0, j * c + base_dy), rows.col_labels[j])
-        p.restore()
-
-    def _paint_legend(self, p: QPainter, g: _Geometry, fm: QFontMetrics, text: QColor, dim: QColor) -> None:
-        x, y, s = MARGIN, g.legend_y + 3, fm.height() - 6
-        base = self.palette().color(QPalette.ColorRole.Base)
-        items = [(self._plain_attend(), "attends"), (QColor(ACCEPTED), "attends (accepted row)"), (None, "masked")]
-        p.setPen(dim)
-        for color, label in items:
-            p.fillRect(QRect(x, y, s, s), color if color is not None else base)
-            if color is None:
-                p.drawRect(QRect(x, y, s - 1, s - 1))
-            x += s + 4
-            p.drawText(QRect(x, g.legend_y, 400, fm.height()), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, label)
-            x += fm.horizontalAdvance(label) + 12
-        p.fillRect(QRect(x, y, 3, s), QColor(ACCEPTED))
-        x += 7
-        label = "accepted row (root included)"
-        p.drawText(QRect(x, g.legend_y, 400, fm.height()), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, label)

@@ -30,8 +30,11 @@ from PySide6.QtWidgets import (
 from specviz_core.drafters import METHODS
 from specviz_core.errors import SpecVizError
 from specviz_core.session.request import CheckedRequest, SessionRequest
-from specviz_core.viewer.filters import KINDS, CycleFilter
+from specviz_core.viewer.filters import CycleFilter
 from specviz_resources import demo_prompt
+
+from .base import PanelMixin
+from .filter_editor import FilterEditor
 
 DEFAULT_MODEL_LABEL = "default: SmolLM2-135M-Instruct (embedded)"
 NO_DRAFT_LABEL = "none"
@@ -40,7 +43,7 @@ DEFAULT_METHOD = "goose"
 
 
 
-class RunPanel(QWidget):
+class RunPanel(PanelMixin, QWidget):
     """Session settings and the controls. Emits requests; the window decides what to do with them."""
 
     title = "Run"
@@ -71,25 +74,10 @@ class RunPanel(QWidget):
         buttons.addWidget(self.reset_button, 1, 2)
         outer.addLayout(buttons)
 
-        bp = QHBoxLayout()
-        bp.addWidget(QLabel("Breakpoint:"))
-        self.bp_kind = QComboBox()
-        for kind, label in KINDS.items():
-            if kind != "all":
-                self.bp_kind.addItem(label, kind)
-        self.bp_kind.setToolTip("Run to breakpoint stops after the first cycle that matches this condition")
-        self.bp_k = QSpinBox()
-        self.bp_k.setRange(0, 64)
-        self.bp_k.setToolTip("k, for the 'accepted' conditions")
-        self.bp_mode = QComboBox()
-        self.bp_mode.addItems(["ar", "chain", "tree", "bypass"])
-        self.bp_mode.setToolTip("The mode, for 'Mode is …'")
-        bp.addWidget(self.bp_kind, 1)
-        bp.addWidget(self.bp_k)
-        bp.addWidget(self.bp_mode)
-        outer.addLayout(bp)
-        self.bp_kind.currentIndexChanged.connect(self._sync_bp)
-        self._sync_bp()
+        self.breakpoint_editor = FilterEditor(
+            "Breakpoint:", "Run to breakpoint stops after the first cycle that matches this condition",
+            with_all=False, stretch=True)
+        outer.addWidget(self.breakpoint_editor)
 
         self.message = QLabel()
         self.message.setWordWrap(True)
@@ -257,11 +245,6 @@ class RunPanel(QWidget):
         if not self._param_widgets:
             self.params_form.addRow(QLabel("This method has no parameters."))
 
-    def _sync_bp(self) -> None:
-        kind = self.bp_kind.currentData()
-        self.bp_k.setVisible(kind in ("accepted_le", "accepted_ge"))
-        self.bp_mode.setVisible(kind == "mode")
-
     # -- reading ------------------------------------------------------------------------
     def request(self) -> CheckedRequest:
         """The session the settings describe; raises SpecVizError with a message for the user."""
@@ -286,7 +269,7 @@ class RunPanel(QWidget):
         return Path(self.db.text().strip()).expanduser()
 
     def breakpoint(self) -> CycleFilter:
-        return CycleFilter(self.bp_kind.currentData(), k=self.bp_k.value(), mode=self.bp_mode.currentText())
+        return self.breakpoint_editor.value()
 
     # -- showing --------------------------------------------------------------------------
     def show_message(self, text: str, error: bool = True) -> None:

@@ -21,10 +21,12 @@ from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
 
+from .base import PanelMixin
+
 COLUMNS = ("Method", "Model", "Prompt", "Tokens", "Tokens/fwd", "Tokens/s", "Status", "Date")
 
 
-class SessionsView(QWidget):
+class SessionsView(PanelMixin, QWidget):
     """Lists the sessions of one recording file, newest first."""
 
     title = "Sessions"

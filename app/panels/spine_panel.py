@@ -16,17 +16,16 @@ from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
+from specviz_core.drafters import METHODS, Drafter
 from specviz_core.records import CycleRecord, Node
+from specviz_core.spine import SpineAnalysis, analyze_spine
 from specviz_core.viewer.session_model import SessionModel
-from specviz_core.vocab import TokenText
 
 from ..theme import REJECTED, SOURCE_COLORS
 from .base import PanelMixin
-from .tree_layout import spine_chain, topk_after
 
 log = logging.getLogger(__name__)
 HINT = "Step a cycle (F10) or open a recording"
-METHOD_NAMES = {"goose": "Goose", "isotropic": "Isotropic", "pld": "PLD", "tr": "Token Recycling", "ar": "AR"}
 
 
 @dataclass
@@ -87,9 +86,6 @@ class SpinePanel(PanelMixin, QTextBrowser):
         """The panel's text, plain."""
         return self.toPlainText()
 
-    def export_target(self) -> QWidget:
-        return self
-
     # -- context ------------------------------------------------------------------------------------------------------
     def context_tokens(self, start: int, end: int) -> list[int]:
         """Context tokens ``start:end`` as the current cycle saw them (prompt, then tokens committed before it)."""
@@ -128,66 +124,61 @@ class SpinePanel(PanelMixin, QTextBrowser):
             self.span_changed.emit(self._explanation.matched)
 
     def _explain(self, rec: CycleRecord) -> Explanation:
-        vocab = self.model.vocab
         info = self.model.source.info
-        method = METHOD_NAMES.get(info.method, info.method)
-        spine = spine_chain(rec)
-        head = f"<b>Cycle {rec.index}</b> · {method} · {rec.mode}"
+        method = METHODS.get(info.method)
+        name = method.display_name if method is not None else info.method
+        spine = analyze_spine(rec)
+        nodes = rec.node_by_id
+        head = f"<b>Cycle {rec.index}</b> · {name} · {rec.mode}"
         out = Explanation()
-        if not spine:
-            out.paragraphs = [f"{head}<br>{self._no_spine(rec, info.method)}"]
+        if not spine.chain:
+            out.paragraphs = [f"{head}<br>{self._no_spine(rec, method, name)}"]
             return out
-        what = "spine"
-        kind = " (PLD's copied n-gram continuation)" if spine[0].source == "ngram" else ""
+        n = len(spine.chain)
+        kind = " (PLD's copied n-gram continuation)" if nodes[spine.chain[0]].source == "ngram" else ""
         st = rec.state
-        match = st.get("match") or None
-        paras = [f"{head} · a spine of {len(spine)} token{_s(len(spine))}{kind}"]
-        if match:
-            ms, me = (int(x) for x in match["match_span"])
-            cs, ce = (int(x) for x in match["copy_span"])
-            out.matched, out.copied = (ms, me), (cs, ce)
+        paras = [f"{head} · a spine of {n} token{_s(n)}{kind}"]
+        match = spine.match
+        if match is not None:
+            (ms, me), (cs, ce) = out.matched, out.copied = match.matched, match.copied
             where = "the prompt" if ce <= len(info.prompt_ids) else "the output" if cs >= len(info.prompt_ids) \
                 else "the prompt and output"
             paras.append(
                 f"<b>Where it came from:</b> copied from tokens {cs}–{ce - 1} of {where} "
-                f"{self._quote(self.context_tokens(cs, ce))}, after matching the {match['ngram']}-gram "
+                f"{self._quote(self.context_tokens(cs, ce))}, after matching the {match.ngram}-gram "
                 f"{self._quote(self.context_tokens(ms, me))} at tokens {ms}–{me - 1}: the context ended with the "
-                f"same {match['ngram']} token{_s(int(match['ngram']))}.")
+                f"same {match.ngram} token{_s(match.ngram)}.")
         if rec.mode == "bypass":
             reasons = []
             threshold = int(info.params.get("bypass_threshold", 8))
-            if int(st.get("match_len", len(spine))) >= threshold:
-                reasons.append(f"the match was long ({st.get('match_len', len(spine))} ≥ {threshold} tokens)")
+            if int(st.get("match_len", n)) >= threshold:
+                reasons.append(f"the match was long ({st.get('match_len', n)} ≥ {threshold} tokens)")
             if st.get("consensus"):
                 reasons.append("two or more n-gram lengths agreed on the next token (consensus)")
             paras.append("<b>Linear bypass:</b> " + (" and ".join(reasons) or "the match was trusted")
                          + ", so the spine was verified alone as a chain, without branches.")
-        n_acc = sum(1 for n in spine if n.accepted)
-        broken = next((n for n in spine if not n.accepted), None)
-        after = [rec.node_by_id[a] for a in rec.accepted_path[n_acc:]]
-        if broken is None:
-            paras.append(f"<b>Accepted:</b> the target accepted all {len(spine)} {what} tokens; "
+        n_acc = spine.n_accepted
+        if spine.broken is None:
+            paras.append(f"<b>Accepted:</b> the target accepted all {n} spine tokens; "
                          f"then it added the bonus token {self._chip(rec.bonus_token, 'bonus')}.")
         else:
-            paras.append(f"<b>Accepted:</b> the target accepted {n_acc} of {len(spine)} {what} tokens.")
-            paras.append(self._break(rec, broken, vocab))
+            paras.append(f"<b>Accepted:</b> the target accepted {n_acc} of {n} spine tokens.")
+            paras.append(self._break(spine, nodes[spine.broken]))
+            after = [nodes[a] for a in spine.after]
             if after:
                 paras.append(
                     f"<b>Branch:</b> a {after[0].source} continued the accepted path for {len(after)} more "
                     f"token{_s(len(after))} ({' '.join(self._chip(n.token, n.source, n.id) for n in after)}), "
                     f"then the bonus {self._chip(rec.bonus_token, 'bonus')}.")
             else:
-                parent = rec.node_by_id.get(broken.parent)
-                want = parent.target_token if parent is not None else rec.bonus_token
-                siblings = [n for n in rec.nodes if n.parent == broken.parent and n.id != broken.id]
-                note = ""
-                if any(n.gated and n.token == want for n in siblings):
+                note, k, want = "", len(spine.siblings), spine.wanted
+                if spine.wanted_gated:
                     note = f"; a gated candidate had {self._chip(want, 'branch')} but was cut before verification"
-                elif siblings:
-                    note = (f"; none of the {len(siblings)} other candidate{_s(len(siblings))} at that position "
-                            f"proposed {self._chip(want, None)}")
+                elif k:
+                    note = (f"; none of the {k} other candidate{_s(k)} at that position proposed "
+                            f"{self._chip(want, None)}")
                 paras.append(f"<b>Branch:</b> no branch continued the path{note}. The cycle committed {n_acc} "
-                             f"{what} token{_s(n_acc)} and the bonus {self._chip(rec.bonus_token, 'bonus')}.")
+                             f"spine token{_s(n_acc)} and the bonus {self._chip(rec.bonus_token, 'bonus')}.")
         if "spine_ratio" in st and rec.mode == "tree":
             ema = f"{st['ema_p_s']:.2f}" + (f" → {st['ema_p_s_after']:.2f}" if "ema_p_s_after" in st else "")
             paras.append(f"<small>Spine share r = {st['spine_ratio']:.2f} of the node budget "
@@ -195,30 +186,23 @@ class SpinePanel(PanelMixin, QTextBrowser):
         out.paragraphs = paras
         return out
 
-    def _break(self, rec: CycleRecord, broken: Node, vocab: TokenText) -> str:
-        parent = rec.node_by_id.get(broken.parent)
-        top = topk_after(rec, broken.parent)
-        want = parent.target_token if parent is not None and parent.target_token >= 0 else (top[0][0] if top else -1)
-        probs = dict(top)
-        own = broken.target_prob if broken.target_prob is not None else probs.get(broken.token)
-        listing = ", ".join(f"{self._chip(t, None)} {p:.3f}" for t, p in top)
+    def _break(self, spine: SpineAnalysis, broken: Node) -> str:
+        listing = ", ".join(f"{self._chip(t, None)} {p:.3f}" for t, p in spine.topk)
         return (f"<b>The break:</b> at depth {broken.depth} the spine proposed "
-                f"{self._chip(broken.token, broken.source, broken.id, REJECTED)} (target probability {_p(own)}); "
-                f"the target wanted {self._chip(want, None)} (probability {_p(probs.get(want))})."
+                f"{self._chip(broken.token, broken.source, broken.id, REJECTED)} "
+                f"(target probability {_p(spine.proposed_prob)}); "
+                f"the target wanted {self._chip(spine.wanted, None)} (probability {_p(spine.wanted_prob)})."
                 + (f"<br><small>Target's top-5 there: {listing}</small>" if listing else ""))
 
-    def _no_spine(self, rec: CycleRecord, method: str) -> str:
+    def _no_spine(self, rec: CycleRecord, method: type[Drafter] | None, name: str) -> str:
         if rec.mode == "ar":
-            reasons = {"goose": "Goose found no context match and no adjacency-table successor",
-                       "pld": "PLD found no earlier occurrence of the context's last n-gram"}
-            why = reasons.get(method, "nothing was drafted")
-            return (f"No spine this cycle: an AR cycle ({why}), so the target produced one token, "
-                    f"{self._chip(rec.bonus_token, 'bonus')}.")
+            return (f"No spine this cycle: an AR cycle ({(method or Drafter).no_draft_reason}), so the target produced "
+                    f"one token, {self._chip(rec.bonus_token, 'bonus')}.")
+        if method is not None and method.no_match_note and not rec.state.get("match"):
+            return f"No spine this cycle: {method.no_match_note}."
         sources = sorted({n.source for n in rec.nodes if n.parent >= 0})
-        if method in ("goose", "isotropic") and not rec.state.get("match"):
-            return "No spine this cycle: Goose found no context match, so the tree holds only adjacency-table branches."
-        return (f"No spine this cycle: {METHOD_NAMES.get(method, method)} drafted a tree of "
-                f"{', '.join(sources) or 'no'} nodes, with no context-copied chain.")
+        return (f"No spine this cycle: {name} drafted a tree of {', '.join(sources) or 'no'} nodes, "
+                "with no context-copied chain.")
 
     def _chip(self, token: int, source: str | None, node_id: int | None = None, border: str | None = None) -> str:
         """A token as a small coloured label; a link to its node when it has one."""

@@ -5,14 +5,15 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPen
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QToolButton, QToolTip, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QToolTip, QWidget
 
 from specviz_core.records import CycleRecord
 from specviz_core.summary import CycleSummary
-from specviz_core.viewer.filters import KINDS, CycleFilter
+from specviz_core.viewer.filters import CycleFilter
 from specviz_core.viewer.sources import CycleSource
 
 from .base import PanelMixin
+from .filter_editor import FilterEditor
 
 MODE_COLORS = {"ar": "#8a8f98", "chain": "#159a8c", "tree": "#e07b00", "bypass": "#1f77d0"}
 
@@ -125,35 +126,22 @@ class TimelinePanel(PanelMixin, QWidget):
         self.label = QLabel("—")
         self.label.setMinimumWidth(130)
         self.label.setToolTip("Current cycle / cycles in the session")
-        self.filter_kind = QComboBox()
-        for kind, label in KINDS.items():
-            self.filter_kind.addItem(label, kind)
-        self.filter_kind.setToolTip("Show only cycles that match; Left/Right skip the others")
-        self.filter_k = QSpinBox()
-        self.filter_k.setRange(0, 64)
-        self.filter_k.setToolTip("k, for the 'accepted' filters")
-        self.filter_mode = QComboBox()
-        self.filter_mode.addItems(["ar", "chain", "tree", "bypass"])
-        self.filter_mode.setToolTip("The mode, for 'Mode is …'")
+        self.filter_editor = FilterEditor("Filter:", "Show only cycles that match; Left/Right skip the others")
         self.matches = QLabel()
         self.matches.setToolTip("Cycles that match the filter")
         for w in (self.prev_button, self.next_button):
             row.addWidget(w)
         row.addWidget(self.strip, 1)
         row.addWidget(self.label)
-        row.addWidget(QLabel("Filter:"))
-        for w in (self.filter_kind, self.filter_k, self.filter_mode, self.matches):
-            row.addWidget(w)
-        self.filter_kind.currentIndexChanged.connect(self._filter_edited)
-        self.filter_k.valueChanged.connect(self._filter_edited)
-        self.filter_mode.currentIndexChanged.connect(self._filter_edited)
+        row.addWidget(self.filter_editor)
+        row.addWidget(self.matches)
+        self.filter_editor.changed.connect(self._filter_edited)
         # Scrubbing fast: keep only the newest requested cycle, apply it when the UI is free.
         self._pending: int | None = None
         self._scrub_timer = QTimer(self)
         self._scrub_timer.setSingleShot(True)
         self._scrub_timer.setInterval(0)
         self._scrub_timer.timeout.connect(self._apply_scrub)
-        self._sync_filter_widgets()
         self.connect_model(model)
 
     # -- model callbacks ----------------------------------------------------------------------
@@ -186,16 +174,9 @@ class TimelinePanel(PanelMixin, QWidget):
             index, self._pending = self._pending, None
             self.model.set_cycle(index)
 
-    def _filter_edited(self) -> None:
-        self._sync_filter_widgets()
-        f = CycleFilter(self.filter_kind.currentData(), k=self.filter_k.value(), mode=self.filter_mode.currentText())
+    def _filter_edited(self, f: CycleFilter) -> None:
         self.model.set_filter(f)
         self._refresh()
-
-    def _sync_filter_widgets(self) -> None:
-        kind = self.filter_kind.currentData()
-        self.filter_k.setVisible(kind in ("accepted_le", "accepted_ge"))
-        self.filter_mode.setVisible(kind == "mode")
 
     def _refresh(self) -> None:
         summaries = self.model.summaries()

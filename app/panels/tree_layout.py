@@ -1,9 +1,66 @@
-"""Qt-free helpers for the tree and spine panels: the layered layout, the spine chain, the target's top-5 rows."""
+"""Where the draft tree's boxes go (no Qt): one column per depth, root on the left, subtrees packed tightly.
+
+Sizes are in scene pixels. The bonus token is laid out as one more node, id :data:`BONUS`, after the last
+accepted node.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from specviz_core.records import CycleRecord, Node
-from specviz_core.summary import SPINE_SOURCES
+
+BONUS = -1
+"""Node id used for the bonus token's box (it is not a node of the record)."""
+NODE_H, MIN_W = 15.0, 18.0
+"""Box height, and the narrowest box."""
+ROW, HGAP, MARGIN = 17.5, 15.0, 10.0
+"""Distance between rows, gap between columns, margin around the drawing."""
+
+
+@dataclass
+class TreeLayout:
+    """The boxes of one cycle's tree: which nodes, their labels and where each box's top-left corner is."""
+
+    nodes: dict[int, Node]
+    """The nodes drawn (gated ones only when shown), by id."""
+    children: dict[int, list[int]]
+    """Drawn children per node, in id order; the last accepted node also has :data:`BONUS`."""
+    labels: dict[int, str]
+    pos: dict[int, tuple[float, float]]
+    width: float
+    height: float
+
+
+def layout_tree(rec: CycleRecord, show_gated: bool, label: Callable[[int], str],
+                box_width: Callable[[str], float]) -> TreeLayout:
+    """Lay out ``rec``'s tree; ``label`` names a token, ``box_width`` sizes a box for a label."""
+    nodes = {n.id: n for n in rec.nodes if (show_gated or not n.gated)}
+    children: dict[int, list[int]] = {}
+    for n in nodes.values():
+        if n.parent >= 0 and n.parent in nodes:
+            children.setdefault(n.parent, []).append(n.id)
+    for kids in children.values():
+        kids.sort()
+    last = rec.accepted_path[-1] if rec.accepted_path and rec.accepted_path[-1] in nodes else 0
+    children.setdefault(last, []).append(BONUS)
+    rows = tidy_rows(children, 0)
+    depth = {i: nodes[i].depth for i in rows if i != BONUS}
+    depth[BONUS] = nodes[last].depth + 1
+    labels = {i: label(nodes[i].token) for i in rows if i != BONUS}
+    labels[BONUS] = "★" + label(rec.bonus_token)
+    col_w: dict[int, float] = {}
+    for i, d in depth.items():
+        col_w[d] = max(col_w.get(d, 0.0), box_width(labels[i]))
+    col_x, x = {}, MARGIN
+    for d in range(max(col_w) + 1):
+        col_x[d] = x
+        x += col_w.get(d, MIN_W) + HGAP
+    top = min(rows.values())
+    pos = {i: (col_x[depth[i]], MARGIN + (r - top) * ROW) for i, r in rows.items()}
+    return TreeLayout(nodes, children, labels, pos, width=x - HGAP + MARGIN,
+                      height=MARGIN * 2 + (max(rows.values()) - top) * ROW + NODE_H)
 
 
 def tidy_rows(children: dict[int, list[int]], root: int = 0) -> dict[int, float]:
@@ -44,31 +101,3 @@ def tidy_rows(children: dict[int, list[int]], root: int = 0) -> dict[int, float]
         for k in children.get(n, ()):
             rows[k] = rows[n] + offset[k]
     return rows
-
-
-def spine_chain(record: CycleRecord) -> list[Node]:
-    """The spine: verified spine / copied n-gram nodes chained from the root, in depth order."""
-    child = {n.parent: n for n in record.nodes if n.verified and n.source in SPINE_SOURCES and n.parent >= 0}
-    chain, node = [], child.get(0)
-    while node is not None:
-        chain.append(node)
-        node = child.get(node.id)
-    return chain
-
-
-def first_rejected_spine(record: CycleRecord) -> Node | None:
-    """The first node of the spine chain that the target did not accept (None if it held or there is none)."""
-    return next((n for n in spine_chain(record) if not n.accepted), None)
-
-
-def topk_after(record: CycleRecord, node_id: int) -> tuple[tuple[int, float], ...]:
-    """The target's top-5 (token, probability) after ``node_id``: its verify row (empty if it was not verified)."""
-    try:
-        return record.target_topk[record.verify_order.index(node_id)]
-    except (ValueError, IndexError):
-        return ()
-
-
-def parent_topk(record: CycleRecord, node: Node) -> tuple[tuple[int, float], ...]:
-    """The target's top-5 at ``node``'s position: the verify row of its parent."""
-    return topk_after(record, node.parent)

@@ -12,7 +12,6 @@ import logging
 
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
 from PySide6.QtGui import (
-    QBrush,
     QColor,
     QFont,
     QFontMetricsF,
@@ -28,100 +27,27 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QGraphicsItem,
-    QGraphicsPathItem,
     QGraphicsScene,
     QGraphicsSimpleTextItem,
     QGraphicsView,
-    QHBoxLayout,
-    QLabel,
-    QToolButton,
     QToolTip,
     QWidget,
 )
 
 from specviz_core.records import CycleRecord, Node
+from specviz_core.spine import SpineAnalysis, analyze_spine
 from specviz_core.viewer.session_model import SessionModel
 
-from ..theme import ACCEPTED, GATED, REJECTED, SOURCE_COLORS, SOURCE_LABELS, source_color
+from ..theme import REJECTED
 from .base import PanelMixin
-from .tree_layout import first_rejected_spine, parent_topk, tidy_rows, topk_after
+from .tree_items import NodeItem, Style, TreeHeader, make_style
+from .tree_layout import BONUS, MARGIN, MIN_W, NODE_H, layout_tree
+from .tree_text import HELP, bonus_tip, callout_text, legend_html, legend_sources, legend_tip, node_tip
 
 log = logging.getLogger(__name__)
 HINT = "Step a cycle (F10) or open a recording"
-BONUS = -1
-"""Node id used for the bonus token's item (it is not a node of the record)."""
-FONT_PX, NODE_H, PAD_X, MIN_W = 12, 15.0, 4.0, 18.0
-ROW, HGAP, MARGIN = 17.5, 15.0, 10.0
+FONT_PX, PAD_X = 12, 4.0
 MAX_FIT, MIN_ZOOM, MAX_ZOOM = 1.4, 0.08, 8.0
-
-
-def _text_color(fill: QColor) -> QColor:
-    lum = 0.2126 * fill.redF() + 0.7152 * fill.greenF() + 0.0722 * fill.blueF()
-    return QColor("#111111") if lum > 0.55 else QColor("#ffffff")
-
-
-class NodeItem(QGraphicsPathItem):
-    """One node box, or the bonus token (``node_id == BONUS``). Brush and pen are the path item's; the label is
-    painted here (cheaper to change per cycle than a child text item)."""
-
-    _paths: dict[tuple[float, bool], QPainterPath] = {}
-
-    def __init__(self, font: QFont) -> None:
-        super().__init__()
-        self.node_id = BONUS
-        self.font = font
-        self.fg = QColor()
-        self.rect = QRectF()
-        self._text = ""
-        self._shape: tuple[float, bool] | None = None
-        self.setZValue(2)
-
-    def text(self) -> str:
-        return self._text
-
-    def set_label(self, text: str, width: float, bonus: bool, fg: QColor) -> None:
-        self._text, self.fg = text, fg
-        key = (width, bonus)
-        if self._shape != key:
-            self._shape = key
-            self.rect = QRectF(0, 0, width, NODE_H)
-            path = self._paths.get(key)
-            if path is None:
-                path = QPainterPath()
-                path.addRoundedRect(self.rect, 4, 4)
-                if bonus:  # a double outline: the pen strokes both outlines, the winding fill covers both
-                    path.addRoundedRect(QRectF(2.5, 2.5, width - 5, NODE_H - 5), 2.5, 2.5)
-                    path.setFillRule(Qt.FillRule.WindingFill)
-                self._paths[key] = path
-            self.setPath(path)
-
-    def paint(self, painter: QPainter, option, widget=None) -> None:
-        super().paint(painter, option, widget)
-        painter.setFont(self.font)
-        painter.setPen(self.fg)
-        painter.drawText(self.rect, Qt.AlignmentFlag.AlignCenter, self._text)
-
-
-class _Header(QWidget):
-    """The strip above the drawing: a legend of the sources present, the gated toggle and Fit."""
-
-    def __init__(self, view: TreeView) -> None:
-        super().__init__(view)
-        self.setAutoFillBackground(True)
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(6, 1, 4, 1)
-        lay.setSpacing(4)
-        self.legend = QLabel(self)
-        self.legend.setTextFormat(Qt.TextFormat.RichText)
-        lay.addWidget(self.legend, 1)
-        self.gated = QToolButton(self, text="Gated", checkable=True, checked=True)
-        self.gated.setToolTip("Show gated nodes: candidates cut by the confidence gate or the budget, never verified")
-        self.gated.setAutoRaise(True)
-        self.fit = QToolButton(self, text="Fit")
-        self.fit.setToolTip("Fit the whole tree in the view (or double-click the drawing)")
-        self.fit.setAutoRaise(True)
-        lay.addWidget(self.gated)
-        lay.addWidget(self.fit)
 
 
 class TreeView(PanelMixin, QGraphicsView):
@@ -148,7 +74,7 @@ class TreeView(PanelMixin, QGraphicsView):
         self._font.setPixelSize(FONT_PX)
         self._fm = QFontMetricsF(self._font)
         self._widths: dict[str, float] = {}
-        self._style: dict[tuple[str, str], object] = {}
+        self._style: dict[tuple[str, str], Style] = {}
         self._pool: list[NodeItem] = []
         self._items: dict[int, NodeItem] = {}
         self._edges = {k: self._scene.addPath(QPainterPath()) for k in ("plain", "gated", "accepted")}
@@ -167,7 +93,7 @@ class TreeView(PanelMixin, QGraphicsView):
         self._auto_fit = True
         self._error: str | None = None
         self._press: QPointF | None = None
-        self.header = _Header(self)
+        self.header = TreeHeader(self)
         self.header.gated.toggled.connect(self.set_show_gated)
         self.header.fit.clicked.connect(self.fit)
         self.connect_model(model)
@@ -182,6 +108,9 @@ class TreeView(PanelMixin, QGraphicsView):
 
     def on_cycle_changed(self, record: CycleRecord) -> None:
         self._redraw()
+        self.fit()
+
+    def on_presentation_changed(self, on: bool) -> None:
         self.fit()
 
     def on_node_selected(self, node_id: int | None) -> None:
@@ -206,7 +135,7 @@ class TreeView(PanelMixin, QGraphicsView):
 
     def legend_sources(self) -> list[str]:
         rec = self.model.record
-        return sorted({n.source for n in rec.nodes}, key=_source_rank) if rec is not None else []
+        return legend_sources(rec) if rec is not None else []
 
     def tooltip_for(self, node_id: int) -> str:
         """The hover text of a node (or of the bonus token, ``BONUS``), built when asked."""
@@ -215,8 +144,11 @@ class TreeView(PanelMixin, QGraphicsView):
             return ""
         nodes = rec.node_by_id
         if node_id == BONUS:
-            return self._bonus_tip(rec, nodes[rec.accepted_path[-1] if rec.accepted_path else 0])
-        return self._node_tip(rec, nodes[node_id]) if node_id in nodes else ""
+            return bonus_tip(rec, nodes[rec.accepted_path[-1] if rec.accepted_path else 0], self.model.vocab)
+        if node_id not in nodes:
+            return ""
+        broken = self.broken_node is not None and node_id == self.broken_node.id
+        return node_tip(nodes[node_id], self.model.vocab, broken)
 
     def set_show_gated(self, show: bool) -> None:
         self.show_gated = show
@@ -235,9 +167,6 @@ class TreeView(PanelMixin, QGraphicsView):
         s = min(vp.width() / rect.width(), vp.height() / rect.height(), MAX_FIT)
         self.setTransform(QTransform.fromScale(s, s))
         self.centerOn(rect.center())
-
-    def export_target(self) -> QWidget:
-        return self
 
     # -- drawing ------------------------------------------------------------------------------------------------------
     def _width(self, label: str) -> float:
@@ -269,45 +198,22 @@ class TreeView(PanelMixin, QGraphicsView):
             self._set_legend(None)
             self.viewport().update()
             return
-        vocab, pal = self.model.vocab, self.palette()
-        nodes = {n.id: n for n in rec.nodes if (self.show_gated or not n.gated)}
-        children: dict[int, list[int]] = {}
-        for n in nodes.values():
-            if n.parent >= 0 and n.parent in nodes:
-                children.setdefault(n.parent, []).append(n.id)
-        for kids in children.values():
-            kids.sort()
-        last = rec.accepted_path[-1] if rec.accepted_path and rec.accepted_path[-1] in nodes else 0
-        children.setdefault(last, []).append(BONUS)
-        rows = tidy_rows(children, 0)
-        depth = {i: nodes[i].depth for i in rows if i != BONUS}
-        depth[BONUS] = nodes[last].depth + 1
-        labels = {i: vocab.label(nodes[i].token) for i in rows if i != BONUS}
-        labels[BONUS] = "★" + vocab.label(rec.bonus_token)
-        col_w: dict[int, float] = {}
-        for i, d in depth.items():
-            col_w[d] = max(col_w.get(d, 0.0), self._width(labels[i]))
-        col_x, x = {}, MARGIN
-        for d in range(max(col_w) + 1):
-            col_x[d] = x
-            x += col_w.get(d, MIN_W) + HGAP
-        top = min(rows.values())
-        pos = {i: (col_x[depth[i]], MARGIN + (r - top) * ROW) for i, r in rows.items()}
-
-        self.broken_node = broken = first_rejected_spine(rec)
-        while len(self._pool) < len(rows):
+        lay = layout_tree(rec, self.show_gated, self.model.vocab.label, self._width)
+        nodes, children, labels, pos = lay.nodes, lay.children, lay.labels, lay.pos
+        spine = analyze_spine(rec)
+        self.broken_node = broken = rec.node_by_id[spine.broken] if spine.broken is not None else None
+        while len(self._pool) < len(pos):
             item = NodeItem(self._font)
             self._scene.addItem(item)
             self._pool.append(item)
-        style = self._style
-        for item, i in zip(self._pool, rows):
+        for item, i in zip(self._pool, pos):
             if i == BONUS:
                 key = ("bonus", "bonus")
             else:
                 n = nodes[i]
                 key = (n.source, "gated" if n.gated else "broken" if broken is not None and i == broken.id
                        else "accepted" if n.accepted else "plain")
-            brush, pen, fg = style.get(key) or self._make_style(key)
+            brush, pen, fg = self._style_for(key)
             item.node_id = i
             item.set_label(labels[i], self._width(labels[i]), i == BONUS, fg)
             item.setPos(*pos[i])
@@ -315,7 +221,7 @@ class TreeView(PanelMixin, QGraphicsView):
             item.setPen(pen)
             item.setVisible(True)
             self._items[i] = item
-        for item in self._pool[len(rows):]:
+        for item in self._pool[len(pos):]:
             if item.isVisible():
                 item.setVisible(False)
 
@@ -338,55 +244,32 @@ class TreeView(PanelMixin, QGraphicsView):
                 p.cubicTo(mx, ay, mx, by, bx, by)
         for k, item in self._edges.items():
             item.setPath(paths[k])
-            item.setPen(style.get(("edge", k)) or self._make_style(("edge", k)))
+            item.setPen(self._style_for(("edge", k)))
             item.setVisible(True)
 
-        bounds = QRectF(0, 0, x - HGAP + MARGIN, MARGIN * 2 + (max(rows.values()) - top) * ROW + NODE_H)
-        bounds = self._place_callout(rec, broken, bounds)
+        bounds = QRectF(0, 0, lay.width, lay.height)
+        bounds = self._place_callout(spine, broken, bounds)
         self._scene.setSceneRect(bounds)
         self._set_legend(rec)
         self.header.gated.setEnabled(not self.show_gated or any(n.gated for n in rec.nodes))
         self.on_node_selected(self.model.selected_node)
 
-    def _make_style(self, key: tuple[str, str]):
-        """Brush, pen and text colour of a node (source, state), or the pen of an edge kind; cached per palette."""
-        source, state = key
-        text_fg = self.palette().color(QPalette.ColorRole.Text)
-        if source == "edge":
-            edge = QColor(text_fg)
-            edge.setAlpha(110)
-            out = {"plain": QPen(edge, 1.0), "gated": QPen(QColor(GATED), 1.0, Qt.PenStyle.DashLine),
-                   "accepted": QPen(QColor(ACCEPTED), 3.0)}[state]
-        else:
-            fill = source_color(source)
-            if state == "gated":
-                out = (QBrush(Qt.BrushStyle.NoBrush), QPen(fill, 1.3, Qt.PenStyle.DashLine), text_fg)
-            else:
-                pen = {"bonus": QPen(fill.darker(150), 1.2), "broken": QPen(QColor(REJECTED), 2.6),
-                       "accepted": QPen(QColor(ACCEPTED), 2.6), "plain": QPen(fill.darker(160), 0.8)}[state]
-                out = (QBrush(fill), pen, _text_color(fill))
-        self._style[key] = out
-        return out
+    def _style_for(self, key: tuple[str, str]) -> Style:
+        """A node's or edge's look (see ``make_style``), cached until the palette changes."""
+        style = self._style.get(key)
+        if style is None:
+            style = self._style[key] = make_style(key, self.palette().color(QPalette.ColorRole.Text))
+        return style
 
-    def _place_callout(self, rec: CycleRecord, broken: Node | None, bounds: QRectF) -> QRectF:
+    def _place_callout(self, spine: SpineAnalysis, broken: Node | None, bounds: QRectF) -> QRectF:
         """The spine-break callout sits above the tree with a leader line down to the broken node."""
         item = self._items.get(broken.id) if broken is not None else None
         if item is None:
             self._callout.setVisible(False)
             self._leader.setVisible(False)
             return bounds
-        vocab, pal = self.model.vocab, self.palette()
-        top = parent_topk(rec, broken)
-        parent = rec.node_by_id.get(broken.parent)
-        want = parent.target_token if parent is not None and parent.target_token >= 0 else (top[0][0] if top else -1)
-        p_want = dict(top).get(want)
-        p_own = broken.target_prob
-        lines = [f"✗ spine broke at depth {broken.depth}: proposed '{vocab.label(broken.token)}' "
-                 f"(p {_p(p_own)})",
-                 f"target wanted '{vocab.label(want)}' (p {_p(p_want)})"]
-        if top:
-            lines.append("top-5: " + "   ".join(f"{vocab.label(t)} {p:.2f}" for t, p in top))
-        self._callout_text.setText("\n".join(lines))
+        pal = self.palette()
+        self._callout_text.setText(callout_text(spine, broken, self.model.vocab))
         tr = self._callout_text.boundingRect()
         box = QRectF(0, 0, tr.width() + 12, tr.height() + 8)
         path = QPainterPath()
@@ -410,45 +293,11 @@ class TreeView(PanelMixin, QGraphicsView):
         self._leader.setVisible(True)
         return bounds.united(QRectF(cx - MARGIN, cy - MARGIN, box.width() + 2 * MARGIN, box.height() + MARGIN))
 
-    def _node_tip(self, rec: CycleRecord, n: Node) -> str:
-        vocab = self.model.vocab
-        status = ("gated (never verified)" if n.gated else "verified, accepted" if n.accepted
-                  else "verified, rejected" if n.verified else "not verified")
-        lines = [f"node {n.id} · depth {n.depth} · {SOURCE_LABELS.get(n.source, n.source)}",
-                 f"token '{vocab.label(n.token, 40)}' (id {n.token})",
-                 f"score {n.score:.3f} · target p {_p(n.target_prob)}", status]
-        if n.parent < 0:
-            lines[-1] = "root: the last committed token (accepted)"
-        if n.target_token >= 0:
-            lines.append(f"target's next token: '{vocab.label(n.target_token, 40)}'")
-        if self.broken_node is not None and n.id == self.broken_node.id:
-            lines.append("the first rejected spine token")
-        return "\n".join(lines)
-
-    def _bonus_tip(self, rec: CycleRecord, last: Node) -> str:
-        top = dict(topk_after(rec, last.id))
-        return (f"bonus token '{self.model.vocab.label(rec.bonus_token, 40)}' (id {rec.bonus_token})\n"
-                f"the target's own token after node {last.id}, the last accepted one · target p "
-                f"{_p(top.get(rec.bonus_token))}")
-
     def _set_legend(self, rec: CycleRecord | None) -> None:
-        if rec is None:
-            text = ""
-        else:
-            parts = [f"<span style='color:{SOURCE_COLORS.get(s, '#7f8c8d')}'>■</span>&nbsp;{s}"
-                     for s in self.legend_sources()]
-            parts.append(f"<span style='color:{ACCEPTED}'>━</span>&nbsp;accepted")
-            parts.append(f"<span style='color:{SOURCE_COLORS['bonus']}'>★</span>&nbsp;bonus")
-            if any(n.gated for n in rec.nodes):
-                parts.append(f"<span style='color:{GATED}'>┅</span>&nbsp;gated")
-            if self.broken_node is not None:
-                parts.append(f"<span style='color:{REJECTED}'>▢</span>&nbsp;spine broke")
-            text = "&nbsp;&nbsp; ".join(parts)
+        text = "" if rec is None else legend_html(rec, self.broken_node is not None)
         if self.header.legend.text() != text:
             self.header.legend.setText(text)
-            self.header.legend.setToolTip("\n".join(
-                [f"{s}: {SOURCE_LABELS.get(s, s)}" for s in self.legend_sources()]
-                + ["Wheel: zoom · drag: pan · double-click: fit · click a node: select it"]))
+            self.header.legend.setToolTip(legend_tip(rec) if rec is not None else HELP)
 
     # -- interaction --------------------------------------------------------------------------------------------------
     def drawForeground(self, painter: QPainter, rect: QRectF) -> None:
@@ -516,11 +365,3 @@ class TreeView(PanelMixin, QGraphicsView):
             self._style.clear()
             self._redraw()
 
-
-def _p(p: float | None) -> str:
-    return "–" if p is None else f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
-
-
-def _source_rank(source: str) -> int:
-    order = list(SOURCE_COLORS)
-    return order.index(source) if source in order else len(order)

@@ -8,6 +8,7 @@ from .base import DraftContext, Drafter
 
 class ARDrafter(Drafter):
     method_id = "ar"
+    display_name = "AR"
     description = "Plain autoregressive decoding: one token per target forward (the baseline)."
 
     def draft(self, ctx: DraftContext) -> DraftTree:

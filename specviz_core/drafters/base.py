@@ -106,11 +106,22 @@ class Drafter(ABC):
     """Proposes a draft tree each cycle; learns from the target's logits."""
 
     method_id: ClassVar[str]
+    display_name: ClassVar[str]
+    """The method's name in prose ("Token Recycling"); the id where none is given."""
     description: ClassVar[str]
+    #: Why a cycle of this method drafted nothing and fell back to one AR token.
+    no_draft_reason: ClassVar[str] = "nothing was drafted"
+    #: What a tree without a spine means for a spine method whose context match failed ("" if no spine method).
+    no_match_note: ClassVar[str] = ""
     params_cls: ClassVar[type] = NoParams
     #: When several children match the target's token, the earlier source wins.
     source_priority: ClassVar[tuple[str, ...]] = ()
     needs_draft_model: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "method_id" in cls.__dict__ and "display_name" not in cls.__dict__:
+            cls.display_name = cls.method_id
 
     def __init__(self, params: Any, target: Any, draft_model: Any = None) -> None:
         self.params = params

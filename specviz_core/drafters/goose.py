@@ -148,6 +148,9 @@ class SpineTreeBuilder:
 
 class GooseDrafter(Drafter):
     method_id = "goose"
+    display_name = "Goose"
+    no_draft_reason = "Goose found no context match and no adjacency-table successor"
+    no_match_note = "Goose found no context match, so the tree holds only adjacency-table branches"
     description = "Goose: a spine of context-matched tokens with adjacency-table branches at every spine node; linear bypass on confident matches."
     params_cls = GooseParams
     source_priority = ("spine", "branch")
@@ -252,6 +255,7 @@ class IsotropicDrafter(GooseDrafter):
     """The paper's Isotropic(k) baseline: the same budget and sources, a balanced k-ary shape, no bypass."""
 
     method_id = "isotropic"
+    display_name = "Isotropic"
     description = "Isotropic(k): a balanced k-ary tree with Goose's budget and sources (spine token first where there is one), no bypass."
     params_cls = IsotropicParams
     bypass = False

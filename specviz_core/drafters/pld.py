@@ -55,6 +55,8 @@ def find_match(ids: np.ndarray, max_ngram: int, min_ngram: int, k: int, last: bo
 
 class PLDDrafter(Drafter):
     method_id = "pld"
+    display_name = "PLD"
+    no_draft_reason = "PLD found no earlier occurrence of the context's last n-gram"
     description = "Prompt lookup: copy up to K tokens that followed the longest matching suffix n-gram earlier in the context, verified as a chain."
     params_cls = PLDParams
 

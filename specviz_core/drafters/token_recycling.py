@@ -51,6 +51,7 @@ class TRParams:
 
 class TokenRecyclingDrafter(Drafter):
     method_id = "tr"
+    display_name = "Token Recycling"
     description = "Token Recycling: a static ~80-node tree filled from an adjacency table of the target's recent top-k successors."
     params_cls = TRParams
 

@@ -18,6 +18,9 @@ KINDS: dict[str, str] = {
     "accepted_ge": "Accepted ≥ k",
     "mode": "Mode is …",
 }
+#: Kinds that compare with ``k``, and kinds that take a ``mode`` (one of ``records.MODES``).
+K_KINDS = frozenset({"accepted_le", "accepted_ge"})
+MODE_KINDS = frozenset({"mode"})
 
 
 @dataclass(frozen=True)
@@ -48,9 +51,9 @@ class CycleFilter:
         return s.mode == self.mode
 
     def label(self) -> str:
-        if self.kind in ("accepted_le", "accepted_ge"):
+        if self.kind in K_KINDS:
             return KINDS[self.kind].replace("k", str(self.k))
-        if self.kind == "mode":
+        if self.kind in MODE_KINDS:
             return f"Mode is {self.mode}"
         return KINDS[self.kind]
 

@@ -58,6 +58,21 @@ class RecordingSource:
     def summaries(self) -> list[CycleSummary]:
         return self._summaries
 
+    def ar_baseline(self) -> tuple[float | None, str]:
+        """The AR speed to compare with (tokens/s, or None) and where it comes from: this session if it is AR,
+        else the last AR session in the same file on the same prompt, model and device (8 tokens at least)."""
+        info = self.info
+        if info.method == "ar":
+            return info.tokens_per_s or None, "this session is AR"
+        best = None
+        for s in self.recording.sessions():
+            if (s.method == "ar" and s.prompt_ids == info.prompt_ids and s.model == info.model
+                    and s.device == info.device and s.n_tokens >= 8):
+                best = s
+        if best is None:
+            return None, ""
+        return best.tokens_per_s, f"AR session {best.id} on the same prompt ({best.n_tokens} tokens)"
+
 
 class LiveSource:
     """A session being decoded: the engine's records, appended as they arrive (already recorded)."""

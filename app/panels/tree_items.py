@@ -1,0 +1,99 @@
+"""The draft tree's scene items and their look: node boxes, the strip above the drawing, brushes and pens."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPainterPath, QPen
+from PySide6.QtWidgets import QGraphicsPathItem, QHBoxLayout, QLabel, QToolButton, QWidget
+
+from ..theme import ACCEPTED, GATED, REJECTED, source_color
+from .tree_layout import BONUS, NODE_H
+
+Style = tuple[QBrush, QPen, QColor] | QPen
+"""A node's (brush, pen, text colour), or an edge's pen."""
+
+
+def _text_color(fill: QColor) -> QColor:
+    lum = 0.2126 * fill.redF() + 0.7152 * fill.greenF() + 0.0722 * fill.blueF()
+    return QColor("#111111") if lum > 0.55 else QColor("#ffffff")
+
+
+class NodeItem(QGraphicsPathItem):
+    """One node box, or the bonus token (``node_id == BONUS``). Brush and pen are the path item's; the label is
+    painted here (cheaper to change per cycle than a child text item)."""
+
+    _paths: dict[tuple[float, bool], QPainterPath] = {}
+
+    def __init__(self, font: QFont) -> None:
+        super().__init__()
+        self.node_id = BONUS
+        self.font = font
+        self.fg = QColor()
+        self.rect = QRectF()
+        self._text = ""
+        self._shape: tuple[float, bool] | None = None
+        self.setZValue(2)
+
+    def text(self) -> str:
+        return self._text
+
+    def set_label(self, text: str, width: float, bonus: bool, fg: QColor) -> None:
+        self._text, self.fg = text, fg
+        key = (width, bonus)
+        if self._shape != key:
+            self._shape = key
+            self.rect = QRectF(0, 0, width, NODE_H)
+            path = self._paths.get(key)
+            if path is None:
+                path = QPainterPath()
+                path.addRoundedRect(self.rect, 4, 4)
+                if bonus:  # a double outline: the pen strokes both outlines, the winding fill covers both
+                    path.addRoundedRect(QRectF(2.5, 2.5, width - 5, NODE_H - 5), 2.5, 2.5)
+                    path.setFillRule(Qt.FillRule.WindingFill)
+                self._paths[key] = path
+            self.setPath(path)
+
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        super().paint(painter, option, widget)
+        painter.setFont(self.font)
+        painter.setPen(self.fg)
+        painter.drawText(self.rect, Qt.AlignmentFlag.AlignCenter, self._text)
+
+
+class TreeHeader(QWidget):
+    """The strip above the drawing: a legend of the sources present, the gated toggle and Fit."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setAutoFillBackground(True)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(6, 1, 4, 1)
+        lay.setSpacing(4)
+        self.legend = QLabel(self)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        lay.addWidget(self.legend, 1)
+        self.gated = QToolButton(self, text="Gated", checkable=True, checked=True)
+        self.gated.setToolTip("Show gated nodes: candidates cut by the confidence gate or the budget, never verified")
+        self.gated.setAutoRaise(True)
+        self.fit = QToolButton(self, text="Fit")
+        self.fit.setToolTip("Fit the whole tree in the view (or double-click the drawing)")
+        self.fit.setAutoRaise(True)
+        lay.addWidget(self.gated)
+        lay.addWidget(self.fit)
+
+
+def make_style(key: tuple[str, str], text_fg: QColor) -> Style:
+    """The look of a node (source, state: gated / broken / accepted / plain / bonus), or of an edge
+    (``"edge"``, kind: plain / gated / accepted); ``text_fg`` is the palette's text colour."""
+    source, state = key
+    if source == "edge":
+        edge = QColor(text_fg)
+        edge.setAlpha(110)
+        return {"plain": QPen(edge, 1.0), "gated": QPen(QColor(GATED), 1.0, Qt.PenStyle.DashLine),
+                "accepted": QPen(QColor(ACCEPTED), 3.0)}[state]
+    fill = source_color(source)
+    if state == "gated":
+        return QBrush(Qt.BrushStyle.NoBrush), QPen(fill, 1.3, Qt.PenStyle.DashLine), text_fg
+    pen = {"bonus": QPen(fill.darker(150), 1.2), "broken": QPen(QColor(REJECTED), 2.6),
+           "accepted": QPen(QColor(ACCEPTED), 2.6), "plain": QPen(fill.darker(160), 0.8)}[state]
+    return QBrush(fill), pen, _text_color(fill)

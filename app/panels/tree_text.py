@@ -1,0 +1,70 @@
+"""What the draft tree says in words: node and bonus tooltips, the spine-break callout, the legend."""
+
+from __future__ import annotations
+
+from specviz_core.records import CycleRecord, Node
+from specviz_core.spine import SpineAnalysis, topk_after
+from specviz_core.vocab import TokenText
+
+from ..theme import ACCEPTED, GATED, REJECTED, SOURCE_COLORS, SOURCE_LABELS
+
+HELP = "Wheel: zoom · drag: pan · double-click: fit · click a node: select it"
+
+
+def _p(p: float | None) -> str:
+    return "–" if p is None else f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def legend_sources(rec: CycleRecord) -> list[str]:
+    """The node sources in ``rec``, in the theme's order."""
+    order = list(SOURCE_COLORS)
+    return sorted({n.source for n in rec.nodes}, key=lambda s: order.index(s) if s in order else len(order))
+
+
+def legend_html(rec: CycleRecord, spine_broke: bool) -> str:
+    parts = [f"<span style='color:{SOURCE_COLORS.get(s, '#7f8c8d')}'>■</span>&nbsp;{s}" for s in legend_sources(rec)]
+    parts.append(f"<span style='color:{ACCEPTED}'>━</span>&nbsp;accepted")
+    parts.append(f"<span style='color:{SOURCE_COLORS['bonus']}'>★</span>&nbsp;bonus")
+    if any(n.gated for n in rec.nodes):
+        parts.append(f"<span style='color:{GATED}'>┅</span>&nbsp;gated")
+    if spine_broke:
+        parts.append(f"<span style='color:{REJECTED}'>▢</span>&nbsp;spine broke")
+    return "&nbsp;&nbsp; ".join(parts)
+
+
+def legend_tip(rec: CycleRecord) -> str:
+    return "\n".join([f"{s}: {SOURCE_LABELS.get(s, s)}" for s in legend_sources(rec)] + [HELP])
+
+
+def callout_text(spine: SpineAnalysis, broken: Node, vocab: TokenText) -> str:
+    """The break callout: the rejected spine token, what the target wanted there, and its top-5."""
+    lines = [f"✗ spine broke at depth {broken.depth}: proposed '{vocab.label(broken.token)}' "
+             f"(p {_p(spine.proposed_prob)})",
+             f"target wanted '{vocab.label(spine.wanted)}' (p {_p(spine.wanted_prob)})"]
+    if spine.topk:
+        lines.append("top-5: " + "   ".join(f"{vocab.label(t)} {p:.2f}" for t, p in spine.topk))
+    return "\n".join(lines)
+
+
+def node_tip(n: Node, vocab: TokenText, broken: bool) -> str:
+    """A node's hover text; ``broken``: it is the first rejected spine node."""
+    status = ("gated (never verified)" if n.gated else "verified, accepted" if n.accepted
+              else "verified, rejected" if n.verified else "not verified")
+    lines = [f"node {n.id} · depth {n.depth} · {SOURCE_LABELS.get(n.source, n.source)}",
+             f"token '{vocab.label(n.token, 40)}' (id {n.token})",
+             f"score {n.score:.3f} · target p {_p(n.target_prob)}", status]
+    if n.parent < 0:
+        lines[-1] = "root: the last committed token (accepted)"
+    if n.target_token >= 0:
+        lines.append(f"target's next token: '{vocab.label(n.target_token, 40)}'")
+    if broken:
+        lines.append("the first rejected spine token")
+    return "\n".join(lines)
+
+
+def bonus_tip(rec: CycleRecord, last: Node, vocab: TokenText) -> str:
+    """The bonus token's hover text; ``last`` is the last accepted node (or the root)."""
+    top = dict(topk_after(rec, last.id))
+    return (f"bonus token '{vocab.label(rec.bonus_token, 40)}' (id {rec.bonus_token})\n"
+            f"the target's own token after node {last.id}, the last accepted one · target p "
+            f"{_p(top.get(rec.bonus_token))}")
