@@ -210,8 +210,8 @@ class SessionController(QObject):
         self._live_info = info
         self._live_done = False
         self.model.open(LiveSource(info), TokenText(tokenizer))
-        self.session_status.emit(f"Live session {info.id}: {info.method} on {info.device}, recorded to "
-                                 f"{self.settings.db_path().name}")
+        self.session_status.emit(f"Live session {info.id}: {info.method} on {info.device} ({info.dtype}; attention "
+                                 f"{info.attention or 'not recorded'}), recorded to {self.settings.db_path().name}")
         self.sessions_changed.emit()
 
     def _on_cycle_ready(self, cycle) -> None:

@@ -167,6 +167,16 @@ DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
+def available_devices() -> list[str]:
+    """The devices this machine can run on, as ``--device`` values: ``auto``, ``cpu``, each GPU, ``mps``."""
+    out = ["auto", "cpu"]
+    if torch.cuda.is_available():
+        out += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if torch.backends.mps.is_available():
+        out.append("mps")
+    return out
+
+
 def pick_device(device: str | None = None) -> torch.device:
     """``auto`` (or None): the GPU when there is one, else Apple's MPS, else the CPU."""
     if device and device != "auto":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import csv
 import gc
 import threading
@@ -361,3 +362,28 @@ def test_a_long_model_path_shows_its_beginning(qtbot, window):
     assert le.cursorPosition() == 0 and le.text().startswith("/")  # the fixture's long tiny-model path
     window.run_panel.model.setEditText("/a/very/long/folder/name/that/does/not/fit/in/the/run/panel/SmolLM2-135M")
     assert le.cursorPosition() == 0
+
+
+def test_device_dtype_and_bounds_from_the_run_panel(qtbot, window):
+    """The Run panel offers this machine's devices and the dtypes; its parameter editors take the bounds the CLI
+    checks; the session records them and the attention the model got, and the status line shows it."""
+    from specviz_core.drafters import METHODS
+    from specviz_core.models import available_devices
+
+    w = window
+    rp = w.run_panel
+    assert [rp.device.itemText(i) for i in range(rp.device.count())] == available_devices()
+    rp.device.setCurrentText("cpu")
+    rp.dtype.setCurrentText("float32")
+    rp.method.setCurrentIndex(rp.method.findData("talon"))
+    mu = next(f for f in dataclasses.fields(METHODS["talon"].params_cls) if f.name == "mu")
+    assert rp._param_widgets["mu"].maximum() == mu.metadata["maximum"] == 1.0
+    assert rp._param_widgets["budget"].maximum() == 1024
+    req = rp.request().request
+    assert (req.device, req.dtype) == ("cpu", "float32")
+    w.controller.step()
+    qtbot.waitUntil(lambda: w.model.n_cycles == 1, timeout=60000)
+    wait_idle(qtbot, w)
+    info = w.model.source.info
+    assert (info.device, info.dtype, info.attention) == ("cpu", "float32", "sdpa; full")
+    assert "attention sdpa; full" in rp.status.text()

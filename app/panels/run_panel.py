@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from specviz_core.drafters import METHODS
 from specviz_core.errors import SpecVizError
+from specviz_core.models import DTYPES, available_devices
 from specviz_core.session.request import CheckedRequest, SessionRequest
 from specviz_core.viewer.filters import CycleFilter
 from specviz_resources import demo_prompt
@@ -109,6 +110,16 @@ class RunPanel(PanelMixin, QWidget):
                                              "draft-model methods (draft_tree, TALON with drafter=model)")
         self.draft_model.addItem(SAME_AS_TARGET)
         form.addRow("Draft", self._with_browse(self.draft_model))
+        self.device = QComboBox()
+        self.device.addItems(available_devices())
+        self.device.setToolTip("Where the models run: auto takes the GPU if there is one, else Apple's MPS, else the "
+                               "CPU; a model larger than one GPU is spread over every GPU and the CPU")
+        self.dtype = QComboBox()
+        self.dtype.addItems(list(DTYPES))
+        self.dtype.setToolTip("auto: float16 on a GPU, float32 on the CPU (where half precision is slow and makes "
+                              "near-ties common)")
+        form.addRow("Device", self.device)
+        form.addRow("Dtype", self.dtype)
         self.settings.addWidget(model_box)
 
         method_box = QGroupBox("Method")
@@ -257,6 +268,8 @@ class RunPanel(PanelMixin, QWidget):
             draft_model=None if draft in ("", NO_DRAFT_LABEL) else ("default" if draft == SAME_AS_TARGET else draft),
             params=params, max_new_tokens=self.max_new_tokens.value(), temperature=self.temperature.value(),
             seed=self.seed.value(), chat_template=None if self.chat_template.isChecked() else False,
+            device=None if self.device.currentText() == "auto" else self.device.currentText(),
+            dtype=None if self.dtype.currentText() == "auto" else self.dtype.currentText(),
         )
         if req.model is not None and not Path(req.model).expanduser().exists() and "/" not in req.model:
             raise SpecVizError(f"no model folder {req.model!r}: choose a local folder with Browse…")
@@ -284,7 +297,7 @@ class RunPanel(PanelMixin, QWidget):
 
     def set_locked(self, locked: bool) -> None:
         """While a session is open its settings are fixed; Reset unlocks them."""
-        for w in (self.model, self.draft_model, self.method, self.prompt, self.chat_template, self.temperature,
+        for w in (self.model, self.draft_model, self.device, self.dtype, self.method, self.prompt, self.chat_template, self.temperature,
                   self.seed, self.max_new_tokens, self.db, *self._param_widgets.values()):
             w.setEnabled(not locked)
 
@@ -299,7 +312,7 @@ class RunPanel(PanelMixin, QWidget):
 def _param_widget(f: dataclasses.Field) -> QWidget:
     default = f.default
     choices = f.metadata.get("choices")
-    lo = f.metadata.get("minimum")
+    lo, hi = f.metadata.get("minimum"), f.metadata.get("maximum")  # the bounds the CLI checks too
     if choices:
         w = QComboBox()
         w.addItems([str(c) for c in choices])
@@ -311,7 +324,7 @@ def _param_widget(f: dataclasses.Field) -> QWidget:
         return w
     if isinstance(default, int):
         w = QSpinBox()
-        w.setRange(int(lo) if lo is not None else -(2**31), 2**31 - 1)
+        w.setRange(int(lo) if lo is not None else -(2**31), int(hi) if hi is not None else 2**31 - 1)
         if f.name == "budget":  # budget=auto: below the minimum, the spin box reads "auto"
             w.setMinimum(int(lo if lo is not None else 1) - 1)
             w.setSpecialValueText("auto")
@@ -320,7 +333,7 @@ def _param_widget(f: dataclasses.Field) -> QWidget:
     if isinstance(default, float):
         w = QDoubleSpinBox()
         w.setDecimals(4)
-        w.setRange(float(lo) if lo is not None else -1e9, 1e9)
+        w.setRange(float(lo) if lo is not None else -1e9, float(hi) if hi is not None else 1e9)
         w.setSingleStep(0.05 if abs(default) < 2 else 1.0)
         w.setValue(default)
         return w
