@@ -206,3 +206,86 @@ def test_a_recording_on_read_only_media_replays(tiny, tmp_path, monkeypatch):
     assert digest(path) == before and sorted(p.name for p in path.parent.iterdir()) == ["r.db"]
     with pytest.raises(SpecVizError, match="is read-only"):
         Recording(path, create=True)
+
+
+def test_export_of_a_session_being_recorded_is_one_snapshot(tiny, tmp_path, monkeypatch):
+    """Issue 15.8: a cycle committed by another writer while export runs is in neither the counts nor the lines."""
+    import io
+
+    from specviz_core.recording import export
+
+    path = tmp_path / "r.db"
+    sid, live, _ = record_tiny(tiny, path)
+    real_line = export.session_line
+
+    def line_then_another_writer_appends(info):
+        other = sqlite3.connect(path)
+        with other:
+            other.execute("INSERT INTO cycles SELECT session_id, idx + 1000, mode, cache_len, n_verified, n_accepted, "
+                          "nodes, verify_order, mask, positions, accepted_path, bonus_token, committed_ids, kv_keep, "
+                          "target_topk, state, timings_ms, summary FROM cycles WHERE idx = 0")
+            other.execute("UPDATE sessions SET n_cycles = n_cycles + 1, n_forward = n_forward + 1")
+        other.close()
+        return real_line(info)
+
+    monkeypatch.setattr(export, "session_line", line_then_another_writer_appends)
+    buf = io.StringIO()
+    with Recording(path) as rec:
+        n = export.export_jsonl(rec, sid, buf)
+    lines = buf.getvalue().splitlines()
+    assert n == len(lines) - 1 == json.loads(lines[0])["n_cycles"] == len(live)
+
+
+class _InterruptOnCounterUpdate:
+    """A connection whose UPDATE of the session counters is interrupted (Ctrl-C) after the cycle's INSERT."""
+
+    def __init__(self, conn):
+        self._conn = conn
+
+    def execute(self, sql, *args):
+        if sql.startswith("UPDATE sessions SET n_cycles"):
+            raise KeyboardInterrupt
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+def test_ctrl_c_inside_a_cycle_write_leaves_counts_and_rows_in_step(tiny, tmp_path):
+    """Issue 15.10: the INSERT and the counters are one transaction, even when interrupted between them."""
+    path = tmp_path / "r.db"
+    prompt = [3, 4, 5, 6, 3, 4, 5, 6, 3, 4]
+    engine = make_engine(tiny, "tr", prompt, 30)
+    with Recording(path, create=True) as rec:
+        run = RecordedRun(Prepared(engine, info_for(prompt, "tr")), rec)
+        run.step()
+        real = rec.db.conn
+        rec.db.conn = _InterruptOnCounterUpdate(real)
+        with pytest.raises(KeyboardInterrupt):
+            run.step()
+        rec.db.conn = real
+        run.finish("interrupted", "stopped by the user")  # commits: the half-written cycle must not come with it
+        info = rec.session(run.info.id)
+        assert info.n_cycles == rec.n_cycles(info.id) == 1
+
+
+def test_a_locked_database_fails_the_session_once_without_blaming_the_user(tiny, tmp_path, monkeypatch):
+    """Issue 15.9: another writer holding the file past the busy timeout gives one clear error, and the session
+    is not recorded as 'stopped by the user'."""
+    monkeypatch.setattr(Recording, "busy_timeout_s", 0.2)
+    path = tmp_path / "r.db"
+    prompt = [3, 4, 5, 6, 3, 4, 5, 6, 3, 4]
+    engine = make_engine(tiny, "tr", prompt, 30)
+    with Recording(path, create=True) as rec:
+        run = RecordedRun(Prepared(engine, info_for(prompt, "tr")), rec)
+        cycles = run.run()
+        next(cycles)
+        blocker = sqlite3.connect(path)
+        blocker.execute("BEGIN IMMEDIATE")
+        with pytest.raises(SpecVizError, match="cannot write the recording.*locked"):
+            next(cycles)
+        cycles.close()
+        blocker.rollback()
+        blocker.close()
+        info = rec.session(run.info.id)
+        assert info.stop_reason != "stopped by the user" and info.n_cycles == rec.n_cycles(info.id) == 1

@@ -43,11 +43,22 @@ def cycle_line(session_id: str, c: CycleRecord) -> dict[str, Any]:
 
 
 def export_jsonl(rec: Recording, session_id: str | None, out: IO[str]) -> int:
-    """Write one session line then one line per cycle; returns the number of cycles."""
-    info = rec.session(session_id)
-    out.write(json.dumps(session_line(info), allow_nan=False) + "\n")
-    n = 0
-    for c in rec.cycles(info.id):
-        out.write(json.dumps(cycle_line(info.id, c), allow_nan=False) + "\n")
-        n += 1
+    """Write one session line then one line per cycle; returns the number of cycles.
+
+    Everything is read in one transaction: a session being recorded meanwhile is exported as one snapshot
+    (its counts match its cycle lines)."""
+    conn = rec.db.conn
+    in_tx = conn.in_transaction
+    if not in_tx:
+        conn.execute("BEGIN")
+    try:
+        info = rec.session(session_id)
+        out.write(json.dumps(session_line(info), allow_nan=False) + "\n")
+        n = 0
+        for c in rec.cycles(info.id):
+            out.write(json.dumps(cycle_line(info.id, c), allow_nan=False) + "\n")
+            n += 1
+    finally:
+        if not in_tx:
+            conn.rollback()  # nothing was written: end the read transaction
     return n

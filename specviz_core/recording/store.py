@@ -52,6 +52,9 @@ def _dumps(value: Any) -> str:
 class Recording:
     """An open recording file: many sessions, each with its cycles."""
 
+    busy_timeout_s = 10.0
+    """How long a write waits for another writer's lock before it fails."""
+
     def __init__(self, path: str | os.PathLike, create: bool = False) -> None:
         self.path = Path(path)
         self._legacy = False
@@ -69,7 +72,7 @@ class Recording:
                 # Read-only media: SQLite could not create its -shm file, so open the file as immutable.
                 conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
             else:
-                conn = sqlite3.connect(str(self.path), timeout=10)
+                conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout_s)
         except sqlite3.Error as e:
             raise SpecVizError(f"cannot open {self.path}: {e}") from None
         self.db = sqlite_utils.Database(conn)
@@ -345,20 +348,29 @@ class SessionWriter:
         except sqlite3.Error as e:
             conn.rollback()
             raise SpecVizError(f"cannot write the recording at {self.rec.path}: {e}") from None
+        except BaseException:  # Ctrl-C between the two statements: neither may be committed later by another write
+            conn.rollback()
+            raise
         return record.replace(timings_ms=timings)
 
     def set_prefill_ms(self, ms: float) -> None:
-        with self.rec.db.conn:
-            self.rec.db.conn.execute("UPDATE sessions SET prefill_ms = ? WHERE id = ?", [ms, self.id])
+        try:
+            with self.rec.db.conn:
+                self.rec.db.conn.execute("UPDATE sessions SET prefill_ms = ? WHERE id = ?", [ms, self.id])
+        except sqlite3.Error as e:
+            raise SpecVizError(f"cannot write the recording at {self.rec.path}: {e}") from None
 
     def finish(self, status: str, stop_reason: str = "", stats: dict[str, Any] | None = None) -> None:
         if self.finished:
             return
-        with self.rec.db.conn:
-            self.rec.db.conn.execute(
-                "UPDATE sessions SET status = ?, stop_reason = ?, stats = ? WHERE id = ?",
-                [status, stop_reason, _dumps(stats or {}), self.id],
-            )
+        try:
+            with self.rec.db.conn:
+                self.rec.db.conn.execute(
+                    "UPDATE sessions SET status = ?, stop_reason = ?, stats = ? WHERE id = ?",
+                    [status, stop_reason, _dumps(stats or {}), self.id],
+                )
+        except sqlite3.Error as e:
+            raise SpecVizError(f"cannot write the recording at {self.rec.path}: {e}") from None
         self.finished = True
 
 

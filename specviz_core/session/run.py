@@ -34,6 +34,7 @@ class RecordedRun:
         self.recording = recording
         self.writer: SessionWriter = recording.new_session(prepared.info)
         self.info = prepared.info
+        self.failed = False
 
     def step(self) -> RecordedCycle:
         try:
@@ -44,10 +45,10 @@ class RecordedRun:
             record = self.writer.append(record, summary)
             summary = replace(summary, cycle_ms=float(sum(record.timings_ms.values())))  # the record time too
         except SpecVizError as e:
-            self.finish("failed", str(e))
+            self._fail(str(e))
             raise
         except Exception as e:
-            self.finish("failed", f"{type(e).__name__}: {e}")
+            self._fail(f"{type(e).__name__}: {e}")
             raise
         if self.engine.done:
             self.finish("complete", self.engine.stop_reason)
@@ -58,8 +59,19 @@ class RecordedRun:
             while not self.engine.done:
                 yield self.step()
         finally:
-            if not self.writer.finished:
-                self.finish("interrupted", "stopped by the user")
+            if not self.writer.finished and not self.failed:
+                try:
+                    self.finish("interrupted", "stopped by the user")
+                except SpecVizError:
+                    pass  # the file cannot take it now; the next open marks the session interrupted
+
+    def _fail(self, reason: str) -> None:
+        """Mark the session failed if the file lets us; the error that failed it is what the user sees."""
+        self.failed = True
+        try:
+            self.finish("failed", reason)
+        except SpecVizError:
+            pass  # e.g. the database is locked: the session stays 'running' until a reader finds its writer gone
 
     def finish(self, status: str, reason: str = "") -> None:
         self.writer.finish(status, reason, self.engine.drafter.stats())
