@@ -334,9 +334,16 @@ def load_model(
                 except ValueError as e:  # "... does not support an attention implementation through sdpa"
                     if i + 1 == len(kernels) or "attention implementation" not in str(e):
                         raise
-    except (OSError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise SpecVizError(f"could not load model from {path}: {first}") from None
+    except SpecVizError:
+        raise
+    except Exception as e:  # a truncated weights file, a config that disagrees with the weights, no tokenizer...
+        text = " ".join(str(e).split()) or type(e).__name__
+        if "ignore_mismatched_sizes" in text:
+            text = "the weights' shapes disagree with config.json (is vocab_size or hidden_size edited?)"
+        elif "instantiate the backend tokenizer" in text:
+            text = "no usable tokenizer (tokenizer.json, or the slow tokenizer's files, are missing)"
+        text = text if len(text) <= 300 else text[:297] + "..."
+        raise SpecVizError(f"could not load model from {path}: {text}") from None
     if plan.device_map:
         dev = next(model.parameters()).device  # the inputs go where the embeddings are
         model.eval()

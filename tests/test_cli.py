@@ -157,3 +157,34 @@ def test_an_unexpected_error_is_one_line_with_a_log(capsys, tmp_path, monkeypatc
     assert line.startswith("specviz: error: unexpected KeyError: 'no such thing' (details in ")
     log = line.split("(details in ")[1].rstrip(")")
     assert "Traceback" in Path(log).read_text() and log.startswith(str(tmp_path))
+
+
+def test_a_prompt_file_that_is_not_utf8(capsys, tmp_path):
+    f = tmp_path / "p.txt"
+    f.write_bytes("café".encode("latin-1"))
+    code, _, err = cli(capsys, "record", "--method", "ar", "--prompt-file", str(f), "--db", str(tmp_path / "x.db"))
+    assert_one_line_error(code, err, "is not UTF-8 text (byte 3)")
+
+
+@pytest.mark.parametrize("damage,needle", [("truncated_weights", "incomplete metadata"),
+                                           ("vocab_disagrees", "shapes disagree with config.json"),
+                                           ("no_tokenizer", "no usable tokenizer")])
+def test_a_damaged_model_folder_is_one_line(capsys, tiny_dir, tmp_path, damage, needle):
+    import shutil
+
+    d = tmp_path / "model"
+    shutil.copytree(tiny_dir, d)
+    if damage == "truncated_weights":
+        w = d / "model.safetensors"
+        w.write_bytes(w.read_bytes()[: w.stat().st_size // 2])
+    elif damage == "vocab_disagrees":
+        cfg = json.loads((d / "config.json").read_text())
+        cfg["vocab_size"] = 4096
+        (d / "config.json").write_text(json.dumps(cfg))
+    else:
+        for f in d.glob("tokenizer*"):
+            f.unlink()
+    code, _, err = cli(capsys, "record", "--method", "ar", "--model", str(d), "--prompt", "w1 w2",
+                       "--no-chat-template", "--db", str(tmp_path / "x.db"), "--quiet")
+    assert_one_line_error(code, err, "could not load model from")
+    assert needle in err

@@ -23,6 +23,7 @@ from specviz_core.cli.options import (
     atomic_output,
     bounded_int,
     finite_float,
+    read_prompt_file,
     refuse_overwriting,
 )
 from specviz_core.drafters import METHODS, param_specs
@@ -117,10 +118,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     from specviz_core.session.run import RecordedRun, summary_line
 
     if args.prompt_file is not None:
-        try:
-            prompt = args.prompt_file.read_text(encoding="utf-8")
-        except OSError as e:
-            raise SpecVizError(f"cannot read the prompt file: {e.strerror}: {args.prompt_file}") from None
+        prompt = read_prompt_file(args.prompt_file)
     else:
         prompt = args.prompt
     req = SessionRequest(

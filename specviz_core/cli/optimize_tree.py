@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from specviz_core.bench.optimize_tree import optimize_tree
-from specviz_core.cli.options import add_device_args
+from specviz_core.cli.options import add_device_args, atomic_output, check_writable, read_prompt_file
 from specviz_core.drafters.base import parse_kv, parse_params
 from specviz_core.drafters.stand import StandParams
 from specviz_core.errors import SpecVizError
@@ -39,7 +39,8 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_optimize_tree(args: argparse.Namespace) -> int:
-    from specviz_core.models import encode_prompt, load_model
+    from specviz_core.models import encode_prompt
+    from specviz_core.session.factory import load_checked_model
 
     for name, v, lo in (("--large", args.large, 1), ("--keep", args.keep, 1), ("--max-depth", args.max_depth, 1),
                         ("--max-new-tokens", args.max_new_tokens, 1), ("--samples", args.samples, 1)):
@@ -47,25 +48,20 @@ def cmd_optimize_tree(args: argparse.Namespace) -> int:
             raise SpecVizError(f"{name} must be at least {lo}, got {v}")
     if args.temperature < 0:
         raise SpecVizError("temperature must be >= 0")
-    texts = []
-    for f in args.prompt_file:
-        try:
-            texts.append(f.read_text(encoding="utf-8"))
-        except OSError as e:
-            raise SpecVizError(f"cannot read the prompt file: {e.strerror}: {f}") from None
-        if not texts[-1].strip():
-            raise SpecVizError(f"the prompt file is empty: {f}")
+    texts = [read_prompt_file(f) for f in args.prompt_file]
+    check_writable(args.out)  # before the decoding, not after it
     params = parse_kv(args.param)
     parse_params("stand", StandParams, params)  # bad parameters fail before the model loads
     say = (lambda s: None) if args.quiet else (lambda s: print(f"[specviz] {s}", file=sys.stderr, flush=True))
-    target = load_model(args.model, device=args.device, dtype=args.dtype)
+    target = load_checked_model(args.model, args.device, args.dtype)
     chat = False if args.no_chat_template else None
     prompts = [encode_prompt(target, t, chat)[0] for t in texts]
     data = optimize_tree(target, prompts, large=args.large, keep=args.keep, max_depth=args.max_depth,
                          max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed,
                          samples=args.samples, params=params, progress=say)
     try:
-        args.out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        with atomic_output(args.out) as fh:
+            fh.write(json.dumps(data, indent=1) + "\n")
     except OSError as e:
         raise SpecVizError(f"cannot write {args.out}: {e.strerror}") from None
     print(f"wrote {args.out}: {data['nodes']} nodes, depth {data['depth']}, from {data['calibration']['cycles']} "

@@ -47,6 +47,30 @@ def finite_float(lo: float, hi: float) -> Callable[[str], float]:
     return parse
 
 
+def read_prompt_file(path: Path) -> str:
+    """A prompt file's text; unreadable, non-UTF-8 or empty files are refused in one line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise SpecVizError(f"cannot read the prompt file: {e.strerror}: {path}") from None
+    except UnicodeDecodeError as e:
+        raise SpecVizError(f"the prompt file is not UTF-8 text (byte {e.start}): {path}") from None
+    if not text.strip():
+        raise SpecVizError(f"the prompt file is empty: {path}")
+    return text
+
+
+def check_writable(out: Path) -> None:
+    """Refuse an output path that cannot be written, before any slow work."""
+    parent = out.parent if str(out.parent) else Path(".")
+    if out.is_dir():
+        raise SpecVizError(f"--out {out} is a folder")
+    if not parent.is_dir():
+        raise SpecVizError(f"cannot write {out}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise SpecVizError(f"cannot write {out}: permission denied")
+
+
 def refuse_overwriting(out: Path, inputs: Sequence[Path]) -> None:
     """An output file must never be a file the command reads (same path, or the same file by another name)."""
     for src in inputs:
