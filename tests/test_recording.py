@@ -289,3 +289,31 @@ def test_a_locked_database_fails_the_session_once_without_blaming_the_user(tiny,
         blocker.close()
         info = rec.session(run.info.id)
         assert info.stop_reason != "stopped by the user" and info.n_cycles == rec.n_cycles(info.id) == 1
+
+
+def _create_at_once(path: str, barrier, results) -> None:
+    barrier.wait()
+    try:
+        with Recording(path, create=True) as rec:
+            results.put(("ok", rec.sessions()))
+    except Exception as e:  # the test reports what went wrong
+        results.put((type(e).__name__, str(e)))
+
+
+def test_two_processes_creating_one_fresh_file_both_succeed(tmp_path):
+    """Issue 15.10: two writers creating a new recording at the same moment (it failed half the time)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    for i in range(8):
+        path = str(tmp_path / f"fresh{i}.db")
+        barrier, results = ctx.Barrier(2), ctx.Queue()
+        procs = [ctx.Process(target=_create_at_once, args=(path, barrier, results)) for _ in range(2)]
+        for p in procs:
+            p.start()
+        got = [results.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(timeout=60)
+        assert got == [("ok", []), ("ok", [])], got
+        with Recording(path) as rec:
+            assert rec.db.execute("SELECT value FROM specviz_meta WHERE key = 'schema_version'").fetchone()[0] == "3"

@@ -90,6 +90,10 @@ class Recording:
                 conn.close()
                 raise SpecVizError(f"{self.path} is empty, not a SpecViz recording")
             self._create_schema()
+            tables = set(self.db.table_names())
+        if "specviz_meta" not in tables:
+            conn.close()
+            raise SpecVizError(f"{self.path} is an SQLite database but not a SpecViz recording")
         else:
             version = self._schema_version()
             if version > SCHEMA_VERSION:
@@ -136,13 +140,15 @@ class Recording:
             raise SpecVizError(f"{self.path} is a damaged SpecViz recording (no schema version)") from None
 
     def _create_schema(self) -> None:
+        conn = self.db.conn
         try:
             self._set_wal()
-            with self.db.conn:
-                self.db["specviz_meta"].insert_all(
-                    [{"key": "schema_version", "value": str(SCHEMA_VERSION)}, {"key": "created_by", "value": "specviz"}],
-                    pk="key",
-                )
+            # Take the write lock before looking again: another process may be creating this file right now.
+            conn.execute("BEGIN IMMEDIATE")
+            if self.db.table_names():
+                conn.rollback()
+                return
+            with conn:
                 self.db["sessions"].create(
                     {
                         "id": str, "created": str, "model": str, "tokenizer": str, "draft_model": str,
@@ -165,6 +171,9 @@ class Recording:
                     pk=("session_id", "idx"),
                     foreign_keys=[("session_id", "sessions", "id")],
                 )
+                conn.execute("CREATE TABLE specviz_meta (key TEXT PRIMARY KEY, value TEXT)")
+                conn.executemany("INSERT INTO specviz_meta VALUES (?, ?)",
+                                 [("schema_version", str(SCHEMA_VERSION)), ("created_by", "specviz")])
         except sqlite3.OperationalError as e:
             raise SpecVizError(f"cannot write the recording at {self.path}: {e}") from None
 
