@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "resources" / "demo"
 PROMPT = ROOT / "resources" / "prompts" / "goose-demo.txt"
-MAX_NEW_TOKENS = 64  # ~27 Goose cycles: a spine copy, a bypass, branch hits and misses, ~350 KB
+MAX_NEW_TOKENS = 128  # ~36 Goose cycles: long bypass copies, a spine break, tree and AR cycles; ~400 KB
 
 
 def record(db: Path) -> None:

@@ -152,7 +152,7 @@ def test_demo_copy_is_a_complete_goose_session_with_its_ar_baseline(tmp_path):
         assert (tmp_path / "demo" / "tokenizer.json").is_file()
         ar = [s for s in sessions if s.method == "ar"]
         assert len(ar) == 1 and ar[0].prompt_ids == goose.prompt_ids and ar[0].status == "complete"
-        assert "count_words" in goose.prompt_text
+        assert "merge_settings" in goose.prompt_text
     assert (RESOURCES / "demo" / DEMO_DB).read_bytes() == shipped, "opening the demo must not touch the shipped file"
 
 
@@ -180,7 +180,7 @@ def test_demo_replay_shows_token_text():
         info = rec.session()
         tokens = load_token_text(info.tokenizer)
         assert tokens.tokenizer is not None
-        assert "def count_words(text):" in tokens.text(info.output_ids)
+        assert "def merge_settings(defaults, overrides, allowed_keys):" in tokens.text(info.output_ids)
 
 
 def test_screenshot_demo_and_live_is_an_error(capsys, tmp_path):
