@@ -14,19 +14,26 @@ from specviz_core.errors import SpecVizError
 from . import bench_cli
 
 PANELS = ("tree", "mask", "kv", "charts", "output", "spine", "window")
+DEMO_HELP = "replay the bundled demo recording (a Goose session on the default model; loads no model)"
 
 
 def add_commands(sub) -> None:
     bench_cli.add_options(sub.choices["bench"])  # --chart-png and --gui on the core's bench command
-    g = sub.add_parser("gui", help="open the window (on a recording with --db)",
+    g = sub.add_parser("gui", help="open the window (on a recording with --db, or the bundled demo with --demo)",
                        description="Open the SpecViz window. With --db, replay a session from that recording "
-                       "(the latest, or --session); live sessions are recorded to the same file.")
-    g.add_argument("--db", type=Path, default=None, help="recording to open (default: your sessions.db, not opened)")
+                       "(the latest, or --session); live sessions are recorded to the same file. With --demo, "
+                       "replay a copy of the bundled demo recording (live sessions go to that copy, deleted "
+                       "on exit).")
+    src = g.add_mutually_exclusive_group()
+    src.add_argument("--db", type=Path, default=None, help="recording to open (default: your sessions.db, not opened)")
+    src.add_argument("--demo", action="store_true", help=DEMO_HELP)
     g.add_argument("--session", default=None, help="session id to replay (default: the latest)")
 
     s = sub.add_parser("screenshot", help="render one panel of a recorded cycle to a PNG or SVG, headless",
                        description="Render a recorded cycle the way the window shows it, without a screen.")
-    s.add_argument("--db", type=Path, required=True, help="the recording")
+    src = s.add_mutually_exclusive_group(required=True)
+    src.add_argument("--db", type=Path, help="the recording")
+    src.add_argument("--demo", action="store_true", help=DEMO_HELP)
     s.add_argument("--session", default=None, help="session id (default: the latest)")
     s.add_argument("--cycle", type=int, default=0, help="cycle index (default 0; negative counts from the end)")
     s.add_argument("--panel", choices=PANELS, default="window", help="what to render (default: the whole window)")
@@ -45,6 +52,11 @@ def add_commands(sub) -> None:
 def cmd_gui(args: argparse.Namespace) -> int:
     from .gui import run_gui
 
+    if args is not None and getattr(args, "demo", False):
+        from .demo import demo_recording
+
+        with demo_recording() as db:
+            return run_gui(db, args.session, replay=True)
     if args is None or getattr(args, "db", None) is None:
         return run_gui(core_cli.default_db())
     return run_gui(args.db, args.session, replay=True)
@@ -62,8 +74,21 @@ def cmd_screenshot(args: argparse.Namespace) -> int:
 
     if args.live < 0:
         raise SpecVizError("--live takes a number of cycles >= 1")
-    render(args.db, args.session, args.cycle, args.panel, args.out, (w, h), theme=args.theme,
-           presentation=args.presentation, live=args.live, method=args.method, prompt=args.prompt, model=args.model)
+    if args.demo and args.live:
+        raise SpecVizError("--demo replays the bundled recording; --live decodes into --db: pick one")
+
+    def shot(db: Path) -> None:
+        render(db, args.session, args.cycle, args.panel, args.out, (w, h), theme=args.theme,
+               presentation=args.presentation, live=args.live, method=args.method, prompt=args.prompt,
+               model=args.model)
+
+    if args.demo:
+        from .demo import demo_recording
+
+        with demo_recording() as db:
+            shot(db)
+    else:
+        shot(args.db)
     print(args.out)
     return 0
 

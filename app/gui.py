@@ -1,4 +1,5 @@
-"""Starting the window: ``specviz`` (live, on the default model) and ``specviz gui --db FILE [--session ID]``."""
+"""Starting the window: ``specviz`` (live, on the default model), ``specviz gui --db FILE [--session ID]`` and
+``specviz gui --demo`` (the bundled recording)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from specviz_core.errors import SpecVizError
 def make_app(argv: list[str] | None = None, theme: str = "system"):
     from PySide6.QtWidgets import QApplication
 
+    from .icons import app_icon
     from .theme import apply_system_theme
 
     app = QApplication.instance()
@@ -19,6 +21,8 @@ def make_app(argv: list[str] | None = None, theme: str = "system"):
         app.setApplicationName("SpecViz")
         app.setOrganizationName("SpecViz")
         apply_system_theme(app, theme)
+    if app.windowIcon().isNull():
+        app.setWindowIcon(app_icon())
     return app
 
 

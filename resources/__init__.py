@@ -6,10 +6,13 @@ path relative to the working directory, so it works from a checkout, an editable
 built wheel alike.
 
 - ``suites/``: benchmark prompt suites (JSON), ``specviz bench --suite NAME``;
-- ``prompts/``: the demo prompt the window and ``specviz`` open with;
-- ``icons/``: the application icon and the toolbar's action icons (SVG);
-- ``themes/``: the window's light and dark Qt style sheets;
-- ``demo/``: a small real Goose session on the default model, replayed by ``specviz gui --demo``.
+- ``prompts/``: the demo prompt the window and ``specviz`` open with (``demo.txt``), and the demo
+  recording's prompt (``goose-demo.txt``);
+- ``icons/``: the application icon and the toolbar's action icons (SVG), loaded by ``app/icons.py``;
+- ``themes/``: the window's light and dark Qt style sheets, applied by ``app/theme.py``;
+- ``demo/``: a small real Goose session on the default model (after an AR session on the same prompt,
+  its speed baseline), replayed by ``specviz gui --demo``, with the slice of the default tokenizer its
+  tokens need; ``tests/make_demo.py`` rebuilds both.
 """
 
 from __future__ import annotations
