@@ -79,7 +79,7 @@ def run_gui_bench(cycles: int = 10000, repeats: int = 5, jumps: int = 50, model:
     for _ in range(repeats):
         window.model.close()
         app.processEvents()
-        opens.append(timed(lambda: window.open_session(str(db), info.id)))
+        opens.append(timed(lambda: window.controller.open_session(str(db), info.id)))
     most = max(r.n_verified for r in real)
     big = [i for i, r in enumerate(real) if r.n_verified == most]
     rounds = cycles // len(real)  # a big cycle from a different round each time, so nothing is cached

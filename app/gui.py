@@ -35,7 +35,7 @@ def open_window(db: Path, session: str | None = None, replay: bool = False):
     window = MainWindow(db)
     if replay:
         window.sessions.set_file(db)
-        if not window.open_session(str(db), session):
+        if not window.controller.open_session(str(db), session):
             raise SpecVizError(window.run_panel.message.text() or f"cannot open {db}")
     return window
 

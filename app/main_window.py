@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtCore import QByteArray, QSize, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -23,6 +23,7 @@ from specviz_core.viewer.session_model import SessionModel
 
 from .controller import AUTOPLAY_SPEEDS, DEFAULT_SPEED, SessionController
 from .gc_guard import UiThreadGC
+from .icons import action_icon
 from .panels.base import PanelMixin, export_widget
 from .panels.charts import ChartsPanel
 from .panels.kv_view import KVView
@@ -214,6 +215,12 @@ class MainWindow(QMainWindow):
         tb.addWidget(self.speed)
         tb.addSeparator()
         tb.addAction(self.presentation_action)
+        for a, icon in ((self.step_action, "step"), (self.run_action, "run"), (self.pause_action, "pause"),
+                        (self.bp_action, "run-to-breakpoint"), (self.reset_action, "reset"),
+                        (self.open_action, "open"), (self.presentation_action, "presentation")):
+            a.setIcon(action_icon(icon))
+        tb.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        tb.setIconSize(QSize(18, 18))
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, tb)
         self.controls_toolbar = tb
         tl = QToolBar("Timeline")
@@ -285,22 +292,6 @@ class MainWindow(QMainWindow):
         if path:
             self.sessions.set_file(path)
             self.docks["sessions"].raise_()
-
-    # -- for scripts (gui.py, screenshot.py) --------------------------------------------------------------------------
-    def open_session(self, db: str, session_id: str | None = None) -> bool:
-        """Replay a recorded session: :meth:`SessionController.open_session`."""
-        return self.controller.open_session(db, session_id)
-
-    def step(self) -> None:
-        self.controller.step()
-
-    @property
-    def idle(self) -> bool:
-        return self.controller.idle
-
-    @property
-    def _live_done(self) -> bool:  # read by app/screenshot.py
-        return self.controller.live_done
 
     # -- presentation ----------------------------------------------------------------------------------------------
     def toggle_presentation(self) -> None:

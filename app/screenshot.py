@@ -28,7 +28,7 @@ def render(db: Path, session: str | None, cycle: int, panel: str, out: Path, siz
         if live:
             _decode_live(app, window, live, method, prompt, model, timeout_s)
         else:
-            if not window.open_session(str(db), session):
+            if not window.controller.open_session(str(db), session):
                 raise SpecVizError(window.run_panel.message.text())
             n = window.model.n_cycles
             if n == 0:
@@ -66,17 +66,17 @@ def _decode_live(app, window, cycles: int, method: str, prompt: str | None, mode
         rp.model.setEditText(model)
     deadline = time.monotonic() + timeout_s
     for _ in range(cycles):
-        window.step()
-        while not window.idle:
+        window.controller.step()
+        while not window.controller.idle:
             if time.monotonic() > deadline:
                 raise SpecVizError("the live session took too long")
             app.processEvents()
             time.sleep(0.01)
         if rp.message.isVisible():
             raise SpecVizError(rp.message.text())
-        if window._live_done:
+        if window.controller.live_done:
             break
     # The AR baseline is measured after the first cycle: wait for it so the charts show the speed-up.
-    while not window.idle and time.monotonic() < deadline:
+    while not window.controller.idle and time.monotonic() < deadline:
         app.processEvents()
         time.sleep(0.01)

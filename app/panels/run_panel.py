@@ -34,6 +34,7 @@ from specviz_core.session.request import CheckedRequest, SessionRequest
 from specviz_core.viewer.filters import CycleFilter
 from specviz_resources import demo_prompt
 
+from ..theme import set_role
 from .base import PanelMixin
 from .filter_editor import FilterEditor
 
@@ -87,7 +88,7 @@ class RunPanel(PanelMixin, QWidget):
         outer.addWidget(self.message)
         self.status = QLabel("No session yet: press Step (F10) to start one.")
         self.status.setWordWrap(True)
-        self.status.setStyleSheet("color: palette(placeholder-text);")
+        set_role(self.status, "hint")
         outer.addWidget(self.status)
 
         # -- settings, scrollable ------------------------------------------------------------
@@ -132,7 +133,7 @@ class RunPanel(PanelMixin, QWidget):
             self.method.setItemData(self.method.count() - 1, cls.description, Qt.ItemDataRole.ToolTipRole)
         self.method_help = QLabel()
         self.method_help.setWordWrap(True)
-        self.method_help.setStyleSheet("color: palette(placeholder-text);")
+        set_role(self.method_help, "hint")
         mform.addWidget(self.method)
         mform.addWidget(self.method_help)
         self.params_form = QFormLayout()
@@ -289,8 +290,7 @@ class RunPanel(PanelMixin, QWidget):
         """A message in the panel (red for errors); empty text hides it."""
         self.message.setVisible(bool(text))
         self.message.setText(text)
-        color = "#c62828" if error else "palette(text)"
-        self.message.setStyleSheet(f"color: {color}; font-weight: {'bold' if error else 'normal'};")
+        set_role(self.message, "error" if error else "message")
 
     def set_status(self, text: str) -> None:
         self.status.setText(text)
