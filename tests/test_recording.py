@@ -19,7 +19,8 @@ import pytest
 from helpers import make_engine
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.export import export_jsonl
-from specviz_core.recording.store import SCHEMA_VERSION, Recording, new_session_id, pack_mask, unpack_mask
+from specviz_core.recording.rows import pack_mask, unpack_mask
+from specviz_core.recording.store import SCHEMA_VERSION, Recording, new_session_id
 from specviz_core.records import SessionInfo
 from specviz_core.session.run import Prepared, RecordedRun
 

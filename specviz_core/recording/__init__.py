@@ -1,1 +1,2 @@
-"""Sessions on disk: the SQLite store (``store``) and the public JSON-lines export (``export``)."""
+"""Sessions on disk: the SQLite store (``store``), a cycle as a table row (``rows``), and the public JSON-lines
+export (``export``)."""

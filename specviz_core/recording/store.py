@@ -20,33 +20,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import psutil
 import sqlite_utils
 
 from specviz_core.errors import SpecVizError
-from specviz_core.records import CycleRecord, Node, SessionInfo
+from specviz_core.recording.rows import cycle_from_row, cycle_to_row, dumps
+from specviz_core.records import CycleRecord, SessionInfo
 from specviz_core.summary import CycleSummary, summarize, summary_from_row
 
 SCHEMA_VERSION = 3
 """2 added ``cycles.summary`` (see :mod:`specviz_core.summary`), 3 ``sessions.attention``; older files are upgraded
 in place when writable."""
 
-_NODE_FIELDS = [f.name for f in fields(Node)]
 _SESSION_JSON = ("params", "prompt_ids", "stats")
-
-
-def pack_mask(mask: np.ndarray) -> bytes:
-    """[n, n] bool -> ceil(n*n/8) bytes (a 60 x 60 mask is 450 bytes)."""
-    return np.packbits(mask.reshape(-1)).tobytes()
-
-
-def unpack_mask(blob: bytes, n: int) -> np.ndarray:
-    return np.unpackbits(np.frombuffer(blob, dtype=np.uint8), count=n * n).astype(bool).reshape(n, n)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
 
 
 class Recording:
@@ -189,7 +175,7 @@ class Recording:
                     rows = [dict(zip(cols, r)) for r in cur.fetchall()]
                     self.db.conn.executemany(
                         "UPDATE cycles SET summary = ? WHERE session_id = ? AND idx = ?",
-                        [(_dumps(summarize(_cycle_from_row(r)).to_json()), r["session_id"], r["idx"]) for r in rows])
+                        [(dumps(summarize(cycle_from_row(r)).to_json()), r["session_id"], r["idx"]) for r in rows])
                 if version < 3:
                     self.db.execute("ALTER TABLE sessions ADD COLUMN attention TEXT")
                 self.db.execute("UPDATE specviz_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
@@ -268,7 +254,7 @@ class Recording:
         row = cur.fetchone()
         if row is None:
             raise SpecVizError(f"session {session_id} has no cycle {index}")
-        return _cycle_from_row(dict(zip([d[0] for d in cur.description], row)))
+        return cycle_from_row(dict(zip([d[0] for d in cur.description], row)))
 
     def cycles(self, session_id: str, start: int = 0, stop: int | None = None) -> Iterator[CycleRecord]:
         """Cycles ``start <= index < stop`` in order."""
@@ -278,7 +264,7 @@ class Recording:
         )
         cols = [d[0] for d in cur.description]
         for row in cur:
-            yield _cycle_from_row(dict(zip(cols, row)))
+            yield cycle_from_row(dict(zip(cols, row)))
 
     def cycle_summaries(self, session_id: str, start: int = 0) -> list[CycleSummary]:
         """Every cycle from ``start`` on, summarised (cheap: no trees, no masks)."""
@@ -321,7 +307,7 @@ class SessionWriter:
         self.info = info
         row = {f: getattr(info, f) for f in (x.name for x in fields(SessionInfo)) if f != "output_ids"}
         for key in _SESSION_JSON:
-            row[key] = _dumps(list(row[key]) if key == "prompt_ids" else row[key])
+            row[key] = dumps(list(row[key]) if key == "prompt_ids" else row[key])
         row["chat_template"] = int(info.chat_template)
         me = psutil.Process()
         row.update(writer_pid=os.getpid(), writer_started=me.create_time(), writer_host=socket.gethostname())
@@ -337,10 +323,10 @@ class SessionWriter:
         """Store one cycle (``summary``: its summary if the caller has it); returns it with
         ``timings_ms['record']`` filled in."""
         t0 = time.perf_counter()
-        row = _cycle_to_row(self.id, record, summary)
+        row = cycle_to_row(self.id, record, summary)
         record_ms = (time.perf_counter() - t0) * 1000.0
         timings = dict(record.timings_ms, record=record_ms)
-        row["timings_ms"] = _dumps(timings)
+        row["timings_ms"] = dumps(timings)
         decode_ms = sum(timings.values())
         conn = self.rec.db.conn
         # One transaction per cycle: the cycle row and the session's counters together.
@@ -376,36 +362,8 @@ class SessionWriter:
             with self.rec.db.conn:
                 self.rec.db.conn.execute(
                     "UPDATE sessions SET status = ?, stop_reason = ?, stats = ? WHERE id = ?",
-                    [status, stop_reason, _dumps(stats or {}), self.id],
+                    [status, stop_reason, dumps(stats or {}), self.id],
                 )
         except sqlite3.Error as e:
             raise SpecVizError(f"cannot write the recording at {self.rec.path}: {e}") from None
         self.finished = True
-
-
-def _cycle_to_row(session_id: str, r: CycleRecord, summary: CycleSummary | None = None) -> dict[str, Any]:
-    # Nodes column-wise: one short list per field instead of a dict per node.
-    nodes = {name: [getattr(n, name) for n in r.nodes] for name in _NODE_FIELDS}
-    return {
-        "session_id": session_id, "idx": r.index, "mode": r.mode, "cache_len": r.cache_len,
-        "n_verified": r.n_verified, "n_accepted": r.n_accepted, "nodes": _dumps(nodes),
-        "verify_order": _dumps(r.verify_order), "mask": pack_mask(r.mask), "positions": _dumps(r.positions),
-        "accepted_path": _dumps(r.accepted_path), "bonus_token": r.bonus_token,
-        "committed_ids": _dumps(r.committed_ids), "kv_keep": _dumps(r.kv_keep),
-        "target_topk": _dumps(r.target_topk), "state": _dumps(r.state), "timings_ms": _dumps(r.timings_ms),
-        "summary": _dumps((summary or summarize(r)).to_json()),
-    }
-
-
-def _cycle_from_row(row: dict[str, Any]) -> CycleRecord:
-    cols = json.loads(row["nodes"])
-    nodes = tuple(Node(**dict(zip(_NODE_FIELDS, vals))) for vals in zip(*(cols[f] for f in _NODE_FIELDS)))
-    verify_order = tuple(json.loads(row["verify_order"]))
-    return CycleRecord(
-        index=row["idx"], mode=row["mode"], cache_len=row["cache_len"], nodes=nodes, verify_order=verify_order,
-        mask=unpack_mask(row["mask"], len(verify_order)), positions=tuple(json.loads(row["positions"])),
-        accepted_path=tuple(json.loads(row["accepted_path"])), bonus_token=row["bonus_token"],
-        committed_ids=tuple(json.loads(row["committed_ids"])), kv_keep=tuple(json.loads(row["kv_keep"])),
-        target_topk=tuple(tuple((int(t), float(p)) for t, p in row_) for row_ in json.loads(row["target_topk"])),
-        state=json.loads(row["state"]), timings_ms=json.loads(row["timings_ms"]),
-    )
