@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import specviz_core.cli.commands as core_cli
+from specviz_core.cli.options import check_writable
 from specviz_core.errors import SpecVizError
 
 from . import bench_cli
@@ -62,14 +63,23 @@ def cmd_gui(args: argparse.Namespace) -> int:
     return run_gui(args.db, args.session, replay=True)
 
 
+#: Smallest and largest window a screenshot renders (below the smallest, Qt silently draws a larger window).
+SCREENSHOT_SIZES = ((900, 600), (7680, 4320))
+
+
 def cmd_screenshot(args: argparse.Namespace) -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     try:
         w, h = (int(v) for v in args.size.lower().split("x"))
     except ValueError:
         raise SpecVizError(f"--size takes WIDTHxHEIGHT, got {args.size!r}") from None
+    (w_min, h_min), (w_max, h_max) = SCREENSHOT_SIZES
+    if not (w_min <= w <= w_max and h_min <= h <= h_max):
+        raise SpecVizError(f"--size must be from {w_min}x{h_min} (the window's smallest layout) to {w_max}x{h_max}, "
+                           f"got {args.size}")
     if args.out.suffix.lower() not in (".png", ".svg"):
         raise SpecVizError(f"--out must end in .png or .svg, got {args.out.name}")
+    check_writable(args.out)
     from .screenshot import render
 
     if args.live < 0:

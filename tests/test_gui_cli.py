@@ -49,6 +49,8 @@ def test_screenshot_svg(monkeypatch, tmp_path, recorded):
     (["--session", "nope"], "no session 'nope'"),
     (["--out", "x.jpg"], ".png or .svg"),
     (["--size", "big"], "WIDTHxHEIGHT"),
+    (["--size", "10x10"], "--size must be from 900x600"),
+    (["--out", "/nonexistent/x.png"], "folder /nonexistent does not exist"),
 ])
 def test_screenshot_errors_are_one_line(monkeypatch, tmp_path, recorded, capsys, argv, needle):
     monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
