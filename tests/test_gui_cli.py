@@ -36,12 +36,15 @@ def test_screenshot_renders_the_recorded_cycle(monkeypatch, tmp_path, recorded, 
     assert not (tmp_path / "gui.ini").exists(), "a screenshot must not overwrite the user's window layout"
 
 
-def test_screenshot_svg(monkeypatch, tmp_path, recorded):
+@pytest.mark.parametrize("panel", ["tree", "mask", "kv", "charts", "output", "spine", "window"])
+def test_screenshot_svg(monkeypatch, tmp_path, recorded, panel):
+    """Issue 15.2: every panel exports as SVG (plain widgets raised a TypeError in render() and then segfaulted)."""
     monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
     db, sid, n, last = recorded
-    out = tmp_path / "tree.svg"
-    assert main(["screenshot", "--db", str(db), "--cycle", "0", "--panel", "tree", "--out", str(out)]) == 0
-    assert "<svg" in out.read_text(encoding="utf-8")
+    out = tmp_path / f"{panel}.svg"
+    assert main(["screenshot", "--db", str(db), "--cycle", "0", "--panel", panel, "--out", str(out)]) == 0
+    svg = out.read_text(encoding="utf-8")
+    assert "<svg" in svg and "</svg>" in svg and svg.count("<path") + svg.count("<text") + svg.count("<image") > 3
 
 
 @pytest.mark.parametrize("argv, needle", [

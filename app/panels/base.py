@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QRect, QSize
+from PySide6.QtCore import QPoint, QRect, QSize
 from PySide6.QtGui import QPainter
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QGraphicsView, QWidget
 
 from specviz_core.records import CycleRecord
 from specviz_core.viewer.session_model import SessionModel
@@ -62,8 +62,13 @@ def export_widget(widget: QWidget, path: str | Path, title: str = "SpecViz panel
         gen.setViewBox(QRect(0, 0, widget.width(), widget.height()))
         gen.setTitle(title)
         painter = QPainter(gen)
-        widget.render(painter)
-        painter.end()
+        try:
+            if isinstance(widget, QGraphicsView):  # its own render(painter, target, source)
+                widget.render(painter)
+            else:  # QWidget's painter overload needs its offset spelled out, or PySide6 takes it for render(device)
+                widget.render(painter, QPoint(0, 0))
+        finally:
+            painter.end()  # a painter left active on a destroyed device crashes the process
     else:
         pixmap = widget.grab()
         if not pixmap.save(str(path)):
