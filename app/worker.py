@@ -51,7 +51,6 @@ class EngineWorker(QObject):
         self._models: dict[tuple, tuple[LoadedModel, LoadedModel | None]] = {}
         self.run_: RecordedRun | None = None
         self.recording: Recording | None = None
-        self.request: CheckedRequest | None = None
         self._baselines: dict[tuple, float] = {}
         self.cycles_done = 0
         """Cycles decoded by this worker so far (read from the UI thread; an int, so reads are atomic)."""
@@ -87,7 +86,6 @@ class EngineWorker(QObject):
                     self.recording.close()
                 Path(db_path).parent.mkdir(parents=True, exist_ok=True)
                 self.recording = Recording(db_path, create=True)
-            self.request = checked
             self.run_ = RecordedRun(prepare(checked, target, draft), self.recording)
             self.progress.emit("ready", 1.0)
             self.session_started.emit(self.run_.info, target.tokenizer)
@@ -144,7 +142,7 @@ class EngineWorker(QObject):
             self.request_done.emit()
 
     def _measure_baseline(self) -> None:
-        if self.request is None or self.run_ is None:
+        if self.run_ is None:
             return
         info = self.run_.info
         key = (info.model, info.device, info.dtype, info.prompt_ids)

@@ -18,6 +18,7 @@ import tempfile
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import platformdirs
@@ -55,7 +56,7 @@ class LoadedModel:
     def __post_init__(self) -> None:
         prepare_model(self.model)
 
-    @property
+    @cached_property
     def attention(self) -> AttentionPattern:
         """How the model's layers attend (full, sliding windows); tree masks follow it."""
         return attention_pattern(self.model.config)

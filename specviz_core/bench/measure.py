@@ -92,7 +92,9 @@ def run_engine(target: LoadedModel, draft: LoadedModel | None, spec: MethodSpec,
 
             info = session_info(target, choice, ids, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
             t0 = time.perf_counter()
-            cycles = (c.record for c in RecordedRun(Prepared(engine, info), recording).run())
+            run = RecordedRun(Prepared(engine, info), recording)
+            run.writer.set_prefill_ms(prefill_ms)  # the engine prefilled above, so the run will not
+            cycles = (c.record for c in run.run())
         else:
             t0 = time.perf_counter()
             cycles = engine.cycles()

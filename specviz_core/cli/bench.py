@@ -99,7 +99,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except OSError as e:
         raise SpecVizError(f"cannot write {args.out}: {e.strerror}") from None
 
-    from specviz_core.session.factory import load_checked_model
+    from specviz_core.session.factory import load_checked_model, load_draft
 
     set_threads(args.threads)
 
@@ -108,15 +108,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print(f"[specviz] {stage}", file=sys.stderr, flush=True)
 
     target = load_checked_model(args.model, args.device, args.dtype, say)
-    draft = None
-    if args.draft_model:
-        if args.draft_model == (args.model or "default"):
-            draft = target
-        else:
-            from specviz_core.models import check_same_tokenizer
-
-            draft = load_checked_model(args.draft_model, args.device, args.dtype, say)
-            check_same_tokenizer(target, draft)
+    draft = load_draft(target, args.draft_model, args.device, args.dtype, say) if args.draft_model else None
     bar = None
     if not args.quiet:
         from tqdm import tqdm

@@ -131,8 +131,6 @@ def cmd_record(args: argparse.Namespace) -> int:
     for name in (req.model, req.draft_model if checked.choice.wants_draft_model else None):
         if name not in (None, "default"):
             resolve_model_path(name)  # a wrong path is refused before the recording is created
-    if args.samples < 1:
-        raise SpecVizError(f"--samples must be at least 1, got {args.samples}")
     progress = _Progress(args.quiet)
     infos = []
     with Recording(args.db, create=True) as rec:

@@ -35,6 +35,7 @@ class DraftModelRunner:
     def reset(self) -> None:
         self.cache = DynamicCache()
         self.seen = []
+        self.row_depths = []
         self.forwards = 0
 
     @torch.no_grad()

@@ -13,7 +13,7 @@ from specviz_core.drafters import Drafter
 from specviz_core.engine.budget import make_controller
 from specviz_core.engine.cycle import DecodeConfig, Engine
 from specviz_core.engine.selfcheck import SelfCheck, check_tree_support
-from specviz_core.models import LoadedModel, check_same_tokenizer, encode_prompt, load_model
+from specviz_core.models import DEFAULT_MODEL, LoadedModel, check_same_tokenizer, encode_prompt, load_model
 from specviz_core.recording.store import new_session_id
 from specviz_core.records import SessionInfo
 from specviz_core.session.request import CheckedRequest, MethodChoice
@@ -60,14 +60,19 @@ def load_models(checked: CheckedRequest, progress: Callable[[str, float | None],
     """The target and, when the method drafts with a model, the draft model (the target itself if named twice)."""
     req = checked.request
     target = load_checked_model(req.model, req.device, req.dtype, progress)
-    draft = None
-    if checked.choice.wants_draft_model:
-        if (req.draft_model or "default") == (req.model or "default"):
-            draft = target
-        else:
-            draft = load_checked_model(req.draft_model, req.device, req.dtype, progress)
-            check_same_tokenizer(target, draft)
+    wants = checked.choice.wants_draft_model
+    draft = load_draft(target, req.draft_model, req.device, req.dtype, progress) if wants else None
     return target, draft
+
+
+def load_draft(target: LoadedModel, name: str | None, device: str | None = None, dtype: str | None = None,
+               progress: Callable[[str, float | None], None] | None = None) -> LoadedModel:
+    """A draft model: the target itself when it names the same model, else loaded, checked and compared."""
+    if (name or DEFAULT_MODEL) == target.name:
+        return target
+    draft = load_checked_model(name, device, dtype, progress)
+    check_same_tokenizer(target, draft)
+    return draft
 
 
 def session_info(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence[int], *, prompt_text: str = "",

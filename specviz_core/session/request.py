@@ -5,7 +5,7 @@ returns (:class:`CheckedRequest`) is what the factory takes, so nothing checks t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from specviz_core.drafters import Drafter, method_class, parse_params
@@ -97,6 +97,4 @@ class CheckedRequest:
 
     def with_seed(self, seed: int) -> CheckedRequest:
         """The same request with another seed (the samples of one group)."""
-        from dataclasses import replace
-
         return CheckedRequest(replace(self.request, seed=seed), self.choice)
