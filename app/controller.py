@@ -46,9 +46,9 @@ class SessionController(QObject):
     """Live and replayed sessions, one at a time, shown through one :class:`SessionModel`."""
 
     # Requests to the engine thread (queued: the worker lives there).
-    _begin = Signal(object, str)
-    _step = Signal(int)
-    _run = Signal(object)
+    _begin = Signal(object, str, object)
+    _step = Signal(int, object)
+    _run = Signal(object, object)
     _reset = Signal()
     _baseline = Signal()
 
@@ -78,6 +78,8 @@ class SessionController(QObject):
         self._busy = False
         self._live_info: SessionInfo | None = None
         self._live_done = True
+        self._awaiting_session = False
+        """A start was sent and its session has not arrived (the model may be loading)."""
         self._inflight = 0
         """Requests sent to the engine thread and not yet done."""
         self._live_timer = QTimer(self)
@@ -137,7 +139,8 @@ class SessionController(QObject):
         self._inflight -= 1
 
     def shutdown(self) -> None:
-        """Stop autoplay and the engine thread; the cycle in flight finishes, the session is marked interrupted."""
+        """Stop autoplay and the engine thread: queued work is dropped, the forward in flight (or the load stage)
+        finishes, the session is marked interrupted. Waits a few seconds at most."""
         self._autoplay_timer.stop()
         if self._thread is not None:
             self._thread.stop()
@@ -161,20 +164,24 @@ class SessionController(QObject):
         self._live_info = None
         self._live_done = False
         self.settings_locked.emit(True)
-        self._begin.emit(req, str(self.settings.db_path()))
+        self._awaiting_session = True
+        self._begin.emit(req, str(self.settings.db_path()), self._ticket())
         return True
+
+    def _ticket(self):
+        return self._engine().worker.ticket()
 
     def step(self) -> None:
         """Decode one cycle (starting a live session first if none is open)."""
         if not self._busy and self._ensure_session():
             self.model.follow_live = True
-            self._step.emit(1)
+            self._step.emit(1, self._ticket())
 
     def run(self) -> None:
         """Decode until the session ends or Pause."""
         if not self._busy and self._ensure_session():
             self.model.follow_live = False
-            self._run.emit(None)
+            self._run.emit(None, self._ticket())
 
     def run_to_breakpoint(self) -> None:
         """Decode until a cycle matches the breakpoint in the settings."""
@@ -183,7 +190,7 @@ class SessionController(QObject):
         bp = self.settings.breakpoint()
         if self._ensure_session():
             self.model.follow_live = False
-            self._run.emit(bp)
+            self._run.emit(bp, self._ticket())
             self.notice.emit(f"Running to the first cycle where: {bp.label()}", 0)
 
     def pause(self) -> None:
@@ -193,10 +200,13 @@ class SessionController(QObject):
         self._set_autoplay(False)
 
     def reset(self) -> None:
-        """End the session (it stays recorded) and unlock the settings."""
-        self.pause()
+        """End the session (it stays recorded) and unlock the settings; a model still loading stops loading."""
+        if self._thread is not None:
+            self._thread.worker.cancel()
+        self._set_autoplay(False)
         if self._thread is not None and self._live_info is not None and not self._live_done:
             self._reset.emit()
+        self._awaiting_session = False
         self._live_done = True
         self._live_info = None
         self.model.close()
@@ -207,6 +217,11 @@ class SessionController(QObject):
 
     # -- worker callbacks (UI thread) ---------------------------------------------------------------------------------
     def _on_session_started(self, info: SessionInfo, tokenizer: object) -> None:
+        if not self._awaiting_session:  # Reset while its model loaded: end it, recorded but not shown
+            self._reset.emit()
+            self.sessions_changed.emit()
+            return
+        self._awaiting_session = False
         self._live_info = info
         self._live_done = False
         self.model.open(LiveSource(info), TokenText(tokenizer))
@@ -258,6 +273,7 @@ class SessionController(QObject):
         """A refused start or a failed run: the message, and a start that never happened is undone."""
         self.error.emit(text)
         if self._live_info is None:
+            self._awaiting_session = False
             self.settings_locked.emit(False)
             self._live_done = True
 

@@ -42,6 +42,11 @@ def open_window(db: Path, session: str | None = None, replay: bool = False):
 
 def run_gui(db: Path, session: str | None = None, replay: bool = False) -> int:
     app = make_app()
+    from .worker import WorkerThread
+
     window = open_window(db, session, replay)
     window.show()
-    return app.exec()
+    try:
+        return app.exec()
+    finally:
+        WorkerThread.join_unfinished()  # a model that was still loading when the window closed

@@ -375,7 +375,8 @@ class MainWindow(QMainWindow):
         QMessageBox.about(self, "About SpecViz", "SpecViz: a visual debugger for tree-based speculative decoding.")
 
     def closeEvent(self, e: QCloseEvent) -> None:
-        """Closing mid-run is safe: the cycle in flight finishes, the session is marked interrupted."""
+        """Closing mid-run is safe: queued work is dropped, the forward in flight finishes, the session is marked
+        interrupted; the wait is a few seconds at most."""
         if self._persist_layout:
             self.save_layout()
         engine = self.controller.worker is not None

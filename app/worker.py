@@ -1,7 +1,9 @@
 """The engine thread: every tensor lives here; the window only receives cycle records.
 
 The window calls the worker's slots through queued signals (``begin``, ``step``, ``run``, ``reset``,
-``shutdown``) and ``pause()`` directly (it only sets a flag, checked between cycles).
+``shutdown``) and ``pause()`` / ``cancel()`` directly. Each request carries the :class:`Ticket` the worker gave when
+it was sent: a pause cancels every request sent before it, even one still queued behind a model that is loading,
+and a cancel (Reset, close) also stops a load at its next stage. A request sent after the pause runs.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
@@ -24,6 +27,20 @@ from specviz_core.viewer.filters import CycleFilter
 
 #: Tokens decoded by plain AR to measure the baseline speed on the session's prompt.
 BASELINE_TOKENS = 16
+#: How long closing the window waits for the engine thread: the forward or load stage in flight, nothing more.
+STOP_WAIT_MS = 10_000
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """The worker's pause and cancel counts when a request was sent."""
+
+    pauses: int
+    cancels: int
+
+
+class Cancelled(Exception):
+    """A load stopped by Reset or close at a stage boundary."""
 
 
 class EngineWorker(QObject):
@@ -47,7 +64,9 @@ class EngineWorker(QObject):
 
     def __init__(self) -> None:
         super().__init__()
-        self._pause = threading.Event()
+        self._lock = threading.Lock()
+        self._pauses = 0
+        self._cancels = 0
         self._models: dict[tuple, tuple[LoadedModel, LoadedModel | None]] = {}
         self.run_: RecordedRun | None = None
         self.recording: Recording | None = None
@@ -56,30 +75,63 @@ class EngineWorker(QObject):
         """Cycles decoded by this worker so far (read from the UI thread; an int, so reads are atomic)."""
 
     # -- called from the UI thread ------------------------------------------------
+    def ticket(self) -> Ticket:
+        """Stamp a request with the current counts (thread-safe)."""
+        with self._lock:
+            return Ticket(self._pauses, self._cancels)
+
     def pause(self) -> None:
-        """Stop a Run at the next cycle boundary (thread-safe)."""
-        self._pause.set()
+        """Stop every Run or Step sent before now at its next cycle boundary, queued ones included (thread-safe)."""
+        with self._lock:
+            self._pauses += 1
+
+    def cancel(self) -> None:
+        """Pause, and stop a load sent before now at its next stage (Reset, close; thread-safe)."""
+        with self._lock:
+            self._pauses += 1
+            self._cancels += 1
+
+    def _paused(self, ticket: Ticket) -> bool:
+        return self._pauses != ticket.pauses
+
+    def _cancelled(self, ticket: Ticket) -> bool:
+        return self._cancels != ticket.cancels
 
     # -- slots (run on the worker thread) -------------------------------------------
-    @Slot(object, str)
-    def begin(self, req: CheckedRequest, db_path: str) -> None:
+    @Slot(object, str, object)
+    def begin(self, req: CheckedRequest, db_path: str, ticket: Ticket) -> None:
         """Load models if needed and create a recorded session; the first cycle waits for a step."""
         try:
-            self._begin(req, db_path)
+            self._begin(req, db_path, ticket)
         finally:
             self.request_done.emit()
 
-    def _begin(self, checked: CheckedRequest, db_path: str) -> None:
+    def _begin(self, checked: CheckedRequest, db_path: str, ticket: Ticket) -> None:
         self.busy_changed.emit(True)
         try:
             self._finish_current("interrupted", "reset by the user")
+            if self._cancelled(ticket):
+                return
             req = checked.request
             key = (req.model, req.draft_model, req.device, req.dtype, req.method, tuple(sorted(req.params.items())))
             models = self._models.get(key[:4])
             if models is None:
                 self.progress.emit("loading the model", -1.0)
-                models = load_models(checked, lambda stage, f: self.progress.emit(stage, -1.0 if f is None else f))
+
+                def progress(stage: str, fraction: float | None) -> None:
+                    if self._cancelled(ticket):
+                        raise Cancelled
+                    self.progress.emit(stage, -1.0 if fraction is None else fraction)
+
+                try:
+                    models = load_models(checked, progress)
+                except Cancelled:
+                    self.progress.emit("cancelled", 1.0)
+                    return
                 self._models = {key[:4]: models}  # keep one set: models are large
+            if self._cancelled(ticket):  # reset or closed while the last stage loaded: no session to record
+                self.progress.emit("cancelled", 1.0)
+                return
             target, draft = models
             if self.recording is None or str(self.recording.path) != str(Path(db_path)):
                 if self.recording is not None:
@@ -99,19 +151,19 @@ class EngineWorker(QObject):
         finally:
             self.busy_changed.emit(False)
 
-    @Slot(int)
-    def step(self, n: int = 1) -> None:
-        """Decode ``n`` cycles (or until the session ends)."""
+    @Slot(int, object)
+    def step(self, n: int, ticket: Ticket) -> None:
+        """Decode ``n`` cycles (or until the session ends or a pause)."""
         try:
-            self._loop(max_cycles=n, breakpoint=None)
+            self._loop(ticket, max_cycles=n, breakpoint=None)
         finally:
             self.request_done.emit()
 
-    @Slot(object)
-    def run(self, breakpoint: CycleFilter | None = None) -> None:
+    @Slot(object, object)
+    def run(self, breakpoint: CycleFilter | None, ticket: Ticket) -> None:
         """Decode until the end, a pause, or a cycle matching ``breakpoint``."""
         try:
-            self._loop(max_cycles=None, breakpoint=breakpoint)
+            self._loop(ticket, max_cycles=None, breakpoint=breakpoint)
         finally:
             self.request_done.emit()
 
@@ -125,13 +177,16 @@ class EngineWorker(QObject):
 
     @Slot()
     def shutdown(self) -> None:
-        """Close cleanly: the session in flight is marked interrupted, the recording closed."""
-        self._finish_current("interrupted", "window closed")
-        self.run_ = None
-        if self.recording is not None:
-            self.recording.close()
-            self.recording = None
-        self._models.clear()
+        """Close cleanly: the session in flight is marked interrupted, the recording closed, the thread ended."""
+        try:
+            self._finish_current("interrupted", "window closed")
+            self.run_ = None
+            if self.recording is not None:
+                self.recording.close()
+                self.recording = None
+            self._models.clear()
+        finally:
+            QThread.currentThread().quit()
 
     @Slot()
     def measure_baseline(self) -> None:
@@ -165,15 +220,14 @@ class EngineWorker(QObject):
         self.baseline_ready.emit(tps, f"AR measured on this prompt ({BASELINE_TOKENS} tokens, {info.device})")
 
     # -- internals ----------------------------------------------------------------
-    def _loop(self, max_cycles: int | None, breakpoint: CycleFilter | None) -> None:
+    def _loop(self, ticket: Ticket, max_cycles: int | None, breakpoint: CycleFilter | None) -> None:
         run = self.run_
-        if run is None:
+        if run is None or self._paused(ticket):
             return
-        self._pause.clear()
         self.busy_changed.emit(True)
         done = 0
         try:
-            while not run.engine.done and not self._pause.is_set():
+            while not run.engine.done and not self._paused(ticket):
                 cycle = run.step()
                 self.cycles_done += 1
                 self.cycle_ready.emit(cycle)
@@ -204,7 +258,10 @@ class EngineWorker(QObject):
 
 
 class WorkerThread:
-    """A worker and its thread, started once; ``stop()`` waits for the cycle in flight."""
+    """A worker and its thread, started once; ``stop()`` waits for the forward or load stage in flight only."""
+
+    _unfinished: list[WorkerThread] = []
+    """Threads that outlived ``stop()``'s wait (a model still loading): kept alive until :meth:`join_unfinished`."""
 
     def __init__(self) -> None:
         self.thread = QThread()
@@ -213,10 +270,19 @@ class WorkerThread:
         self.worker.moveToThread(self.thread)
         self.thread.start()
 
-    def stop(self, timeout_ms: int = 60000) -> bool:
-        self.worker.pause()
+    def stop(self, timeout_ms: int = STOP_WAIT_MS) -> bool:
+        """Cancel what is queued, mark the session interrupted, end the thread; False if it is still busy."""
         from PySide6.QtCore import QMetaObject, Qt
 
-        QMetaObject.invokeMethod(self.worker, "shutdown", Qt.ConnectionType.BlockingQueuedConnection)
-        self.thread.quit()
-        return self.thread.wait(timeout_ms)
+        self.worker.cancel()  # queued Runs and Steps return at once, a load stops at its next stage
+        QMetaObject.invokeMethod(self.worker, "shutdown", Qt.ConnectionType.QueuedConnection)
+        if self.thread.wait(timeout_ms):
+            return True
+        WorkerThread._unfinished.append(self)  # never destroy a running QThread
+        return False
+
+    @classmethod
+    def join_unfinished(cls) -> None:
+        """At exit: let threads that outlived the window finish (a model load cannot be interrupted mid-file)."""
+        while cls._unfinished:
+            cls._unfinished.pop().thread.wait()

@@ -62,3 +62,22 @@ def tiny_dir(tmp_path_factory):
         if f.name.startswith(("tokenizer", "special_tokens", "chat_template", "vocab", "merges")):
             shutil.copy(f, out / f.name)
     return out
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, monkeypatch, tiny_dir):
+    """The main window, shown offscreen, set to decode the tiny model into a fresh recording."""
+    import gc
+
+    monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
+    from app.main_window import MainWindow
+
+    w = MainWindow(tmp_path / "sessions.db")
+    qtbot.addWidget(w)
+    w.run_panel.model.setEditText(str(tiny_dir))
+    w.run_panel.max_new_tokens.setValue(400)
+    w.show()
+    qtbot.waitExposed(w)
+    yield w
+    w.close()
+    gc.collect()  # here, on the UI thread, not in some later test's engine thread

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-
 from arch_models import ARCHS, WINDOW, save_tiny
+
 from helpers import compare_greedy, hf_greedy, run
 from specviz_core import attention
 from specviz_core.attention import attention_pattern
@@ -63,7 +63,6 @@ def test_attention_choice_follows_the_model(arch_dirs):
 
 def test_layer_patterns_are_read_from_the_config(arch_dirs):
     import transformers
-
     from arch_models import make_config
 
     assert attention_pattern(make_config("llama")).describe() == "full"

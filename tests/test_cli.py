@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from tokenizers import Tokenizer
@@ -188,3 +188,27 @@ def test_a_damaged_model_folder_is_one_line(capsys, tiny_dir, tmp_path, damage, 
                        "--no-chat-template", "--db", str(tmp_path / "x.db"), "--quiet")
     assert_one_line_error(code, err, "could not load model from")
     assert needle in err
+
+
+@pytest.mark.parametrize("where", ["model load", "progress bar"])
+def test_ctrl_c_before_the_first_cycle_leaves_no_session_running(capsys, tiny_dir, tmp_path, monkeypatch, where):
+    """Ctrl-C while the model loads or the progress bar is set up: exit 130, one line, no session left `running`."""
+    import tqdm
+
+    import specviz_core.session.factory as factory
+
+    def interrupt(*a, **k):
+        raise KeyboardInterrupt
+
+    if where == "model load":
+        monkeypatch.setattr(factory, "load_checked_model", interrupt)
+    else:
+        monkeypatch.setattr(tqdm, "tqdm", interrupt)
+    db = tmp_path / "r.db"
+    code, _, err = cli(capsys, "record", "--method", "ar", "--prompt", "w1 w2", "--model", str(tiny_dir),
+                       "--max-new-tokens", "4", "--db", str(db))
+    assert code == 130 and "Traceback" not in err and err.strip().splitlines()[-1] == "specviz: interrupted"
+    from specviz_core.recording.store import Recording
+
+    with Recording(db) as rec:
+        assert [s.status for s in rec.sessions() if s.status == "running"] == []

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import csv
+import dataclasses
 import gc
 import threading
 
@@ -17,22 +17,6 @@ from specviz_core.session.factory import prepare
 from specviz_core.session.request import SessionRequest
 from specviz_core.viewer.filters import CycleFilter
 from specviz_core.viewer.sources import LiveSource, RecordingSource
-
-
-@pytest.fixture
-def window(qtbot, tmp_path, monkeypatch, tiny_dir):
-    monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
-    from app.main_window import MainWindow
-
-    w = MainWindow(tmp_path / "sessions.db")
-    qtbot.addWidget(w)
-    w.run_panel.model.setEditText(str(tiny_dir))
-    w.run_panel.max_new_tokens.setValue(400)
-    w.show()
-    qtbot.waitExposed(w)
-    yield w
-    w.close()
-    gc.collect()  # here, on the UI thread, not in some later test's engine thread
 
 
 def wait_idle(qtbot, w, timeout=60000):

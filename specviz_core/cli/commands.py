@@ -140,13 +140,13 @@ def cmd_record(args: argparse.Namespace) -> int:
         for i in range(args.samples):
             prepared = prepare(checked.with_seed(req.seed + i), target, draft, group_id=group, drafter=drafter)
             drafter = prepared.engine.drafter
-            run = RecordedRun(prepared, rec)
             bar = None
-            if not args.quiet:
+            if not args.quiet:  # before the session row exists: a Ctrl-C here leaves no session `running`
                 from tqdm import tqdm
 
                 desc = req.method + (f" {i + 1}/{args.samples}" if args.samples > 1 else "")
                 bar = tqdm(total=req.max_new_tokens, unit="tok", desc=desc, file=sys.stderr, leave=False)
+            run = RecordedRun(prepared, rec)
             try:
                 for cycle in run.run():
                     if bar is not None:
