@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from specviz_core.cli.options import add_device_args
+from specviz_core.cli.options import add_device_args, atomic_output, bounded_int, check_writable, finite_float
 from specviz_core.drafters.base import parse_kv
 from specviz_core.errors import SpecVizError
+from specviz_core.session.request import MAX_NEW_TOKENS, MAX_SEED
 
 #: Interleaved repeats per prompt when --repeats is not given.
 REPEATS = 2
@@ -38,19 +39,19 @@ def add_parser(sub: Any) -> None:
                    help="built-in suite (code_editing, summarising, qa, chat, multi_turn; quick: three short prompts), "
                    "several with commas, 'all' (the first five), or a suite .json file (default: all)")
     g.add_argument("--prompt-file", type=Path, default=None, help="one prompt from a text file (or a suite .json file)")
-    b.add_argument("--max-new-tokens", type=int, default=40, help="new tokens per prompt (default 40)")
-    b.add_argument("--repeats", type=int, default=None,
+    b.add_argument("--max-new-tokens", type=bounded_int(1, MAX_NEW_TOKENS), default=40, help="new tokens per prompt (default 40)")
+    b.add_argument("--repeats", type=bounded_int(1, 1000), default=None,
                    help=f"interleaved repeats per prompt; tokens/s is their median (default {REPEATS}; 3 or more for a busy machine)")
-    b.add_argument("--temperature", type=float, default=0.0,
+    b.add_argument("--temperature", type=finite_float(0.0, 100.0), default=0.0,
                    help="0: greedy, outputs checked against AR's (default); > 0: sampling, repeat i uses seed + i, "
                    "tau is the mean over the repeats")
-    b.add_argument("--seed", type=int, default=0, help="first sampling seed (default 0)")
+    b.add_argument("--seed", type=bounded_int(0, MAX_SEED), default=0, help="first sampling seed (default 0)")
     b.add_argument("--record-methods", default=None,
                    help="methods also run with recording on, for the recording overhead ('none' to skip; "
                    "default: goose:budget=auto)")
     b.add_argument("--no-warmup", action="store_true", help="skip the warm-up run of every method")
     b.add_argument("--no-cost-curve", action="store_true", help="skip measuring the verify-cost curve")
-    b.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's own choice)")
+    b.add_argument("--threads", type=bounded_int(1, 1024), default=None, help="torch CPU threads (default: torch's own choice)")
     add_device_args(b)
     b.add_argument("--out", type=Path, default=None, help="write the results JSON here (required unless --report)")
     b.add_argument("--report", type=Path, default=None, metavar="RESULTS", help="no run: print the tables of this results file")
@@ -76,7 +77,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from specviz_core.bench.suites import load_suites, prompt_file_suite
 
     suites = [prompt_file_suite(args.prompt_file)] if args.prompt_file is not None else load_suites(args.suite or "all")
-    methods_text = args.methods or ",".join(
+    if args.methods is not None and not args.methods.strip(","):
+        raise SpecVizError("--methods is empty: name at least one method, e.g. --methods ar,goose")
+    methods_text = args.methods if args.methods is not None else ",".join(
         m for m in DEFAULT_METHODS + (("draft_tree", "hf_assisted") if args.draft_model else ())
         if not (args.temperature > 0 and m.startswith("hf_")))  # the reference rows are greedy only
     specs = parse_method_specs(methods_text, parse_kv(args.param))
@@ -93,11 +96,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                             repeats=REPEATS if args.repeats is None else args.repeats, warmup=not args.no_warmup,
                             recorded=recorded, cost_curve=not args.no_cost_curve, temperature=args.temperature,
                             seed=args.seed)
-    try:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.touch()
-    except OSError as e:
-        raise SpecVizError(f"cannot write {args.out}: {e.strerror}") from None
+    check_writable(args.out)  # before the models load and the prompts decode, and no empty file left behind
 
     from specviz_core.session.factory import load_checked_model, load_draft
 
@@ -127,7 +126,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    args.out.write_text(json.dumps(res, indent=1), encoding="utf-8")
+    with atomic_output(args.out) as fh:
+        fh.write(json.dumps(res, indent=1))
     _finish(res, args)
     print(f"results: {args.out}")
     return 0
