@@ -48,6 +48,9 @@ class CycleSummary:
     Kept as stored (lists), because converting 200,000 of them is most of opening a long session."""
     state: dict[str, Any] = field(default_factory=dict)
     """The method's state for this cycle (spine ratio, EMA, delta, ...)."""
+    frontier: int | None = None
+    """Verified children of the node where the walk stopped (the last accepted node, or the root): 0 when the
+    draft ran out there, else the target rejected them all. None in recordings made before it was stored."""
 
     @property
     def by_depth_rank(self) -> dict[tuple[int, int], tuple[int, int]]:
@@ -75,6 +78,7 @@ class CycleSummary:
             "cont": self.spine_continued,
             "src": {k: list(v) for k, v in self.by_source.items()},
             "dr": self.depth_rank,
+            "fr": self.frontier,
         }
 
 
@@ -88,6 +92,7 @@ def summary_from_row(index: int, mode: str, n_verified: int, n_accepted: int, co
         by_source={k: (v[0], v[1]) for k, v in extra["src"].items()},
         depth_rank=extra["dr"],
         state=state,
+        frontier=extra.get("fr"),
     )
 
 
@@ -115,6 +120,7 @@ def summarize(record: CycleRecord) -> CycleSummary:
             c[0] += 1
             c[1] += nid in accepted
 
+    stop = record.accepted_path[-1] if record.accepted_path else record.verify_order[0]
     spine = analyze_spine(record)
     n_committed = len(record.committed_ids)
     kinds = [nodes[a].source for a in record.accepted_path][:n_committed]
@@ -128,4 +134,5 @@ def summarize(record: CycleRecord) -> CycleSummary:
         by_source={k: (v[0], v[1]) for k, v in by_source.items()},
         depth_rank=[[d, r, v[0], v[1]] for (d, r), v in by_depth_rank.items()],
         state=dict(record.state),
+        frontier=len(children.get(stop, ())),
     )

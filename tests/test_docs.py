@@ -66,8 +66,9 @@ def test_readme_recording_commands(smol, tmp_path):
         p = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr
         outputs.append(p.stdout)
-    assert "tokens/forward" in outputs[0] and "pld" in outputs[1]
-    check_invariants([json.loads(x) for x in outputs[2].splitlines()])
+    assert "tokens/forward" in outputs[0] and "pld" in outputs[1] and "mean acceptance length" in outputs[1]
+    assert "Identical: all" in outputs[2] and "equal plain greedy decoding" in outputs[2]
+    check_invariants([json.loads(x) for x in outputs[3].splitlines()])
 
 
 @pytest.mark.default_model

@@ -6,6 +6,7 @@ Bad input prints one line, ``specviz: error: ...``, and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -85,6 +86,18 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
 
     s = sub.add_parser("sessions", help="list the sessions in a recording")
     s.add_argument("--db", type=Path, required=True)
+    s.add_argument("--metrics", action="store_true",
+                   help="also print each session's draft acceptance rate, mean acceptance length and acceptance by "
+                        "draft position (definitions: docs/metrics.md)")
+
+    a = sub.add_parser("audit", help="check a greedy session's output against plain greedy decoding",
+                       description="Decode the session's prompt with transformers' own greedy generate on the same "
+                       "model (same device and dtype when this machine has them) and report the first token where "
+                       "the session differs, with the target's top-2 logit gap there: identical, a numerical tie, "
+                       "or a real divergence. Exit 0 for identical, a tie or a sampled session, 1 for a divergence.")
+    a.add_argument("--db", type=Path, required=True)
+    a.add_argument("--session", default=None, help="session id (default: the latest)")
+    a.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     e = sub.add_parser("export", help="write a session as JSON lines (see docs/record-format.md)")
     e.add_argument("--db", type=Path, required=True)
@@ -168,10 +181,12 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
+    from specviz_core.metrics import session_metrics
     from specviz_core.recording.store import Recording
 
     with Recording(args.db) as rec:
         sessions = rec.sessions()
+        metrics = {s.id: session_metrics(rec.cycle_summaries(s.id)) for s in sessions} if args.metrics else {}
     if not sessions:
         print("no sessions")
         return 0
@@ -180,6 +195,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         prompt = " ".join(s.prompt_text.split())[:40]
         print(f"{s.id:<12}  {s.created[:19]:<19}  {s.method:<10}  {s.status:<11}  {s.n_tokens:>6}  "
               f"{s.n_forward:>5}  {s.mean_accepted:>5.2f}  {s.tokens_per_s:>6.1f}  {prompt}")
+        if args.metrics:
+            for line in metrics[s.id].lines():
+                print(f"    {line}")
     return 0
 
 
@@ -201,6 +219,26 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from specviz_core.audit import audit, audit_device
+    from specviz_core.recording.store import Recording
+    from specviz_core.session.factory import load_checked_model
+
+    with Recording(args.db) as rec:
+        info = rec.session(args.session)
+        lengths = [s.n_committed for s in rec.cycle_summaries(info.id)]
+    model = None
+    if info.temperature == 0 and info.output_ids:
+        progress = _Progress(args.json)
+        model = load_checked_model(info.model, audit_device(info.device), info.dtype, progress)
+    result = audit(info, lengths, model, progress=lambda s: _Progress(args.json)(s, None))
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print(f"session {info.id} ({info.method}): {result.message}")
+    return 1 if result.verdict == "divergence" else 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     db = default_db()
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -215,7 +253,7 @@ def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None 
     parser = build_parser(extra)
     args = parser.parse_args(argv)
     handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, None: cmd_demo,
-                "optimize-tree": cmd_optimize_tree, "bench": cmd_bench}
+                "optimize-tree": cmd_optimize_tree, "bench": cmd_bench, "audit": cmd_audit}
     handlers.update(extra_handlers or {})
     try:
         return handlers[args.command](args)

@@ -1,0 +1,127 @@
+"""Session metrics under the names and definitions serving dashboards use (vLLM, SGLang, llama.cpp).
+
+Computed from cycle summaries alone, so a 10,000-cycle recording needs no tree. For a tree, the "drafted tokens"
+of a cycle are its verified draft nodes (the root excluded); gated or budget-cut candidates were never sent to the
+target and do not count. :data:`DEFINITIONS` is the one text of each definition: tooltips, ``specviz sessions
+--metrics`` and ``docs/metrics.md`` all show it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .summary import CycleSummary
+
+DEFINITIONS: dict[str, str] = {
+    "draft_acceptance_rate": "accepted draft tokens / drafted tokens; the bonus token is not counted (vLLM, "
+                             "llama.cpp). For a tree, the drafted tokens are the verified nodes, root excluded.",
+    "mean_acceptance_length": "1 + accepted draft tokens / cycles: tokens per target forward with the bonus "
+                              "counted (vLLM, SGLang); SpecViz's tau.",
+    "acceptance_at_position": "cycles that accepted a draft token at position i / cycles that drafted "
+                              "(vLLM's per-position rate; position 1 is the first token after the root).",
+    "conditional_acceptance_at_position": "cycles that accepted position i / cycles that reached it (accepted "
+                                          "position i-1 and had a verified draft node at position i).",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PositionRate:
+    """Acceptance at one draft position (depth in the tree), over a session."""
+
+    position: int
+    """1 for the first draft token after the root."""
+    accepted: int
+    """Cycles that accepted a token at this position."""
+    reached: int | None
+    """Cycles that accepted position - 1 and verified a node here; None when the recording lacks it."""
+    drafting_cycles: int
+    """Cycles that verified at least one draft token."""
+
+    @property
+    def unconditional(self) -> float:
+        return self.accepted / self.drafting_cycles if self.drafting_cycles else 0.0
+
+    @property
+    def conditional(self) -> float | None:
+        if self.reached is None:
+            return None
+        return self.accepted / self.reached if self.reached else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMetrics:
+    """A session's acceptance in the terms of :data:`DEFINITIONS`."""
+
+    cycles: int
+    """Cycles decoded: one target forward each."""
+    drafting_cycles: int
+    """Cycles that verified at least one draft token (AR fallbacks do not)."""
+    drafted: int
+    """Verified draft tokens (root excluded)."""
+    accepted: int
+    """Accepted draft tokens (the bonus excluded)."""
+    positions: tuple[PositionRate, ...]
+
+    @property
+    def draft_acceptance_rate(self) -> float | None:
+        return self.accepted / self.drafted if self.drafted else None
+
+    @property
+    def mean_acceptance_length(self) -> float:
+        return 1.0 + self.accepted / self.cycles if self.cycles else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cycles": self.cycles, "drafting_cycles": self.drafting_cycles, "drafted": self.drafted,
+            "accepted": self.accepted, "draft_acceptance_rate": self.draft_acceptance_rate,
+            "mean_acceptance_length": self.mean_acceptance_length,
+            "acceptance_at_position": [
+                {"position": p.position, "accepted": p.accepted, "reached": p.reached,
+                 "unconditional": p.unconditional, "conditional": p.conditional} for p in self.positions],
+        }
+
+    def lines(self, max_positions: int = 8) -> list[str]:
+        """The metrics as a few lines of text (``specviz sessions --metrics``)."""
+        rate = self.draft_acceptance_rate
+        out = [f"draft acceptance rate   {'n/a (nothing drafted)' if rate is None else f'{rate:.3f}'}"
+               f"   ({self.accepted} accepted / {self.drafted} drafted)",
+               f"mean acceptance length  {self.mean_acceptance_length:.3f}   (1 + {self.accepted} / {self.cycles} "
+               "cycles)"]
+        if self.positions:
+            shown = self.positions[:max_positions]
+            out.append("position                " + "".join(f"{p.position:>7}" for p in shown))
+            out.append("accepted / drafting     " + "".join(f"{p.unconditional:>7.3f}" for p in shown))
+            out.append("accepted / reached      " + "".join(
+                f"{'n/a' if p.conditional is None else format(p.conditional, '.3f'):>7}" for p in shown))
+        return out
+
+
+def session_metrics(summaries: Iterable[CycleSummary]) -> SessionMetrics:
+    """The metrics of a session from its cycle summaries."""
+    cycles = drafting = drafted = accepted = 0
+    accepted_at: list[int] = []
+    reached_at: list[int] = []
+    reached_known = True
+    for s in summaries:
+        cycles += 1
+        n_draft = s.n_verified - 1
+        if n_draft <= 0:
+            continue
+        drafting += 1
+        drafted += n_draft
+        accepted += s.n_accepted
+        deepest = s.n_accepted + (1 if s.frontier else 0)
+        reached_known = reached_known and s.frontier is not None
+        while len(accepted_at) < deepest:
+            accepted_at.append(0)
+            reached_at.append(0)
+        for i in range(s.n_accepted):
+            accepted_at[i] += 1
+        for i in range(deepest):
+            reached_at[i] += 1
+    positions = tuple(
+        PositionRate(i + 1, accepted_at[i], reached_at[i] if reached_known else None, drafting)
+        for i in range(len(accepted_at)))
+    return SessionMetrics(cycles, drafting, drafted, accepted, positions)
