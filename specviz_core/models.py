@@ -362,7 +362,8 @@ def check_same_tokenizer(target: LoadedModel, draft: LoadedModel) -> None:
         only_t = len(set(tv.items()) - set(dv.items()))
         raise SpecVizError(
             f"draft model {draft.name} has a different tokenizer than the target "
-            f"({len(dv)} vs {len(tv)} tokens, {only_t} target tokens differ): a draft model must share the target's tokenizer"
+            f"({len(dv)} vs {len(tv)} tokens, {only_t} target tokens differ): a draft model must share the target's tokenizer "
+            "(hf_universal drafts across tokenizers)"
         )
 
 

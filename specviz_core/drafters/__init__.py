@@ -8,6 +8,8 @@ from .base import DraftContext, Drafter, param_specs, parse_params
 from .draft_tree import DraftTreeDrafter
 from .eagle_static import EagleStaticDrafter
 from .goose import GooseDrafter, IsotropicDrafter
+from .hf_assisted import HFAssistedDrafter, HFUniversalDrafter
+from .hf_prompt_lookup import HFPromptLookupDrafter
 from .pld import PLDDrafter
 from .stand import StandDrafter
 from .talon import TalonDrafter
@@ -15,7 +17,8 @@ from .token_recycling import TokenRecyclingDrafter
 
 METHODS: dict[str, type[Drafter]] = {
     d.method_id: d for d in (ARDrafter, PLDDrafter, TokenRecyclingDrafter, DraftTreeDrafter, GooseDrafter, IsotropicDrafter,
-                             TalonDrafter, EagleStaticDrafter, StandDrafter)
+                             TalonDrafter, EagleStaticDrafter, StandDrafter, HFPromptLookupDrafter, HFAssistedDrafter,
+                             HFUniversalDrafter)
 }
 
 

@@ -97,6 +97,9 @@ class DraftContext:
     """The session's only source of randomness."""
     temperature: float
     """0 for greedy; drafters that sample use it."""
+    room: int | None = None
+    """New tokens the session may still commit (its max new tokens less those committed); None: no limit but
+    the context. transformers' candidate generators cap their drafts by it, as ``generate``'s ``max_length`` does."""
     budget: int | None = None
     """With ``budget=auto``: draft at most this many nodes this cycle (the engine then keeps the best
     ones for this hardware). None: the method's own ``budget`` parameter. See ``Drafter.cycle_budget``."""
@@ -117,6 +120,10 @@ class Drafter(ABC):
     #: When several children match the target's token, the earlier source wins.
     source_priority: ClassVar[tuple[str, ...]] = ()
     needs_draft_model: ClassVar[bool] = False
+    #: Whether the draft model must share the target's tokenizer (False: it brings its own, re-encoded each cycle).
+    draft_shares_tokenizer: ClassVar[bool] = True
+    #: Why the method decodes greedily only ("" when it samples too); a session with a temperature is refused with it.
+    greedy_only: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

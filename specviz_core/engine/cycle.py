@@ -140,7 +140,8 @@ class Engine:
         ceiling = self.budget.draft_budget() if self.budget is not None else None
         tree = self.drafter.draft(
             DraftContext(ids=list(self.ids), cache_len=cache_len, max_depth=max_depth,
-                         generator=self.generator, temperature=cfg.temperature, budget=ceiling)
+                         generator=self.generator, temperature=cfg.temperature, budget=ceiling,
+                         room=cfg.max_new_tokens - len(self.output_ids))
         )
         _gate_deeper_than(tree, max_depth)
         if self.budget is not None:  # keep the best B nodes for this hardware; gate the rest

@@ -61,17 +61,21 @@ def load_models(checked: CheckedRequest, progress: Callable[[str, float | None],
     req = checked.request
     target = load_checked_model(req.model, req.device, req.dtype, progress)
     wants = checked.choice.wants_draft_model
-    draft = load_draft(target, req.draft_model, req.device, req.dtype, progress) if wants else None
+    same = checked.choice.cls.draft_shares_tokenizer
+    draft = load_draft(target, req.draft_model, req.device, req.dtype, progress, same_tokenizer=same) if wants else None
     return target, draft
 
 
 def load_draft(target: LoadedModel, name: str | None, device: str | None = None, dtype: str | None = None,
-               progress: Callable[[str, float | None], None] | None = None) -> LoadedModel:
-    """A draft model: the target itself when it names the same model, else loaded, checked and compared."""
+               progress: Callable[[str, float | None], None] | None = None, same_tokenizer: bool = True
+               ) -> LoadedModel:
+    """A draft model: the target itself when it names the same model, else loaded, checked and compared
+    (``same_tokenizer=False``: a method that re-encodes between two tokenizers, no comparison)."""
     if (name or DEFAULT_MODEL) == target.name:
         return target
     draft = load_checked_model(name, device, dtype, progress)
-    check_same_tokenizer(target, draft)
+    if same_tokenizer:
+        check_same_tokenizer(target, draft)
     return draft
 
 

@@ -79,12 +79,13 @@ class SessionRequest:
             raise SpecVizError(f"temperature must be a finite number >= 0, got {self.temperature}")
         if not 0 <= self.seed <= MAX_SEED:
             raise SpecVizError(f"seed must be from 0 to 2**63 - 1, got {self.seed}")
+        if choice.cls.greedy_only and self.temperature > 0:
+            raise SpecVizError(f"method {self.method} decodes greedily only (temperature 0): {choice.cls.greedy_only}")
         if choice.wants_draft_model and not self.draft_model:
             why = "" if choice.cls.needs_draft_model else " with drafter=model (drafter=table needs none)"
-            raise SpecVizError(
-                f"method {self.method} needs --draft-model{why} (a model sharing the target's tokenizer; "
-                "the target itself works, e.g. --draft-model default)"
-            )
+            which = ("a model sharing the target's tokenizer; the target itself works, e.g. --draft-model default"
+                     if choice.cls.draft_shares_tokenizer else "a model with a tokenizer of its own")
+            raise SpecVizError(f"method {self.method} needs --draft-model{why} ({which})")
         return CheckedRequest(self, choice)
 
 
