@@ -280,6 +280,19 @@ def plan_memory(path: Path, device: torch.device, dtype: torch.dtype) -> MemoryP
     return MemoryPlan(need / 1e9, ram / 1e9, None)
 
 
+def hub_cache_dir() -> Path:
+    """The Hugging Face hub cache, as ``huggingface_hub`` finds it, read from the environment now (its own
+    constant is read once, at import)."""
+    env = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    if env:
+        return Path(env).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
 def resolve_model_path(name: str | None, progress: Progress = _no_progress) -> Path:
     """A local folder for ``name``: the default model, a folder, or a hub id already cached."""
     if not name or name == DEFAULT_MODEL:
@@ -293,7 +306,7 @@ def resolve_model_path(name: str | None, progress: Progress = _no_progress) -> P
         try:
             from huggingface_hub import snapshot_download
 
-            return Path(snapshot_download(name, local_files_only=True))
+            return Path(snapshot_download(name, local_files_only=True, cache_dir=hub_cache_dir()))
         except Exception:
             raise SpecVizError(f"model {name!r} is neither a local folder nor a hub id in the local cache") from None
     raise SpecVizError(f"model path not found: {name}")

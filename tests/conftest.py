@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 import torch
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Recordings and the model history of commands run by tests go to a temporary folder, not the user's.
+os.environ.setdefault("SPECVIZ_DATA", tempfile.mkdtemp(prefix="specviz-tests-"))
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 

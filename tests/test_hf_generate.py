@@ -195,3 +195,30 @@ def test_default_model_assisting_itself_is_generate(smol):
     ours, records = run(smol, "hf_assisted", ids, 32, draft=smol)
     check_against(ref, smol, ids, ours, records, assistant=True)
     assert sum(ref.told) > len(records)  # drafting for itself, most drafts are accepted
+
+
+@pytest.mark.parametrize("method,params", [("hf_prompt_lookup", {"prompt_lookup_num_tokens": "3"}),
+                                           ("hf_assisted", {"num_assistant_tokens": "4",
+                                                            "num_assistant_tokens_schedule": "heuristic"})])
+def test_bench_row_is_the_recorded_method(tiny, assistant, one_thread, method, params):
+    """One name, one decoding: `specviz bench`'s row (transformers' own generate, timed) and a recorded session of
+    the same method and parameters commit the same tokens in the same number of target forwards."""
+    from specviz_core.bench import hf as bench_hf
+    from specviz_core.bench.specs import parse_method_specs
+
+    spec = parse_method_specs(method + "".join(f":{k}={v}" for k, v in params.items()))[0]
+    assert spec.is_hf and spec.params == params
+    prompt = tiny_prompts()[2]
+    row = bench_hf.run(tiny, assistant, spec.method, prompt, 40, spec.params)
+    ours, records = run(tiny, method, prompt, 40, draft=assistant, **params)
+    assert row.output_ids == ours and row.n_forward == len(records)
+
+
+@pytest.mark.parametrize("text,needle", [("hf_universal", "hf_universal is not benchmarked"),
+                                         ("hf_prompt_lookup:k=1", "unknown parameter 'k'"),
+                                         ("hf_greedy:num_assistant_tokens=3", "hf_greedy takes no parameters")])
+def test_bench_refuses_bad_hf_rows(text, needle):
+    from specviz_core.bench.specs import parse_method_specs
+
+    with pytest.raises(SpecVizError, match=needle):
+        parse_method_specs(text)

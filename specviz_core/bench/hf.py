@@ -4,6 +4,13 @@
 - ``hf_assisted``: ``generate(assistant_model=draft)``, its draft-model speculative decoding;
 - ``hf_greedy``: plain ``generate``, to show the engine's own per-token overhead against transformers' loop.
 
+``hf_prompt_lookup`` and ``hf_assisted`` are also methods a session records cycle by cycle (``drafters/hf_*``):
+one name, one decoding. The row takes the method's parameters (``hf_assisted:num_assistant_tokens=5``) and runs
+them through transformers' own loop (the assistant settings on the assistant's ``generation_config``, where
+``generate`` reads them); a recorded session of the same method and parameters commits the same tokens with the
+same acceptance per cycle (``tests/test_hf_generate.py``), so the row is that session's speed without SpecViz's
+per-cycle recording.
+
 Target forwards are counted with a forward hook on the target, so tau is comparable with the
 engine's (new tokens per target forward; generate's first forward also produces a token).
 generate() runs the prompt in its first forward, so the decode time is measured from the first
@@ -12,6 +19,7 @@ new token (seen by a streamer) to the end, and covers the tokens after the first
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from dataclasses import dataclass
@@ -19,10 +27,12 @@ from typing import Any
 
 import torch
 
+from specviz_core.drafters import METHODS, parse_params
+from specviz_core.drafters.hf_generate import assistant_settings
 from specviz_core.models import LoadedModel, synchronize
+from specviz_core.session.generate_kwargs import to_generate_kwargs
 
 HF_METHODS = ("hf_prompt_lookup", "hf_assisted", "hf_greedy")
-PROMPT_LOOKUP_TOKENS = 10
 
 _assistant_copies: dict[int, Any] = {}
 
@@ -68,20 +78,24 @@ class HFRun:
 
 
 @torch.no_grad()
-def run(target: LoadedModel, draft: LoadedModel | None, method: str, ids: list[int], max_new_tokens: int) -> HFRun:
-    """Decode greedily with ``generate``."""
+def run(target: LoadedModel, draft: LoadedModel | None, method: str, ids: list[int], max_new_tokens: int,
+        params: dict[str, Any] | None = None) -> HFRun:
+    """Decode greedily with ``generate``; ``params``: the method's parameters (``key=value`` strings or values)."""
     x = torch.tensor([ids], device=target.device)
     eos = list(target.eos_token_ids) or None
     kwargs: dict[str, Any] = dict(attention_mask=torch.ones_like(x), do_sample=False, max_new_tokens=max_new_tokens,
                                   eos_token_id=eos, pad_token_id=eos[0] if eos else 0, num_beams=1)
-    if method == "hf_prompt_lookup":
-        kwargs["prompt_lookup_num_tokens"] = PROMPT_LOOKUP_TOKENS
-    elif method == "hf_assisted":
+    settings: dict[str, Any] = {}
+    if method in ("hf_prompt_lookup", "hf_assisted"):
+        gen_kwargs, settings = to_generate_kwargs(method, parse_params(method, METHODS[method].params_cls, params or {}))
+        kwargs.update(gen_kwargs)
+    elif method != "hf_greedy":
+        raise ValueError(f"unknown reference method {method}")
+    if method == "hf_assisted":
         if draft is None:
             raise ValueError("hf_assisted needs a draft model")
         kwargs["assistant_model"] = _assistant(target, draft)
-    elif method != "hf_greedy":
-        raise ValueError(f"unknown reference method {method}")
+    assistant = assistant_settings(kwargs["assistant_model"], **settings) if settings else contextlib.nullcontext()
     count = [0]
 
     def hook(module: Any, args: Any, output: Any) -> None:
@@ -92,7 +106,8 @@ def run(target: LoadedModel, draft: LoadedModel | None, method: str, ids: list[i
         synchronize(target.device)
         streamer = _FirstTokens()
         t0 = time.perf_counter()
-        out = target.model.generate(x, streamer=streamer, **kwargs)
+        with assistant:
+            out = target.model.generate(x, streamer=streamer, **kwargs)
         synchronize(target.device)
         secs = time.perf_counter() - t0
     finally:

@@ -120,7 +120,7 @@ def run_one(target: LoadedModel, draft: LoadedModel | None, spec: MethodSpec, id
     """Decode ``ids`` with an engine method or, greedily, with a transformers reference row."""
     if spec.is_hf:
         with PeakMemory(target.device) as mem:
-            h = bench_hf.run(target, draft, spec.method, ids, max_new_tokens)
+            h = bench_hf.run(target, draft, spec.method, ids, max_new_tokens, spec.params)
         # generate() runs the prompt in its first forward: time the decode from the first new tokens on.
         n_after = len(h.output_ids) - h.n_first
         rate = (n_after, h.total_s - h.first_s) if n_after > 0 else (len(h.output_ids), h.total_s)

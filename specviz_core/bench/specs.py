@@ -44,9 +44,12 @@ def parse_method_specs(text: str, extra_params: dict[str, str] | None = None) ->
             if not sep or not key:
                 raise SpecVizError(f"method parameters take key=value, got {kv!r} in {item!r}")
             params[key.strip()] = value.strip()
-        if method in bench_hf.HF_METHODS:
+        if method == "hf_greedy":
             if params:
                 raise SpecVizError(f"{method} takes no parameters")
+        elif method == "hf_universal":
+            raise SpecVizError("hf_universal is not benchmarked: its assistant has a tokenizer of its own, which the "
+                               "draft-model methods of a bench cannot share (record it with specviz record)")
         else:
             cls = method_class(method)
             fields = cls.params_cls.__dataclass_fields__

@@ -64,15 +64,23 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
         description="Decode one prompt with one method, recording every cycle to an SQLite file.",
         epilog=_methods_help(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    r.add_argument("--method", required=True, help=f"one of: {', '.join(METHODS)}")
+    r.add_argument("--method", default=None, help=f"one of: {', '.join(METHODS)} (or give --generate-kwargs)")
+    r.add_argument("--generate-kwargs", default=None, metavar="JSON",
+                   help="the keyword arguments of your model.generate(...) call as a JSON object, e.g. "
+                        "'{\"assistant_model\": \"org/small\", \"max_new_tokens\": 64}': SpecViz picks the matching "
+                        "method (hf_assisted, hf_universal, hf_prompt_lookup or ar) and parameters, and refuses what "
+                        "it cannot reproduce (docs/hf-assisted.md)")
     r.add_argument("--model", default=None, help="model folder or cached hub id (default: the embedded SmolLM2-135M-Instruct)")
-    r.add_argument("--draft-model", default=None, help="draft model sharing the target's tokenizer ('default' for the embedded model)")
+    r.add_argument("--draft-model", default=None,
+                   help="draft model (the assistant) sharing the target's tokenizer, or with its own for hf_universal "
+                        "('default' for the embedded model)")
     g = r.add_mutually_exclusive_group(required=True)
     g.add_argument("--prompt", help="the prompt text")
     g.add_argument("--prompt-file", type=Path, help="read the prompt from this file")
-    r.add_argument("--max-new-tokens", type=bounded_int(1, MAX_NEW_TOKENS), default=128,
-                   help="stop after this many new tokens (default 128)")
-    r.add_argument("--temperature", type=finite_float(0.0, 100.0), default=0.0, help="0 for greedy (default); > 0 samples")
+    r.add_argument("--max-new-tokens", type=bounded_int(1, MAX_NEW_TOKENS), default=None,
+                   help="stop after this many new tokens (default 128, or the generate arguments' max_new_tokens)")
+    r.add_argument("--temperature", type=finite_float(0.0, 100.0), default=None,
+                   help="0 for greedy (default); > 0 samples")
     r.add_argument("--seed", type=bounded_int(0, MAX_SEED), default=0, help="seed of the session's random generator (default 0)")
     r.add_argument("--samples", type=bounded_int(1, 1000), default=1,
                    help="decode the prompt N times (seeds seed..seed+N-1) as one group, one drafter throughout (default 1)")
@@ -104,6 +112,14 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     e.add_argument("--session", default=None, help="session id (default: the latest)")
     e.add_argument("--format", choices=["jsonl"], default="jsonl")
     e.add_argument("--out", type=Path, default=None, help="output file (default: standard output)")
+    mo = sub.add_parser("models", help="list the models on this machine (default, used before, Hugging Face cache)",
+                        description="List the models a session can use, without loading or downloading anything: the "
+                        "embedded default, folders used before, and causal LMs in the local Hugging Face cache "
+                        "(HF_HUB_CACHE), with parameter count and size on disk.")
+    mo.add_argument("--draft-for", default=None, metavar="MODEL",
+                    help="mark each model as a draft for this target: same tokenizer (hf_assisted, draft_tree, ...) "
+                         "or another one (hf_universal)")
+    mo.add_argument("--json", action="store_true", help="one JSON object per model")
     add_optimize_tree_parser(sub)
     add_bench_parser(sub)
     if extra is not None:
@@ -124,22 +140,13 @@ class _Progress:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    from specviz_core.catalog import remember_model
     from specviz_core.models import resolve_model_path
     from specviz_core.recording.store import Recording, new_session_id
     from specviz_core.session.factory import load_models, prepare
-    from specviz_core.session.request import SessionRequest
     from specviz_core.session.run import RecordedRun, summary_line
 
-    if args.prompt_file is not None:
-        prompt = read_prompt_file(args.prompt_file)
-    else:
-        prompt = args.prompt
-    req = SessionRequest(
-        method=args.method, prompt=prompt, model=args.model, draft_model=args.draft_model,
-        params=parse_kv(args.param), budget=args.budget, max_new_tokens=args.max_new_tokens,
-        temperature=args.temperature, seed=args.seed, chat_template=False if args.no_chat_template else None,
-        device=args.device, dtype=args.dtype,
-    )
+    req = record_request(args)
     checked = req.check()  # everything that needs no model, before the slow part
     for name in (req.model, req.draft_model if checked.choice.wants_draft_model else None):
         if name not in (None, "default"):
@@ -148,6 +155,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     infos = []
     with Recording(args.db, create=True) as rec:
         target, draft = load_models(checked, progress)
+        for name in (req.model, req.draft_model if draft is not None else None):
+            remember_model(name)  # the window's model picker and `specviz models` list it from now on
         # The samples of one prompt are one group and share one drafter, so its tables persist (best-of-N).
         group, drafter = (new_session_id() if args.samples > 1 else None), None
         for i in range(args.samples):
@@ -180,6 +189,71 @@ def cmd_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def record_request(args: argparse.Namespace) -> Any:
+    """The session ``specviz record`` asks for: its options, or a pasted generate call with the options on top."""
+    from specviz_core.session.generate_kwargs import from_generate_kwargs, parse_generate_kwargs
+    from specviz_core.session.request import SessionRequest
+
+    prompt = read_prompt_file(args.prompt_file) if args.prompt_file is not None else args.prompt
+    method, params, draft = args.method, parse_kv(args.param), args.draft_model
+    max_new, temperature = args.max_new_tokens, args.temperature
+    if args.generate_kwargs is not None:
+        call = from_generate_kwargs(parse_generate_kwargs(args.generate_kwargs))
+        if method is not None and method != call.method:
+            raise SpecVizError(f"--method {method} disagrees with the generate arguments, which make {call.method}")
+        if draft is not None and call.draft_model is not None and draft != call.draft_model:
+            raise SpecVizError(f"--draft-model {draft} disagrees with the generate arguments' assistant_model "
+                               f"{call.draft_model}")
+        method, params, draft = call.method, {**call.params, **params}, draft or call.draft_model
+        max_new = max_new if max_new is not None else call.max_new_tokens
+        temperature = temperature if temperature is not None else call.temperature
+        for note in call.notes:
+            print(f"specviz: note: {note}", file=sys.stderr)
+        print(f"specviz: the generate arguments make {method}"
+              + "".join(f" --param {k}={v}" for k, v in call.params.items()), file=sys.stderr)
+    elif method is None:
+        raise SpecVizError("give --method, or your generate call's arguments with --generate-kwargs")
+    return SessionRequest(
+        method=method, prompt=prompt, model=args.model, draft_model=draft, params=params, budget=args.budget,
+        max_new_tokens=max_new if max_new is not None else 128, temperature=temperature or 0.0, seed=args.seed,
+        chat_template=False if args.no_chat_template else None, device=args.device, dtype=args.dtype,
+    )
+
+
+DRAFT_LABELS = {"target": "(the target)", "same": "same tokenizer", "universal": "other tokenizer: hf_universal",
+                "unknown": "?"}
+
+
+def _count(n: int | None) -> str:
+    if n is None:
+        return "?"
+    return f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}K"
+
+
+def _bytes(n: int) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB"
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from specviz_core.catalog import list_models
+
+    entries = list_models(draft_for=args.draft_for)
+    if args.json:
+        for e in entries:
+            print(json.dumps(dataclasses.asdict(e)))
+        return 0
+    width = max(len(e.name) for e in entries)
+    head = f"{'model':<{width}}  {'source':<8}  {'architecture':<24}  {'params':>7}  {'on disk':>8}  {'vocab':>7}"
+    print(head + ("  as a draft" if args.draft_for else ""))
+    for e in entries:
+        line = (f"{e.name:<{width}}  {e.source:<8}  {e.architecture[:24]:<24}  {_count(e.n_params):>7}  "
+                f"{_bytes(e.size_bytes):>8}  {e.vocab_size if e.vocab_size is not None else '?':>7}")
+        print(line + (f"  {DRAFT_LABELS[e.draft]}" if args.draft_for else ""))
+    return 0
+
+
 def cmd_sessions(args: argparse.Namespace) -> int:
     from specviz_core.metrics import session_metrics
     from specviz_core.recording.store import Recording
@@ -190,10 +264,11 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     if not sessions:
         print("no sessions")
         return 0
-    print(f"{'id':<12}  {'created':<19}  {'method':<10}  {'status':<11}  {'tokens':>6}  {'fwd':>5}  {'tau':>5}  {'tok/s':>6}  prompt")
+    mw = max(10, *(len(s.method) for s in sessions))
+    print(f"{'id':<12}  {'created':<19}  {'method':<{mw}}  {'status':<11}  {'tokens':>6}  {'fwd':>5}  {'tau':>5}  {'tok/s':>6}  prompt")
     for s in sessions:
         prompt = " ".join(s.prompt_text.split())[:40]
-        print(f"{s.id:<12}  {s.created[:19]:<19}  {s.method:<10}  {s.status:<11}  {s.n_tokens:>6}  "
+        print(f"{s.id:<12}  {s.created[:19]:<19}  {s.method:<{mw}}  {s.status:<11}  {s.n_tokens:>6}  "
               f"{s.n_forward:>5}  {s.mean_accepted:>5.2f}  {s.tokens_per_s:>6.1f}  {prompt}")
         if args.metrics:
             for line in metrics[s.id].lines():
@@ -253,7 +328,7 @@ def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None 
     parser = build_parser(extra)
     args = parser.parse_args(argv)
     handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, None: cmd_demo,
-                "optimize-tree": cmd_optimize_tree, "bench": cmd_bench, "audit": cmd_audit}
+                "optimize-tree": cmd_optimize_tree, "bench": cmd_bench, "audit": cmd_audit, "models": cmd_models}
     handlers.update(extra_handlers or {})
     try:
         return handlers[args.command](args)
