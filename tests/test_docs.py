@@ -114,7 +114,12 @@ def test_every_documented_record_command_parses():
     assert any("--dtype" in c for c in commands)
     for command in commands:
         args = build_parser().parse_args(shlex.split(command)[1:])
-        assert args.method in METHODS
+        method = args.method
+        if args.generate_kwargs is not None:  # a pasted generate call names its method by its arguments
+            from specviz_core.session.generate_kwargs import from_generate_kwargs, parse_generate_kwargs
+
+            method = from_generate_kwargs(parse_generate_kwargs(args.generate_kwargs)).method
+        assert method in METHODS
         if args.dtype:
             pick_dtype(torch.device("cpu"), args.dtype)
 

@@ -222,3 +222,31 @@ def test_bench_refuses_bad_hf_rows(text, needle):
 
     with pytest.raises(SpecVizError, match=needle):
         parse_method_specs(text)
+
+
+@pytest.mark.parametrize("method", ["hf_universal", "hf_prompt_lookup"])
+def test_recorded_sessions_export_valid_records(pair, tmp_path, one_thread, method):
+    """Recorded, exported and read back, an hf_* session keeps the record contract (docs/record-format.md)."""
+    import io
+    import json
+
+    from test_docs import check_invariants
+
+    from specviz_core.recording.export import export_jsonl
+    from specviz_core.recording.store import Recording
+    from specviz_core.session.factory import prepare
+    from specviz_core.session.request import SessionRequest
+    from specviz_core.session.run import RecordedRun
+
+    target, assistant = pair
+    req = SessionRequest(method=method, prompt="w1 w2 w3 w1 w2 w3 w1 w2", draft_model="assistant",
+                         max_new_tokens=24, chat_template=False)
+    with Recording(tmp_path / "r.db", create=True) as rec:
+        run_ = RecordedRun(prepare(req.check(), target, assistant if method == "hf_universal" else None), rec)
+        list(run_.run())
+        out = io.StringIO()
+        export_jsonl(rec, None, out)
+    lines = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert lines[0]["method"] == method and lines[0]["status"] == "complete"
+    check_invariants(lines)
+    assert all("draft_stop" in c["state"] and "n_matches" in c["state"] for c in lines[1:])

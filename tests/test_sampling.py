@@ -7,7 +7,7 @@ import pytest
 from helpers import run
 
 
-@pytest.mark.parametrize("method", ["ar", "pld", "tr", "draft_tree", "talon", "eagle_static", "stand"])
+@pytest.mark.parametrize("method", ["ar", "pld", "tr", "draft_tree", "talon", "eagle_static", "stand", "hf_prompt_lookup"])
 def test_same_seed_same_session(tiny, method):
     prompt = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6]
     a_out, a = run(tiny, method, prompt, 30, temperature=0.8, seed=11)

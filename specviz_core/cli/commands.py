@@ -36,8 +36,9 @@ from specviz_resources import demo_prompt
 
 def _methods_help() -> str:
     lines = ["methods and their parameters (--param key=value):"]
+    width = max(len(m) for m in METHODS)
     for mid, cls in METHODS.items():
-        lines.append(f"  {mid:<11} {cls.description}")
+        lines.append(f"  {mid:<{width}} {cls.description}")
         for f in param_specs(cls.params_cls):
             lines.append(f"      {f.name}={f.default!s:<8} {f.metadata['help']}")
     return "\n".join(lines)
