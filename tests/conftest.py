@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -11,7 +13,9 @@ import torch
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # Recordings and the model history of commands run by tests go to a temporary folder, not the user's.
-os.environ.setdefault("SPECVIZ_DATA", tempfile.mkdtemp(prefix="specviz-tests-"))
+if "SPECVIZ_DATA" not in os.environ:
+    os.environ["SPECVIZ_DATA"] = tempfile.mkdtemp(prefix="specviz-tests-")
+    atexit.register(shutil.rmtree, os.environ["SPECVIZ_DATA"], ignore_errors=True)
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
