@@ -99,6 +99,14 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     a.add_argument("--session", default=None, help="session id (default: the latest)")
     a.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
+    c = sub.add_parser("compare", help="two or more sessions side by side: numbers, outputs, acceptance",
+                       description="Compare sessions of one recording: tokens, forwards, tokens per forward, tokens/s "
+                       "and the speed-up against the first session, acceptance by source, whether the outputs are "
+                       "identical (or where they first differ) and the accepted-per-cycle distribution.")
+    c.add_argument("--db", type=Path, required=True)
+    c.add_argument("sessions", nargs="+", metavar="SESSION", help="session ids, the baseline first (two or more)")
+    c.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
+
     e = sub.add_parser("export", help="write a session as JSON lines (see docs/record-format.md)")
     e.add_argument("--db", type=Path, required=True)
     e.add_argument("--session", default=None, help="session id (default: the latest)")
@@ -239,6 +247,34 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 1 if result.verdict == "divergence" else 0
 
 
+def load_comparison(db: Path, ids: Sequence[str]):
+    """The sessions ``ids`` of recording ``db`` as a :class:`~specviz_core.compare.Comparison`, and their token text
+    (ids only if the tokenizer is not on this machine)."""
+    from specviz_core.compare import compare
+    from specviz_core.recording.store import Recording
+    from specviz_core.vocab import load_token_text
+
+    if len(ids) < 2:
+        raise SpecVizError("compare needs two session ids or more")
+    with Recording(db) as rec:
+        known = {s.id for s in rec.sessions()}
+        missing = [i for i in ids if i not in known]
+        if missing:
+            raise SpecVizError(f"no session {', '.join(missing)} in {db} (specviz sessions --db {db} lists them)")
+        pairs = [(rec.session(i), rec.cycle_summaries(i)) for i in ids]
+    return compare(pairs), load_token_text(pairs[0][0].tokenizer)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    comparison, vocab = load_comparison(args.db, args.sessions)
+    if args.json:
+        print(json.dumps({"sessions": comparison.rows(), "first_difference": comparison.first_difference(),
+                          "same_prompt": comparison.same_prompt()}))
+    else:
+        print("\n".join(comparison.text(vocab.text)))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     db = default_db()
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -253,7 +289,8 @@ def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None 
     parser = build_parser(extra)
     args = parser.parse_args(argv)
     handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, None: cmd_demo,
-                "optimize-tree": cmd_optimize_tree, "bench": cmd_bench, "audit": cmd_audit}
+                "optimize-tree": cmd_optimize_tree, "bench": cmd_bench, "audit": cmd_audit,
+                "compare": cmd_compare}
     handlers.update(extra_handlers or {})
     try:
         return handlers[args.command](args)
