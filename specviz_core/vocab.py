@@ -29,6 +29,20 @@ class TokenText:
         text = self.piece(token).translate(_VISIBLE) or "∅"
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
+    def pieces(self, tokens: list[int] | tuple[int, ...]) -> list[str]:
+        """Per token, the text it adds: a character split over several tokens (UTF-8 bytes of an emoji, say)
+        is given whole to the token that completes it, the others get ''."""
+        out: list[str] = []
+        start = 0
+        for k in range(len(tokens)):
+            text = self.piece(tokens[k]) if start == k else self.text(tokens[start: k + 1])
+            if text.endswith("\ufffd") and k + 1 < len(tokens) and k - start < 4:
+                out.append("")  # an incomplete character: wait for the bytes that complete it
+                continue
+            out.append(text)
+            start = k + 1
+        return out
+
     def text(self, tokens: list[int] | tuple[int, ...]) -> str:
         if self.tokenizer is None:
             return " ".join(f"#{t}" for t in tokens)
