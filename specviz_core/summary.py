@@ -48,6 +48,8 @@ class CycleSummary:
     Kept as stored (lists), because converting 200,000 of them is most of opening a long session."""
     state: dict[str, Any] = field(default_factory=dict)
     """The method's state for this cycle (spine ratio, EMA, delta, ...)."""
+    damaged: str = ""
+    """Why the cycle could not be read from its recording ('' when it was): a damaged cycle has no numbers."""
 
     @property
     def by_depth_rank(self) -> dict[tuple[int, int], tuple[int, int]]:
@@ -76,6 +78,12 @@ class CycleSummary:
             "src": {k: list(v) for k, v in self.by_source.items()},
             "dr": self.depth_rank,
         }
+
+
+def damaged_summary(index: int, reason: str) -> CycleSummary:
+    """The place of cycle ``index`` in a session whose recording could not give it back (``reason`` says why)."""
+    return CycleSummary(index=index, mode="", n_verified=0, n_accepted=0, committed_ids=(), committed_kinds=(),
+                        cycle_ms=0.0, spine_broke_at=None, spine_continued=False, damaged=reason)
 
 
 def summary_from_row(index: int, mode: str, n_verified: int, n_accepted: int, committed_ids: list[int],

@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict
 from typing import IO, Any
 
+from specviz_core.errors import DamagedCycle
 from specviz_core.recording.store import Recording
 from specviz_core.records import CycleRecord, SessionInfo
 
@@ -42,11 +43,14 @@ def cycle_line(session_id: str, c: CycleRecord) -> dict[str, Any]:
     }
 
 
-def export_jsonl(rec: Recording, session_id: str | None, out: IO[str]) -> int:
-    """Write one session line then one line per cycle; returns the number of cycles.
+def export_jsonl(rec: Recording, session_id: str | None, out: IO[str],
+                 damaged: list[DamagedCycle] | None = None) -> int:
+    """Write one session line then one line per cycle; returns the number of cycles written.
 
-    Everything is read in one transaction: a session being recorded meanwhile is exported as one snapshot
-    (its counts match its cycle lines)."""
+    A damaged cycle raises :class:`~specviz_core.errors.DamagedCycle` (after the lines before it), or with
+    ``damaged`` given, is added to it and skipped: its line is missing, and the session's ``output_ids`` leave out
+    its tokens where they cannot be read. Everything is read in one transaction: a session being recorded meanwhile
+    is exported as one snapshot (its counts match its cycle lines)."""
     conn = rec.db.conn
     in_tx = conn.in_transaction
     if not in_tx:
@@ -55,7 +59,7 @@ def export_jsonl(rec: Recording, session_id: str | None, out: IO[str]) -> int:
         info = rec.session(session_id)
         out.write(json.dumps(session_line(info), allow_nan=False) + "\n")
         n = 0
-        for c in rec.cycles(info.id):
+        for c in rec.cycles(info.id, damaged=damaged):
             out.write(json.dumps(cycle_line(info.id, c), allow_nan=False) + "\n")
             n += 1
     finally:
