@@ -1,4 +1,4 @@
-"""The ``specviz`` command: record, list, export sessions (and open the GUI).
+"""The ``specviz`` command: record, list, export and check sessions (and open the GUI).
 
 Bad input prints one line, ``specviz: error: ...``, and exits with status 2.
 """
@@ -15,6 +15,8 @@ from typing import Any
 
 from specviz_core.cli.bench import add_parser as add_bench_parser
 from specviz_core.cli.bench import cmd_bench
+from specviz_core.cli.check import add_parser as add_check_parser
+from specviz_core.cli.check import cmd_check
 from specviz_core.cli.optimize_tree import add_parser as add_optimize_tree_parser
 from specviz_core.cli.optimize_tree import cmd_optimize_tree
 from specviz_core.cli.options import (
@@ -91,6 +93,9 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     e.add_argument("--session", default=None, help="session id (default: the latest)")
     e.add_argument("--format", choices=["jsonl"], default="jsonl")
     e.add_argument("--out", type=Path, default=None, help="output file (default: standard output)")
+    e.add_argument("--strict", action="store_true",
+                   help="fail on a damaged cycle (default: skip it and say so on standard error)")
+    add_check_parser(sub)
     add_optimize_tree_parser(sub)
     add_bench_parser(sub)
     if extra is not None:
@@ -170,9 +175,10 @@ def cmd_record(args: argparse.Namespace) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     from specviz_core.recording.store import Recording
 
-    with Recording(args.db) as rec:
-        sessions = rec.sessions()
-    if not sessions:
+    damaged: list = []
+    with Recording(args.db, read_only=True) as rec:
+        sessions = rec.sessions(damaged=damaged)
+    if not sessions and not damaged:
         print("no sessions")
         return 0
     print(f"{'id':<12}  {'created':<19}  {'method':<10}  {'status':<11}  {'tokens':>6}  {'fwd':>5}  {'tau':>5}  {'tok/s':>6}  prompt")
@@ -180,6 +186,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         prompt = " ".join(s.prompt_text.split())[:40]
         print(f"{s.id:<12}  {s.created[:19]:<19}  {s.method:<10}  {s.status:<11}  {s.n_tokens:>6}  "
               f"{s.n_forward:>5}  {s.mean_accepted:>5.2f}  {s.tokens_per_s:>6.1f}  {prompt}")
+    for d in damaged:
+        print(f"{d.session_id:<12}  {'':<19}  {'':<10}  {'damaged':<11}  {d.reason}")
     return 0
 
 
@@ -189,15 +197,19 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         refuse_overwriting(args.out, [args.db])
-    with Recording(args.db) as rec:
+    skipped = None if args.strict else []
+    with Recording(args.db, read_only=True) as rec:
         if args.out is None:
-            export_jsonl(rec, args.session, sys.stdout)
+            export_jsonl(rec, args.session, sys.stdout, skipped)
         else:
             try:
                 with atomic_output(args.out) as fh:
-                    export_jsonl(rec, args.session, fh)
+                    export_jsonl(rec, args.session, fh, skipped)
             except OSError as e:
                 raise SpecVizError(f"cannot write {args.out}: {e.strerror}") from None
+    for d in skipped or ():
+        print(f"specviz: skipped cycle {d.index} of session {d.session_id}: {d.reason} (--strict fails instead)",
+              file=sys.stderr)
     return 0
 
 
@@ -214,7 +226,8 @@ def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None 
          extra_handlers: dict[str | None, Callable[[argparse.Namespace], int]] | None = None) -> int:
     parser = build_parser(extra)
     args = parser.parse_args(argv)
-    handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, None: cmd_demo,
+    handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, "check": cmd_check,
+                None: cmd_demo,
                 "optimize-tree": cmd_optimize_tree, "bench": cmd_bench}
     handlers.update(extra_handlers or {})
     try:
