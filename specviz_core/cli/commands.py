@@ -233,7 +233,7 @@ def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None 
     try:
         return handlers[args.command](args)
     except SpecVizError as e:
-        print(f"specviz: error: {e}", file=sys.stderr)
+        print(f"specviz: error: {' '.join(str(e).splitlines())}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -101,9 +101,11 @@ class Recording:
         # Validate before anything writes to the file: a corrupt or foreign file stays untouched.
         try:
             tables = set(self.db.table_names())
-        except sqlite3.DatabaseError:
-            raise DamagedRecording(self.path, "not an SQLite database, or corrupt", message=(
-                f"{self.path} is not a SpecViz recording (not an SQLite database, or corrupt)")) from None
+        except sqlite3.DatabaseError as e:
+            if "not a database" in str(e):
+                raise DamagedRecording(self.path, "not an SQLite database", message=(
+                    f"{self.path} is not a SpecViz recording (not an SQLite database, or its header is damaged)"))
+            raise self._sqlite_error(e) from None  # truncated, say
         if "specviz_meta" not in tables:
             if not tables and create:
                 self._create_schema()
@@ -198,7 +200,8 @@ class Recording:
     def _sqlite_error(self, e: sqlite3.DatabaseError, session_id: str | None = None,
                       index: int | None = None) -> SpecVizError:
         """What SQLite could not read, said for the user: a damaged file, session or cycle, or a busy file."""
-        msg = str(e)
+        msg = " ".join(str(e).split())  # one line: a malformed schema is quoted whole
+        msg = msg if len(msg) <= 120 else msg[:117] + "..."
         if "locked" in msg or "busy" in msg:
             return SpecVizError(f"cannot read {self.path}: {msg} (another process is writing it; try again)")
         if index is not None and session_id is not None:
