@@ -285,3 +285,17 @@ def test_a_session_that_cannot_be_read_is_an_error_not_a_traceback(good, tmp_pat
         with pytest.raises(DamagedRecording, match="session trsession is damaged: params: not valid JSON"):
             RecordingSource(rec, "trsession")
         assert RecordingSource(rec, "arsession").ar_baseline()[1] == "this session is AR"
+
+
+def test_the_readme_check_command_runs_as_written(good, tmp_path, capsys, monkeypatch):
+    import shlex
+
+    from test_docs import readme_block
+
+    lines = readme_block("`check` reports a file's integrity")
+    assert lines and all(line.startswith("specviz check ") for line in lines)
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(good[0], tmp_path / "runs.db")
+    for line in lines:
+        code, out, err = cli(capsys, *shlex.split(line)[1:])
+        assert code == 0 and not err and out.rstrip().endswith("is clean: 2 sessions, 22 cycles"), out + err
