@@ -299,3 +299,21 @@ def test_the_readme_check_command_runs_as_written(good, tmp_path, capsys, monkey
     for line in lines:
         code, out, err = cli(capsys, *shlex.split(line)[1:])
         assert code == 0 and not err and out.rstrip().endswith("is clean: 2 sessions, 22 cycles"), out + err
+
+
+def test_reading_commands_report_a_dead_writer_without_writing(good, tmp_path, capsys):
+    """sessions, export and check open the file read-only: a session whose writer died is reported interrupted, as
+    a writable open would mark it, and the file is left as it was."""
+    import socket
+
+    path = damaged_copy(good, tmp_path, "UPDATE sessions SET status = 'running', writer_pid = 999999999, "
+                                        f"writer_host = '{socket.gethostname()}' WHERE id = '{{sid}}'")
+    before = digest(path)
+    code, out, _ = cli(capsys, "sessions", "--db", str(path))
+    assert code == 0 and [line.split()[3] for line in out.splitlines()[1:]] == ["interrupted", "complete"]
+    code, out, _ = cli(capsys, "export", "--db", str(path), "--session", "trsession")
+    assert code == 0 and json.loads(out.splitlines()[0])["stop_reason"] == "writer stopped"
+    assert digest(path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["bad.db"]
+    with Recording(path) as rec:  # opened for writing, it is marked
+        assert rec.session("trsession").status == "interrupted"
+    assert digest(path) != before

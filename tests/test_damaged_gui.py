@@ -94,3 +94,16 @@ def test_gui_and_screenshot_on_a_file_that_cannot_be_read(good, tmp_path, monkey
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert err.strip() == f"specviz: error: {path} is damaged: SQLite cannot read it (database disk image is malformed)"
+
+
+def test_the_sessions_panel_lists_a_damaged_session_apart(qtbot, window, good, tmp_path):  # noqa: F811
+    from test_damaged import SESSION_DAMAGE
+
+    path = damaged_copy(good, tmp_path, SESSION_DAMAGE["bad params JSON"][0])
+    before = path.read_bytes()
+    window.sessions.set_file(path)
+    assert [s.id for s in window.sessions.sessions] == ["arsession"]
+    assert "Session trsession is damaged: params: not valid JSON" in window.sessions.message.text()
+    assert not window.controller.open_session(str(path), "trsession")
+    assert "session trsession is damaged: params: not valid JSON" in window.run_panel.message.text()
+    assert path.read_bytes() == before

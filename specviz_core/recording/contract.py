@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import chain
 from typing import Any
 
 from specviz_core.records import SOURCES, STATUSES
@@ -128,6 +129,14 @@ _SESSION_OPTIONAL_TEXT = ("draft_model", "attention", "group_id", "stop_reason")
 _SESSION_COUNTS = ("max_new_tokens", "n_cycles", "n_forward", "n_tokens")
 
 
+def session_label(row: dict[str, Any]) -> str:
+    """A session's id for a message, even when the id itself is damaged (then its row number)."""
+    sid = row.get("id")
+    if type(sid) is str and sid and sid.isprintable() and sid.isascii():
+        return sid
+    return f"in row {row.get('_rowid')}"
+
+
 def session_fields(row: dict[str, Any]) -> dict[str, Any]:
     """The :class:`~specviz_core.records.SessionInfo` fields of a ``sessions`` row, checked (no output ids)."""
     out: dict[str, Any] = {"id": text(row, "id")}
@@ -177,11 +186,18 @@ def check_summary(extra: dict[str, Any], n_committed: int) -> None:
         raise RowError(f"summary: kinds is not one name per committed token ({show(kinds)})")
     if not (broke is None or type(broke) is int) or type(extra["cont"]) is not bool:
         raise RowError(f"summary: broke {show(broke)} or cont {show(extra['cont'])} has the wrong type")
-    if type(src) is not dict or not all(type(v) is list and len(v) == 2 and set(map(type, v)) == {int}
-                                        for v in src.values()):
+    if type(src) is not dict or not _int_rows(src.values(), 2):
         raise RowError(f"summary: src is not per-source [verified, accepted] counts ({show(src)})")
-    if type(dr) is not list or not all(type(v) is list and len(v) == 4 and set(map(type, v)) == {int} for v in dr):
+    if type(dr) is not list or not _int_rows(dr, 4):
         raise RowError(f"summary: dr is not [depth, rank, verified, accepted] rows ({show(dr)})")
+
+
+def _int_rows(rows: Any, width: int) -> bool:
+    """``rows`` are lists of ``width`` whole numbers (a pass per check over all of them: opening a long session
+    reads hundreds of thousands)."""
+    rows = list(rows)
+    return not rows or (set(map(type, rows)) == {list} and set(map(len, rows)) == {width}
+                        and set(map(type, chain.from_iterable(rows))) == {int})
 
 
 def check_state(state: Any) -> dict[str, Any]:

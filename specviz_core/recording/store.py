@@ -26,7 +26,7 @@ import psutil
 import sqlite_utils
 
 from specviz_core.errors import DamagedCycle, DamagedRecording, SpecVizError
-from specviz_core.recording.contract import RowError, int_list, loads, session_fields, summary_parts
+from specviz_core.recording.contract import RowError, int_list, loads, session_fields, session_label, summary_parts
 from specviz_core.recording.rows import cycle_from_row
 from specviz_core.recording.schema import SCHEMA_VERSION, create_schema, set_wal, upgrade
 from specviz_core.recording.writer import SessionWriter
@@ -250,7 +250,7 @@ class Recording:
         try:
             kwargs = session_fields(row)
         except RowError as e:
-            raise DamagedRecording(self.path, str(e), _label(row)) from None
+            raise DamagedRecording(self.path, str(e), session_label(row)) from None
         if kwargs["id"] in self._dead and kwargs["status"] == "running":
             kwargs.update(status="interrupted", stop_reason="writer stopped")
         return SessionInfo(**kwargs, output_ids=self._output_ids(kwargs["id"]) if with_output else ())
@@ -381,14 +381,6 @@ class Recording:
         if self.read_only:
             raise SpecVizError(f"cannot write the recording: {self.path} is open read-only")
         return SessionWriter(self, info)
-
-
-def _label(row: dict[str, Any]) -> str:
-    """A session's id for a message, even when the id itself is damaged."""
-    sid = row.get("id")
-    if type(sid) is str and sid and sid.isprintable() and sid.isascii():
-        return sid
-    return f"in row {row.get('_rowid')}"
 
 
 def _process_alive(pid: int | None, started: float | None) -> bool:
