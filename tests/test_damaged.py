@@ -317,3 +317,13 @@ def test_reading_commands_report_a_dead_writer_without_writing(good, tmp_path, c
     with Recording(path) as rec:  # opened for writing, it is marked
         assert rec.session("trsession").status == "interrupted"
     assert digest(path) != before
+
+
+def test_check_reads_a_version_1_file_as_it_is(good, tmp_path, capsys):
+    """A schema 1 file has no stored summaries: check (read-only, no upgrade) does not call them missing."""
+    path = damaged_copy(good, tmp_path, "ALTER TABLE cycles DROP COLUMN summary",
+                        "UPDATE specviz_meta SET value = '1' WHERE key = 'schema_version'")
+    before = digest(path)
+    code, report, _ = cli(capsys, "check", "--db", str(path))
+    assert code == 0 and report.rstrip().endswith("is clean: 2 sessions, 22 cycles"), report
+    assert digest(path) == before

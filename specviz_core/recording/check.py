@@ -136,6 +136,8 @@ def _check_cycle(out: SessionCheck, index: int, row: dict | str, vocab_size: int
     except RowError as e:
         out.damaged.append((index, str(e)))
         return None
+    if "summary" not in row:  # a version 1 file, read as it is: summaries come from the records
+        return record
     try:
         stored = summary_parts([parse(row, "committed_ids", list), parse(row, "state", dict),
                                 parse(row, "timings_ms", dict), parse(row, "summary", dict)])[3]
