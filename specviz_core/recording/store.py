@@ -3,7 +3,8 @@
 WAL mode, one transaction per cycle (a killed process loses at most the cycle in
 flight), a schema version checked on open, masks stored bit-packed. A session
 whose writer died without saying so (SIGKILL, power loss) is marked
-``interrupted`` the next time the file is opened on the same machine.
+``interrupted`` the next time the file is opened for writing on the same machine
+(opened read-only, it is reported so).
 
 Reading is defensive: every row is checked against the record contract (:mod:`.contract`), and a row that breaks
 it, or that SQLite itself cannot read, raises :class:`~specviz_core.errors.DamagedCycle` (or
