@@ -8,17 +8,24 @@ import sqlite3
 import time
 from dataclasses import fields, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import psutil
+import sqlite_utils
 
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.rows import cycle_to_row, dumps
 from specviz_core.records import CycleRecord, SessionInfo
 from specviz_core.summary import CycleSummary
 
-if TYPE_CHECKING:
-    from specviz_core.recording.store import Recording
+
+class Target(Protocol):
+    """What a writer needs of the recording it appends to (a :class:`~specviz_core.recording.store.Recording`)."""
+
+    path: Path
+    db: sqlite_utils.Database
+
 
 SESSION_JSON = ("params", "prompt_ids", "stats")
 """Session columns stored as JSON text."""
@@ -27,7 +34,7 @@ SESSION_JSON = ("params", "prompt_ids", "stats")
 class SessionWriter:
     """Appends one session's cycles, one transaction each; ``finish`` sets the final status."""
 
-    def __init__(self, recording: Recording, info: SessionInfo) -> None:
+    def __init__(self, recording: Target, info: SessionInfo) -> None:
         self.rec = recording
         if not info.created:
             info = replace(info, created=datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
