@@ -362,7 +362,11 @@ class MainWindow(QMainWindow):
         kind = "live" if src.live else "replay"
         self.setWindowTitle(f"SpecViz — {info.method} · {kind} · cycle {max(self.model.index, 0)}")
         rec = self.model.record
-        if rec is not None:
+        self.info_label.setToolTip(self.model.damage_text)
+        if rec is None:  # damaged: the full reason in the panels and the tooltip, not in the status bar's width
+            self.info_label.setText(f"{info.method} · cycle {self.model.index} is damaged" if self.model.damage_text
+                                    else "")
+        else:
             self.info_label.setText(f"{info.method} · cycle {rec.index} · {rec.mode} · {rec.n_verified} verified · "
                                     f"{rec.n_accepted} accepted + bonus · cache {rec.cache_len}")
 

@@ -51,6 +51,8 @@ class CycleSummary:
     frontier: int | None = None
     """Verified children of the node where the walk stopped (the last accepted node, or the root): 0 when the
     draft ran out there, else the target rejected them all. None in recordings made before it was stored."""
+    damaged: str = ""
+    """Why the cycle could not be read from its recording ('' when it was): a damaged cycle has no numbers."""
 
     @property
     def by_depth_rank(self) -> dict[tuple[int, int], tuple[int, int]]:
@@ -80,6 +82,12 @@ class CycleSummary:
             "dr": self.depth_rank,
             "fr": self.frontier,
         }
+
+
+def damaged_summary(index: int, reason: str) -> CycleSummary:
+    """The place of cycle ``index`` in a session whose recording could not give it back (``reason`` says why)."""
+    return CycleSummary(index=index, mode="", n_verified=0, n_accepted=0, committed_ids=(), committed_kinds=(),
+                        cycle_ms=0.0, spine_broke_at=None, spine_continued=False, damaged=reason)
 
 
 def summary_from_row(index: int, mode: str, n_verified: int, n_accepted: int, committed_ids: list[int],

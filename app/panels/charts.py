@@ -232,12 +232,13 @@ class ChartsPanel(PanelMixin, QWidget):
         if not self._timer.isActive():
             self._timer.start()
 
-    def on_cycle_changed(self, record: CycleRecord) -> None:
+    def on_cycle_changed(self, record: CycleRecord | None) -> None:
         for line in self.cursors.values():
-            line.setValue(record.index)
+            line.setValue(self.model.index)
             line.show()
-        self.n_line.setValue(record.n_verified)
-        self.n_line.setVisible(bool(self.cost_points))
+        if record is not None:  # a damaged cycle has no verify block to mark on the cost curve
+            self.n_line.setValue(record.n_verified)
+        self.n_line.setVisible(bool(self.cost_points) and record is not None)
 
     def flush(self) -> None:
         """Draw appended cycles now instead of at the next redraw tick."""

@@ -24,10 +24,9 @@ from PySide6.QtWidgets import QToolTip, QWidget
 from specviz_core.records import CycleRecord
 
 from ..theme import ACCEPTED, GATED, SOURCE_COLORS, SOURCE_LABELS, source_color
-from .base import PanelMixin
+from .base import PanelMixin, placeholder
 from .kv_layout import MARGIN, STRIP_NAMES, STRIPS, Cell, KVLayout, OldPosition, layout_kv, old_positions, sized_font
 
-HINT = "Step a cycle (F10) or open a recording"
 STRIP_HELP = {
     "header": "Cache slot p holds context token p. The forward writes the verify block after the cache; the trim keeps\n"
               "the root and the accepted rows, moved to the slots right after the old ones, and drops the rest.",
@@ -207,7 +206,8 @@ class KVView(PanelMixin, QWidget):
         lay, rec = self.layout_cells(), self.model.record
         if lay is None or rec is None:
             p.setPen(dim)
-            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, HINT)
+            p.drawText(self.rect().adjusted(8, 8, -8, -8), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
+                       placeholder(self.model))
             return
         fm = QFontMetrics(self.font())
         lh = fm.height() + 4

@@ -16,7 +16,6 @@ from specviz_core.records import CycleRecord, Node
 
 from ..theme import ACCEPTED, is_dark, source_color
 
-HINT = "Step a cycle (F10) or open a recording"
 MARGIN, GAP = 6, 4
 
 
@@ -91,13 +90,13 @@ def mask_image(rows: MaskRows, pal: QPalette) -> QImage:
 def paint_mask(p: QPainter, area: QRect, pal: QPalette, font0: QFont, rows: MaskRows | None,
                g: MaskGeometry | None, note: str, sel: int | None) -> None:
     """Draw the canvas ``area``: the note, the legend, the heatmap with its row and column labels; ``sel`` is
-    the selected row, ``font0`` the panel's font; with no rows, the hint."""
+    the selected row, ``font0`` the panel's font; with no rows, ``note`` alone (the hint, or why the cycle is damaged)."""
     base, text = pal.color(QPalette.ColorRole.Base), pal.color(QPalette.ColorRole.Text)
     dim = pal.color(QPalette.ColorRole.PlaceholderText)
     p.fillRect(area, pal.color(QPalette.ColorRole.Window))
     if rows is None or g is None:
         p.setPen(dim)
-        p.drawText(area, Qt.AlignmentFlag.AlignCenter, HINT)
+        p.drawText(area.adjusted(8, 8, -8, -8), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, note)
         return
     rec, n, c = rows.record, len(rows.nodes), g.cell
     head_fm = QFontMetrics(font0)

@@ -22,8 +22,9 @@ from PySide6.QtWidgets import QFrame, QScrollArea, QStyle, QToolTip, QVBoxLayout
 from specviz_core.records import CycleRecord
 
 from ..theme import ACCEPTED, SOURCE_LABELS
-from .base import PanelMixin
-from .mask_paint import GAP, HINT, MARGIN, MaskGeometry, MaskRows, fonts, paint_mask, plain_attend
+from .base import HINT as HINT  # what the canvas says with no cycle (tests read it here)
+from .base import PanelMixin, placeholder
+from .mask_paint import GAP, MARGIN, MaskGeometry, MaskRows, fonts, paint_mask, plain_attend
 
 MIN_CELL, MAX_CELL = 7, 28
 COL_LABEL_CHARS = 8
@@ -160,7 +161,7 @@ class MaskView(PanelMixin, QWidget):
     def note_text(self) -> str:
         rec = self.model.record
         if rec is None:
-            return HINT
+            return placeholder(self.model)
         n = rec.n_verified
         return (f"Cycle {rec.index} ({rec.mode}): {n} × {n} in verify order; "
                 f"every row also attends to all {rec.cache_len:,} cached positions")

@@ -39,13 +39,12 @@ from specviz_core.spine import SpineAnalysis, analyze_spine
 from specviz_core.viewer.session_model import SessionModel
 
 from ..theme import REJECTED
-from .base import PanelMixin
+from .base import PanelMixin, placeholder
 from .tree_items import NodeItem, Style, TreeHeader, make_style
 from .tree_layout import BONUS, MARGIN, MIN_W, NODE_H, layout_tree
 from .tree_text import HELP, bonus_tip, callout_text, legend_html, legend_sources, legend_tip, node_tip
 
 log = logging.getLogger(__name__)
-HINT = "Step a cycle (F10) or open a recording"
 FONT_PX, PAD_X = 12, 4.0
 MAX_FIT, MIN_ZOOM, MAX_ZOOM = 1.4, 0.08, 8.0
 
@@ -300,14 +299,21 @@ class TreeView(PanelMixin, QGraphicsView):
             self.header.legend.setToolTip(legend_tip(rec) if rec is not None else HELP)
 
     # -- interaction --------------------------------------------------------------------------------------------------
-    def drawForeground(self, painter: QPainter, rect: QRectF) -> None:
+    def message(self) -> str:
+        """The text shown in place of a tree ('' while a tree is drawn)."""
         if self.model.record is not None and self._error is None:
+            return ""
+        return self._error or placeholder(self.model)
+
+    def drawForeground(self, painter: QPainter, rect: QRectF) -> None:
+        text = self.message()
+        if not text:
             return
         painter.save()
         painter.resetTransform()
         painter.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))
         painter.drawText(self.viewport().rect().adjusted(8, 8, -8, -8),
-                         Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self._error or HINT)
+                         Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, text)
         painter.restore()
 
     def viewportEvent(self, event: QEvent) -> bool:

@@ -1,4 +1,4 @@
-"""The ``specviz`` command: record, list, export sessions (and open the GUI).
+"""The ``specviz`` command: record, list, export and check sessions (and open the GUI).
 
 Bad input prints one line, ``specviz: error: ...``, and exits with status 2.
 """
@@ -16,6 +16,8 @@ from typing import Any
 
 from specviz_core.cli.bench import add_parser as add_bench_parser
 from specviz_core.cli.bench import cmd_bench
+from specviz_core.cli.check import add_parser as add_check_parser
+from specviz_core.cli.check import cmd_check
 from specviz_core.cli.optimize_tree import add_parser as add_optimize_tree_parser
 from specviz_core.cli.optimize_tree import cmd_optimize_tree
 from specviz_core.cli.options import (
@@ -112,6 +114,9 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     e.add_argument("--session", default=None, help="session id (default: the latest)")
     e.add_argument("--format", choices=["jsonl"], default="jsonl")
     e.add_argument("--out", type=Path, default=None, help="output file (default: standard output)")
+    e.add_argument("--strict", action="store_true",
+                   help="fail on a damaged cycle (default: skip it and say so on standard error)")
+    add_check_parser(sub)
     add_optimize_tree_parser(sub)
     add_bench_parser(sub)
     if extra is not None:
@@ -192,10 +197,11 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     from specviz_core.metrics import session_metrics
     from specviz_core.recording.store import Recording
 
-    with Recording(args.db) as rec:
-        sessions = rec.sessions()
+    damaged: list = []
+    with Recording(args.db, read_only=True) as rec:
+        sessions = rec.sessions(damaged=damaged)
         metrics = {s.id: session_metrics(rec.cycle_summaries(s.id)) for s in sessions} if args.metrics else {}
-    if not sessions:
+    if not sessions and not damaged:
         print("no sessions")
         return 0
     print(f"{'id':<12}  {'created':<19}  {'method':<10}  {'status':<11}  {'tokens':>6}  {'fwd':>5}  {'tau':>5}  {'tok/s':>6}  prompt")
@@ -206,6 +212,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         if args.metrics:
             for line in metrics[s.id].lines():
                 print(f"    {line}")
+    for d in damaged:
+        print(f"{d.session_id:<12}  {'':<19}  {'':<10}  {'damaged':<11}  {d.reason}")
     return 0
 
 
@@ -215,15 +223,19 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         refuse_overwriting(args.out, [args.db])
-    with Recording(args.db) as rec:
+    skipped = None if args.strict else []
+    with Recording(args.db, read_only=True) as rec:
         if args.out is None:
-            export_jsonl(rec, args.session, sys.stdout)
+            export_jsonl(rec, args.session, sys.stdout, skipped)
         else:
             try:
                 with atomic_output(args.out) as fh:
-                    export_jsonl(rec, args.session, fh)
+                    export_jsonl(rec, args.session, fh, skipped)
             except OSError as e:
                 raise SpecVizError(f"cannot write {args.out}: {e.strerror}") from None
+    for d in skipped or ():
+        print(f"specviz: skipped cycle {d.index} of session {d.session_id}: {d.reason} (--strict fails instead)",
+              file=sys.stderr)
     return 0
 
 
@@ -232,7 +244,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from specviz_core.recording.store import Recording
     from specviz_core.session.factory import load_checked_model
 
-    with Recording(args.db) as rec:
+    with Recording(args.db, read_only=True) as rec:
         info = rec.session(args.session)
         lengths = [s.n_committed for s in rec.cycle_summaries(info.id)]
     model = None
@@ -256,7 +268,7 @@ def load_comparison(db: Path, ids: Sequence[str]):
 
     if len(ids) < 2:
         raise SpecVizError("compare needs two session ids or more")
-    with Recording(db) as rec:
+    with Recording(db, read_only=True) as rec:
         known = {s.id for s in rec.sessions()}
         missing = [i for i in ids if i not in known]
         if missing:
@@ -288,14 +300,14 @@ def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None 
          extra_handlers: dict[str | None, Callable[[argparse.Namespace], int]] | None = None) -> int:
     parser = build_parser(extra)
     args = parser.parse_args(argv)
-    handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, None: cmd_demo,
-                "optimize-tree": cmd_optimize_tree, "bench": cmd_bench, "audit": cmd_audit,
+    handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, "check": cmd_check,
+                None: cmd_demo, "optimize-tree": cmd_optimize_tree, "bench": cmd_bench, "audit": cmd_audit,
                 "compare": cmd_compare}
     handlers.update(extra_handlers or {})
     try:
         return handlers[args.command](args)
     except SpecVizError as e:
-        print(f"specviz: error: {e}", file=sys.stderr)
+        print(f"specviz: error: {' '.join(str(e).splitlines())}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

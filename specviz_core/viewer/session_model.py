@@ -6,6 +6,7 @@ changes the current cycle, and it tells everyone when it does.
 
 from __future__ import annotations
 
+from specviz_core.errors import DamagedCycle, SpecVizError
 from specviz_core.records import CycleRecord
 from specviz_core.summary import CycleSummary
 from specviz_core.viewer.events import Event
@@ -22,11 +23,15 @@ class SessionModel:
         self.vocab = TokenText(None)
         self.index: int = -1
         self.record: CycleRecord | None = None
+        """The current cycle's record; None with no session, or when the current cycle is damaged."""
+        self.damage_text = ""
+        """Why the current cycle cannot be shown ('Cycle 7 is damaged: ...'); '' when it can."""
         self.selected_node: int | None = None
         self.filter = CycleFilter()
         self.follow_live = True
         """While decoding, move to each new cycle as it arrives."""
-        # Events: (source), (), (record), (summaries appended), (node id or None), (filter)
+        # Events: (source), (), (record, or None for a damaged cycle), (summaries appended), (node id or None),
+        # (filter)
         self.session_opened = Event("session_opened")
         self.session_closed = Event("session_closed")
         self.cycle_changed = Event("cycle_changed")
@@ -43,6 +48,7 @@ class SessionModel:
             self.vocab = vocab
         self.index = -1
         self.record = None
+        self.damage_text = ""
         self.selected_node = None
         self.session_opened.emit(source)
         if len(source):
@@ -54,6 +60,7 @@ class SessionModel:
         self.source = None
         self.index = -1
         self.record = None
+        self.damage_text = ""
         self.selected_node = None
         self.session_closed.emit()
 
@@ -66,16 +73,24 @@ class SessionModel:
 
     # -- cycles -----------------------------------------------------------------
     def set_cycle(self, index: int) -> bool:
-        """Make cycle ``index`` current (clamped); False if there is nothing to show."""
+        """Make cycle ``index`` current (clamped); False if there is nothing to show.
+
+        A cycle its recording cannot give back is current all the same, with no record and ``damage_text``
+        saying why: the index and what the views draw never part."""
         if self.source is None or not len(self.source):
             return False
         index = max(0, min(index, len(self.source) - 1))
-        if index == self.index and self.record is not None:
+        if index == self.index and (self.record is not None or self.damage_text):
             return True
-        self.index = index
-        self.record = self.source.cycle(index)
+        try:
+            record, damage = self.source.cycle(index), ""
+        except DamagedCycle as e:
+            record, damage = None, f"Cycle {index} is damaged: {e.reason}"
+        except SpecVizError as e:
+            record, damage = None, f"Cycle {index} cannot be read: {e}"
+        self.index, self.record, self.damage_text = index, record, damage
         self.selected_node = None
-        self.cycle_changed.emit(self.record)
+        self.cycle_changed.emit(record)
         return True
 
     def step(self, delta: int) -> bool:
