@@ -9,6 +9,7 @@ from typing import IO, Any
 import numpy as np
 
 from specviz_core.errors import DamagedCycle
+from specviz_core.metrics import SessionMetrics, session_metrics
 from specviz_core.recording.store import Recording
 from specviz_core.records import CycleRecord, Node, SessionInfo
 
@@ -16,12 +17,14 @@ FORMAT_VERSION = 1
 _NODE_FIELDS = [f.name for f in fields(Node)]
 
 
-def session_line(info: SessionInfo) -> dict[str, Any]:
+def session_line(info: SessionInfo, metrics: SessionMetrics | None = None) -> dict[str, Any]:
     d = asdict(info)
     d["prompt_ids"] = list(info.prompt_ids)
     d["output_ids"] = list(info.output_ids)
     d["mean_accepted"] = info.mean_accepted
     d["tokens_per_s"] = info.tokens_per_s
+    if metrics is not None:
+        d["metrics"] = metrics.to_json()
     return {"type": "session", "format_version": FORMAT_VERSION, **d}
 
 
@@ -60,7 +63,8 @@ def export_jsonl(rec: Recording, session_id: str | None, out: IO[str],
         conn.execute("BEGIN")
     try:
         info = rec.session(session_id)
-        out.write(json.dumps(session_line(info), allow_nan=False) + "\n")
+        metrics = session_metrics(rec.cycle_summaries(info.id))
+        out.write(json.dumps(session_line(info, metrics), allow_nan=False) + "\n")
         n = 0
         for c in rec.cycles(info.id, damaged=damaged):
             out.write(json.dumps(cycle_line(info.id, c), allow_nan=False) + "\n")
