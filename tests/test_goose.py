@@ -129,27 +129,26 @@ def test_greedy_equals_generate_default_model(smol, method):
     assert {"tree", "ar"} <= set(modes), modes
 
 
-# Raw prompts (no chat template) whose first cycle is a spine continuation on the default model (docs/goose.md,
-# "A spine continuation on the default model"). The prompt ends 3 tokens after the last changed token, so only
-# the 3-gram ")\nprint" matches (no consensus) and its copy is 5 tokens (no bypass): a spine tree. The token
-# limit is what cycle 0 commits, so the session is that one cycle.
-SPINE_CONTINUATION_PROMPTS = {
-    "print list": ("print(1)\nprint(2)\nprint(3)\nprint(4)\nprint", 3),
-    "print list, 5 seen": ("print(5)\n\nprint(1)\nprint(2)\nprint(3)\nprint(4)\nprint", 6),
-}
+# A chat prompt whose third cycle is a spine continuation on the default model (docs/goose.md, "A spine
+# continuation on the default model"): the root " team" matches "Dear team" in the note, the chain is extended to
+# 100 tokens (confidence 0.9), the target takes its "," and then wants a newline where the spine says " the"; the
+# branch "\n" off that spine node carries the path on. Cycles 0-2 commit "Dear", " team", ",\n\n": 5 tokens.
+NOTE = ("Here is a note:\n\nDear team, the weekly meeting moves to Thursday at 10am in room B. Please bring your project "
+        "updates and the latest budget numbers. Lunch will be served after the meeting.\n\nRepeat the note exactly, word "
+        "for word, but replace Thursday with Friday.")
 
 
 @pytest.mark.default_model
-@pytest.mark.parametrize("name", list(SPINE_CONTINUATION_PROMPTS))
-def test_spine_continuation_default_model(smol, tmp_path, name):
-    """Recorded greedily: the spine says 4, the target wants 5, and a branch 5 off the accepted spine node continues."""
+def test_spine_continuation_default_model(smol, tmp_path):
+    """Recorded greedily with the official defaults: the spine says " the", the target wants a newline, and a branch
+    off the accepted spine node continues."""
     from specviz_core.recording.store import Recording
     from specviz_core.session.factory import prepare
     from specviz_core.session.request import SessionRequest
     from specviz_core.session.run import RecordedRun
 
-    prompt, n = SPINE_CONTINUATION_PROMPTS[name]
-    req = SessionRequest(method="goose", prompt=prompt, max_new_tokens=n, chat_template=False)
+    n = 5
+    req = SessionRequest(method="goose", prompt=NOTE, max_new_tokens=n)
     with Recording(tmp_path / "s.db", create=True) as rec:
         run = RecordedRun(prepare(req.check(), smol), rec)
         list(run.run())
@@ -172,8 +171,9 @@ def test_spine_continuation_default_model(smol, tmp_path, name):
     assert len(nxt) == 1 and nxt[0].verified and not nxt[0].accepted
     assert fork.target_token == path[k].token != nxt[0].token
     assert c.state["spine_broke_at"] == k + 1 and c.state["consensus"] is False
+    assert c.state["route"] == "spine_tree" and c.state["chain_extended"] and c.state["continuation_tokens"] == len(path) - k
     tok = smol.tokenizer
-    assert (tok.decode([nxt[0].token]), tok.decode([path[k].token])) == ("4", "5")
+    assert (tok.decode([nxt[0].token]), tok.decode([path[k].token])) == (" the", "\n")
     assert list(c.committed_ids) == [n.token for n in path] + [c.bonus_token]
-    assert c.index == 0 and len(c.committed_ids) == n  # 3: ( 5 + bonus ); 6: ( 5 ) \n ``` + bonus
+    assert c.index == 2 and [x.state["route"] for x in cycles[:2]] == ["prefill", "branch_tree"]
     assert list(info.output_ids) == hf_greedy(smol, list(info.prompt_ids), len(info.output_ids))

@@ -131,7 +131,7 @@ class GooseCounters:
             continuation_token_share=self.spine_continuation_tokens / accepted if accepted else 0.0,
             paper_continuation_share=list(PAPER_CONTINUATION_SHARE),
             spine_ratio_binding_cycles=self.ratio_binding_cycles,
-            spine_ratio_tier="binding" if self.ratio_binding_cycles else "not binding",
+            spine_ratio_tier_binding="binding" if self.ratio_binding_cycles else "not binding",
         )
         # tau both ways: with the prefill's forward and token counted (the official compression_ratio), and over
         # the decoding cycles after the first token only.
