@@ -147,12 +147,12 @@ def test_bad_input_shows_a_message_not_a_traceback(qtbot, window, prompt, model,
 def test_bad_parameter_value_from_the_form_is_refused(qtbot, window):
     w = window
     w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("goose"))
-    w.run_panel._param_widgets["ngram_min"].setValue(9)  # larger than ngram_max
-    w.run_panel._param_widgets["ngram_max"].setValue(3)
+    w.run_panel._param_widgets["max_chain"].setValue(50)  # longer than max_extended_chain
+    w.run_panel._param_widgets["max_extended_chain"].setValue(20)
     w.controller.step()
     qtbot.wait(200)
     if w.run_panel.message.isVisible():
-        assert "ngram" in w.run_panel.message.text()
+        assert "max_extended_chain" in w.run_panel.message.text()
     else:  # the method accepts it: then a cycle must come
         qtbot.waitUntil(lambda: w.model.n_cycles == 1, timeout=30000)
 
