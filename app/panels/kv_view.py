@@ -130,6 +130,11 @@ class KVView(PanelMixin, QWidget):
                 return c
         return None
 
+    def selected_cells(self) -> list[Cell]:
+        """The cells of the selected node (its verify row, and where the trim put it)."""
+        lay, sel = self.layout_cells(), self.model.selected_node
+        return [c for c in lay.cells if c.node is not None and c.node.id == sel] if lay and sel is not None else []
+
     def cell_at(self, pos: QPoint) -> Cell | None:
         lay = self.layout_cells()
         for c in lay.cells if lay else ():

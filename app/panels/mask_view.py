@@ -108,6 +108,10 @@ class MaskView(PanelMixin, QWidget):
         self._relayout()
 
     def on_node_selected(self, node_id: int | None) -> None:
+        i = self.selected_row()
+        if i is not None:  # zoomed in, the selected row and column scroll into view
+            r = self.cell_rect(i, i)
+            self.scroll.ensureVisible(r.center().x(), r.center().y(), r.width() + 40, r.height() + 40)
         self.canvas.update()
 
     def export_target(self) -> QWidget:
