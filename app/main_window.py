@@ -130,7 +130,7 @@ class MainWindow(QMainWindow):
         c.baseline_changed.connect(self.charts.set_ar_baseline)
         c.autoplay_changed.connect(self.autoplay_action.setChecked)
         c.sessions_changed.connect(self.sessions.refresh)
-        self.model.session_opened.connect(lambda src: self._update_title())
+        self.model.session_opened.connect(self._on_session_opened)
         self.model.cycle_changed.connect(lambda rec: self._update_title())
 
     def _action(self, text: str, shortcut: str | QKeySequence | None, slot, tip: str = "") -> QAction:
@@ -350,6 +350,14 @@ class MainWindow(QMainWindow):
                 self.statusBar().showMessage(f"Saved {n} cycles to {path}", 5000)
             except OSError as e:
                 self.show_error(f"cannot write {path}: {e.strerror}")
+
+    def _on_session_opened(self, source) -> None:
+        """The Run panel tells the truth: a replay shows the replayed session's settings, read-only."""
+        if source.live:
+            self.run_panel.show_live()
+        else:
+            self.run_panel.show_replay(source.info)
+        self._update_title()
 
     # -- misc ---------------------------------------------------------------------------------------------------------
     def _update_title(self) -> None:
