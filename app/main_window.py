@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSize, Qt
+from PySide6.QtCore import QByteArray, QPoint, QSize, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -128,6 +128,7 @@ class MainWindow(QMainWindow):
         c.notice.connect(self.statusBar().showMessage)
         c.error.connect(self.show_error)
         c.baseline_changed.connect(self.charts.set_ar_baseline)
+        self.charts.pop_out_requested.connect(self.pop_out_charts)
         c.autoplay_changed.connect(self.autoplay_action.setChecked)
         c.sessions_changed.connect(self.sessions.refresh)
         self.model.session_opened.connect(self._on_session_opened)
@@ -315,6 +316,15 @@ class MainWindow(QMainWindow):
         self.presentation_action.setChecked(on)
         for panel in self.panels.values():
             panel.on_presentation_changed(on)
+
+    def pop_out_charts(self) -> None:
+        """The charts in their own window, most of the main window's size (dock it back with its title bar)."""
+        dock = self.docks["charts"]
+        dock.show()
+        dock.setFloating(True)
+        dock.resize(max(900, int(self.width() * 0.85)), max(600, int(self.height() * 0.85)))
+        dock.move(self.geometry().topLeft() + QPoint(40, 40))
+        dock.raise_()
 
     # -- export -------------------------------------------------------------------------------------------------------
     def export_panel(self, name: str, path: str | Path) -> Path:
