@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QPoint, QSize, Qt
+from PySide6.QtCore import QByteArray, QEvent, QPoint, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QProgressBar,
+    QTabBar,
     QToolBar,
 )
 
@@ -37,6 +38,10 @@ from .panels.tree_view import TreeView
 from .settings import settings
 
 LAYOUT_VERSION = 1
+COMPACT_SIZE = (1300, 800)
+"""Below this window size, the laptop layout (:meth:`MainWindow.proportion_docks`)."""
+SPINE_METHODS = ("goose", "pld")
+"""Methods whose cycles have a context-copied spine to explain."""
 
 
 class MainWindow(QMainWindow):
@@ -96,7 +101,11 @@ class MainWindow(QMainWindow):
 
         self.sessions.set_file(self.db_path)
         self.run_panel.set_running(False, False)
-        self.resize(1500, 940)
+        self.compact = False
+        """The laptop layout: Run and Sessions tabbed with the output, so the tree keeps its width."""
+        screen = QApplication.primaryScreen()
+        avail = screen.availableGeometry().size() if screen is not None else QSize(1500, 940)
+        self.resize(min(1500, avail.width()), min(940, avail.height()))
         self.proportion_docks()
         self._default_state = self.saveState(LAYOUT_VERSION)
         self._persist_layout = restore_layout
@@ -232,13 +241,67 @@ class MainWindow(QMainWindow):
         self.info_label = QLabel()
         self.statusBar().addPermanentWidget(self.info_label)
 
+    def hide_stray_tab_bars(self) -> None:
+        """Qt 6 leaves a second tab bar behind when a second group of docks is tabified: both show, the stale one
+        at its first place (over the output at 1100 x 700). Hide every tab bar that is not under its docks."""
+        kept: dict[frozenset[str], QTabBar] = {}
+        for bar in self.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly):
+            if not bar.isVisible() or not bar.count():
+                continue
+            titles = frozenset(bar.tabText(i) for i in range(bar.count()))
+            group = [d.geometry() for d in self.docks.values() if d.windowTitle() in titles and d.isVisible()
+                     and not d.isFloating()]
+            b = bar.geometry()
+            under = any(abs(b.top() - g.bottom()) <= 8 and g.left() - 8 <= b.left() and b.right() <= g.right() + 8
+                        for g in group)
+            if under and titles in kept:  # two under the same docks: the stale one has an old font's height
+                other = kept[titles]
+                stale = bar if b.height() != bar.sizeHint().height() else other
+                kept[titles] = other if stale is bar else bar
+                stale.hide()
+            elif under:
+                kept[titles] = bar
+            else:
+                bar.hide()
+
+    def event(self, e: QEvent) -> bool:
+        handled = super().event(e)
+        if e.type() in (QEvent.Type.LayoutRequest, QEvent.Type.Show, QEvent.Type.Resize):
+            QTimer.singleShot(0, self.hide_stray_tab_bars)
+        return handled
+
     def proportion_docks(self) -> None:
-        """Share the window so the draft tree keeps about half its width at any size."""
+        """Share the window so the draft tree keeps about half its width at any size, from a 1100 x 700 laptop up:
+        Run on the left, the mask over the KV cache on the right, output and charts below. Below 1300 x 800 Run
+        is tabbed with the output and the mask with the KV cache, so each has room to be read."""
         w, h = self.width(), self.height()
-        self.resizeDocks([self.docks["run"]], [max(250, int(w * 0.2))], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.docks["mask"]], [max(300, int(w * 0.27))], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.docks["output"]], [max(160, int(h * 0.26))], Qt.Orientation.Vertical)
-        self.resizeDocks([self.docks["mask"], self.docks["kv"]], [int(h * 0.36), int(h * 0.24)], Qt.Orientation.Vertical)
+        self._arrange(w < COMPACT_SIZE[0] or h < COMPACT_SIZE[1])
+        if not self.compact:
+            self.resizeDocks([self.docks["run"]], [max(250, int(w * 0.19))], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["mask"]], [max(340, int(w * 0.27))], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["output"]], [max(150, int(h * (0.27 if self.compact else 0.25)))],
+                         Qt.Orientation.Vertical)
+        if not self.compact:
+            self.resizeDocks([self.docks["mask"], self.docks["kv"]], [int(h * 0.38), int(h * 0.26)],
+                             Qt.Orientation.Vertical)
+
+    def _arrange(self, compact: bool) -> None:
+        if compact == self.compact:
+            return
+        run, sessions, output = self.docks["run"], self.docks["sessions"], self.docks["output"]
+        mask, kv = self.docks["mask"], self.docks["kv"]
+        if compact:
+            self.tabifyDockWidget(output, run)
+            self.tabifyDockWidget(run, sessions)
+            self.tabifyDockWidget(mask, kv)
+        else:
+            self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, run)
+            self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, sessions)
+            self.tabifyDockWidget(run, sessions)
+            self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, kv, Qt.Orientation.Vertical)
+        for dock in (output, mask) if compact else (run,):
+            dock.raise_()
+        self.compact = compact
 
     # -- layout persistence --------------------------------------------------------------------------
     def _restore_layout(self) -> None:
@@ -367,6 +430,9 @@ class MainWindow(QMainWindow):
             self.run_panel.show_live()
         else:
             self.run_panel.show_replay(source.info)
+        # "Why did the spine break" speaks of context-copied spines: other methods open on their charts.
+        if self._normal_state is None:
+            self.docks["spine" if source.info.method in SPINE_METHODS else "charts"].raise_()
         self._update_title()
 
     # -- misc ---------------------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ class KVView(PanelMixin, QWidget):
         self._layout: KVLayout | None = None
         self._old: tuple[int, list[tuple[int, int, str, int]]] | None = None
         self.setMouseTracking(True)
-        self.setMinimumSize(320, 240)
+        self.setMinimumSize(280, 170)
         self.connect_model(model)
 
     # -- model events -------------------------------------------------------------------

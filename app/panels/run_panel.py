@@ -346,6 +346,8 @@ class RunPanel(PanelMixin, QWidget):
         self.model.setEditText(DEFAULT_MODEL_LABEL if info.model == "default" else info.model)
         self.draft_model.setEditText(NO_DRAFT_LABEL if not info.draft_model
                                      else SAME_AS_TARGET if info.draft_model == "default" else info.draft_model)
+        for combo in (self.model, self.draft_model):
+            combo.lineEdit().setCursorPosition(0)  # a long path shows its beginning
         for combo, value in ((self.device, info.device), (self.dtype, info.dtype)):
             if combo.findText(value) < 0:
                 combo.addItem(value)  # a GPU this machine lacks still shows what the session ran on

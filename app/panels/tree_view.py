@@ -295,6 +295,8 @@ class TreeView(PanelMixin, QGraphicsView):
         painter.restore()
 
     def viewportEvent(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Resize:  # a scroll bar came or went
+            self._place_header()
         if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
             item = self.itemAt(event.pos())
             if isinstance(item, NodeItem):
@@ -382,13 +384,16 @@ class TreeView(PanelMixin, QGraphicsView):
     def resizeEvent(self, event: QResizeEvent) -> None:
         h = self.header.sizeHint().height()
         self.setViewportMargins(0, h, 0, 0)
-        self.header.setGeometry(0, 0, self.width(), h)
-        self.header.raise_()  # over the vertical scroll bar, which runs the full height
         super().resizeEvent(event)
+        self._place_header()
         if self._auto_fit:
             self.fit()
         else:
             self._update_minimap()
+
+    def _place_header(self) -> None:
+        """Above the drawing, as wide as it: the vertical scroll bar runs the view's full height beside it."""
+        self.header.setGeometry(0, 0, self.viewport().width(), self.header.sizeHint().height())
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
