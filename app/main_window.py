@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QEvent, QPoint, QSize, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
+from PySide6.QtCore import QByteArray, QPoint, QSize, Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -264,11 +264,16 @@ class MainWindow(QMainWindow):
             else:
                 bar.hide()
 
-    def event(self, e: QEvent) -> bool:
-        handled = super().event(e)
-        if e.type() in (QEvent.Type.LayoutRequest, QEvent.Type.Show, QEvent.Type.Resize):
-            QTimer.singleShot(0, self.hide_stray_tab_bars)
-        return handled
+    def _later_hide_stray_tab_bars(self) -> None:
+        QTimer.singleShot(0, self.hide_stray_tab_bars)  # once Qt has laid the docks out
+
+    def showEvent(self, e: QShowEvent) -> None:
+        super().showEvent(e)
+        self._later_hide_stray_tab_bars()
+
+    def resizeEvent(self, e: QResizeEvent) -> None:
+        super().resizeEvent(e)
+        self._later_hide_stray_tab_bars()
 
     def proportion_docks(self) -> None:
         """Share the window so the draft tree keeps about half its width at any size, from a 1100 x 700 laptop up:
@@ -284,6 +289,7 @@ class MainWindow(QMainWindow):
         if not self.compact:
             self.resizeDocks([self.docks["mask"], self.docks["kv"]], [int(h * 0.38), int(h * 0.26)],
                              Qt.Orientation.Vertical)
+        self._later_hide_stray_tab_bars()
 
     def _arrange(self, compact: bool) -> None:
         if compact == self.compact:
@@ -311,6 +317,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geom)
         if isinstance(state, QByteArray):
             self.restoreState(state, LAYOUT_VERSION)
+        self._later_hide_stray_tab_bars()
 
     def save_layout(self) -> None:
         s = settings()
@@ -322,6 +329,7 @@ class MainWindow(QMainWindow):
         if self.presentation_action.isChecked():
             self.toggle_presentation()
         self.restoreState(self._default_state, LAYOUT_VERSION)
+        self._later_hide_stray_tab_bars()
 
     # -- controller reports ------------------------------------------------------------------------------------
     def _on_progress(self, stage: str, fraction: float) -> None:
@@ -379,6 +387,7 @@ class MainWindow(QMainWindow):
         self.presentation_action.setChecked(on)
         for panel in self.panels.values():
             panel.on_presentation_changed(on)
+        self._later_hide_stray_tab_bars()
 
     def pop_out_charts(self) -> None:
         """The charts in their own window, most of the main window's size (dock it back with its title bar)."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QFontInfo, QFontMetricsF
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
+from PySide6.QtGui import QFontInfo, QFontMetricsF, QWheelEvent
 
 from app.panels.tree_layout import BONUS, is_marker
 from gui_records import keep_none_alive, word_vocab
@@ -110,8 +110,15 @@ def test_overview_shows_when_the_tree_is_larger_than_the_view(window) -> None:
 
 def test_zoomed_out_labels_are_left_out_but_tooltips_stay(window) -> None:
     tree = window.tree
-    tree.scale(0.3, 0.3)
+    pos = QPointF(tree.viewport().rect().center())
+    wheel = QWheelEvent(pos, QPointF(tree.viewport().mapToGlobal(pos.toPoint())), QPoint(), QPoint(0, -800),
+                        Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False)
+    tree.wheelEvent(wheel)
+    assert tree.label_scale() < 0.5
     assert not drawn_labels(tree)
+    assert not any(item.label.isVisible() for item in tree._items.values())
+    tree.fit()
+    assert all(item.label.isVisible() for item in tree._items.values())
     node = window.model.record.accepted_path[0]
     assert "node" in tree.tooltip_for(node)
 

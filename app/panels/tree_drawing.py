@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsScene
 from specviz_core.records import CycleRecord, Node
 
 from .tree_callout import Callout
-from .tree_items import NodeItem, Style, make_style
+from .tree_items import NodeItem, Style, label_readable, make_style
 from .tree_layout import BONUS, Metrics, TreeLayout, is_marker
 
 MinimapBox = tuple[QRectF, QColor]
@@ -32,7 +32,8 @@ class TreeDrawing:
         self.cursor = scene.addPath(QPainterPath())
         self.cursor.setZValue(1.6)
         self.callout = Callout(scene, font)
-        self._widths: dict[str, float] = {}
+        self._widths: dict[str, tuple[float, float]] = {}
+        self.labels_on = True
         self.set_font(font)
 
     # -- fonts and looks ---------------------------------------------------------------------------------------------
@@ -53,12 +54,24 @@ class TreeDrawing:
         self._text_fg = QColor(fg)
         self._style.clear()
 
+    def _sizes(self, label: str) -> tuple[float, float]:
+        """(box width, text width) of a label, cached per font."""
+        sizes = self._widths.get(label)
+        if sizes is None:
+            adv = self._fm.horizontalAdvance(label)
+            sizes = self._widths[label] = (max(self.metrics.min_w, adv + self.font.pixelSize() * 0.7), adv)
+        return sizes
+
     def box_width(self, label: str) -> float:
-        w = self._widths.get(label)
-        if w is None:
-            w = self._widths[label] = max(self.metrics.min_w,
-                                          self._fm.horizontalAdvance(label) + self.font.pixelSize() * 0.7)
-        return w
+        return self._sizes(label)[0]
+
+    def show_labels(self, scale: float) -> None:
+        """Semantic zoom: labels drawn only where ``scale`` makes them readable."""
+        on = label_readable(self.font.pixelSize(), scale)
+        if on != self.labels_on:
+            self.labels_on = on
+            for item in self._pool:
+                item.label.setVisible(on)
 
     def style(self, key: tuple[str, str]) -> Style:
         """A node's or edge's look (see ``make_style``), cached until the palette changes."""
@@ -79,8 +92,10 @@ class TreeDrawing:
         nodes, pos, labels = lay.nodes, lay.pos, lay.labels
         while len(self._pool) < len(pos):
             item = NodeItem(self.font)
+            item.label.setVisible(self.labels_on)
             self.scene.addItem(item)
             self._pool.append(item)
+        text_h = self._fm.height()
         self.items = {}
         minimap = []
         for item, i in zip(self._pool, pos):
@@ -94,7 +109,7 @@ class TreeDrawing:
                        else "accepted" if n.accepted else "plain")
             brush, pen, fg = self.style(key)
             item.node_id = i
-            item.set_label(labels[i], lay.widths[i], lay.node_h, i == BONUS, fg)
+            item.set_label(labels[i], lay.widths[i], lay.node_h, i == BONUS, fg, self._sizes(labels[i])[1], text_h)
             item.setPos(*pos[i])
             item.setBrush(brush)
             item.setPen(pen)

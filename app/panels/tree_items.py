@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPainterPath, QPen
-from PySide6.QtWidgets import QGraphicsPathItem, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
+from PySide6.QtGui import QBrush, QColor, QFont, QPainterPath, QPen
+from PySide6.QtWidgets import (
+    QGraphicsPathItem,
+    QGraphicsSimpleTextItem,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QToolButton,
+    QWidget,
+)
 
 from ..theme import ACCEPTED, GATED, REJECTED, source_color
 from .tree_layout import BONUS
@@ -23,26 +31,43 @@ def _text_color(fill: QColor) -> QColor:
 
 class NodeItem(QGraphicsPathItem):
     """One node box, the bonus token (``node_id == BONUS``) or a "+N gated" marker (``is_marker(node_id)``).
-    Brush and pen are the path item's; the label is painted here (cheaper to change per cycle than a child text
-    item), and left out when it would be too small to read."""
+    Brush and pen are the path item's; the label is a child text item (drawn by Qt, no Python per paint), left
+    out by the view when it would be too small to read."""
 
     _paths: dict[tuple[float, float, bool], QPainterPath] = {}
 
     def __init__(self, font: QFont) -> None:
         super().__init__()
         self.node_id = BONUS
-        self.font = font
-        self.fg = QColor()
+        self.label = QGraphicsSimpleTextItem(self)
+        self.label.setFont(font)
         self.rect = QRectF()
         self._text = ""
+        self._fg = QColor()
         self._shape: tuple[float, float, bool] | None = None
         self.setZValue(2)
+
+    @property
+    def font(self) -> QFont:
+        return self.label.font()
+
+    @font.setter
+    def font(self, font: QFont) -> None:
+        self.label.setFont(font)
 
     def text(self) -> str:
         return self._text
 
-    def set_label(self, text: str, width: float, height: float, bonus: bool, fg: QColor) -> None:
-        self._text, self.fg = text, fg
+    def set_label(self, text: str, width: float, height: float, bonus: bool, fg: QColor, text_w: float,
+                  text_h: float) -> None:
+        """The box's shape and label; ``text_w`` and ``text_h`` are the label's size in the item's font."""
+        if text != self._text:
+            self._text = text
+            self.label.setText(text)
+        if fg != self._fg:
+            self._fg = QColor(fg)
+            self.label.setBrush(fg)
+        self.label.setPos((width - text_w) / 2, (height - text_h) / 2)
         key = (width, height, bonus)
         if self._shape != key:
             self._shape = key
@@ -60,14 +85,11 @@ class NodeItem(QGraphicsPathItem):
 
     def label_shown(self, scale: float) -> bool:
         """Whether the label is drawn at view scale ``scale`` (semantic zoom)."""
-        return self.font.pixelSize() * scale >= MIN_LABEL_PX
+        return self.label.isVisible() and label_readable(self.font.pixelSize(), scale)
 
-    def paint(self, painter: QPainter, option, widget=None) -> None:
-        super().paint(painter, option, widget)
-        if self.label_shown(painter.worldTransform().m22()):
-            painter.setFont(self.font)
-            painter.setPen(self.fg)
-            painter.drawText(self.rect, Qt.AlignmentFlag.AlignCenter, self._text)
+
+def label_readable(font_px: float, scale: float) -> bool:
+    return font_px * scale >= MIN_LABEL_PX
 
 
 class TreeHeader(QWidget):

@@ -3,8 +3,8 @@ outlined, shown while the tree is larger than the view. Click or drag in it to m
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPalette, QPen
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPalette, QPen, QPixmap
 from PySide6.QtWidgets import QWidget
 
 MAX_W, MAX_H, PAD = 190, 130, 4
@@ -27,6 +27,8 @@ class TreeMinimap(QWidget):
         self._view = QRectF()
         self._scale = 1.0
         self._room = (MAX_W, MAX_H)
+        self._picture: QPixmap | None = None
+        """The boxes drawn once per tree: a repaint only draws the outline of the part in view over it."""
         self.hide()
 
     def set_tree(self, boxes: list[tuple[QRectF, QColor]], scene: QRectF) -> None:
@@ -47,6 +49,7 @@ class TreeMinimap(QWidget):
         w, h = self._room
         self._scale = max(1e-3, min((w - 2 * PAD) / scene.width(), (h - 2 * PAD) / scene.height()))
         self.resize(round(scene.width() * self._scale) + 2 * PAD, round(scene.height() * self._scale) + 2 * PAD)
+        self._picture = None
         self.update()
 
     def set_view(self, visible: QRectF) -> None:
@@ -66,8 +69,10 @@ class TreeMinimap(QWidget):
         s = self._scale
         return QPointF(self._scene.x() + (p.x() - PAD) / s, self._scene.y() + (p.y() - PAD) / s)
 
-    def paintEvent(self, event: QPaintEvent) -> None:
-        p = QPainter(self)
+    def _draw_tree(self) -> QPixmap:
+        pix = QPixmap(self.size())
+        pix.fill(Qt.GlobalColor.transparent)
+        p = QPainter(pix)
         try:
             pal = self.palette()
             bg = QColor(pal.color(QPalette.ColorRole.Base))
@@ -78,6 +83,22 @@ class TreeMinimap(QWidget):
             for r, color in self._boxes:
                 m = self._to_map(r)
                 p.fillRect(m.adjusted(0, 0, 0, max(0.0, 1.5 - m.height())), color)
+        finally:
+            p.end()
+        return pix
+
+    def changeEvent(self, e: QEvent) -> None:
+        if e.type() == QEvent.Type.PaletteChange:
+            self._picture = None
+        super().changeEvent(e)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        if self._picture is None or self._picture.size() != self.size():
+            self._picture = self._draw_tree()
+        p = QPainter(self)
+        try:
+            pal = self.palette()
+            p.drawPixmap(0, 0, self._picture)
             p.setRenderHint(QPainter.RenderHint.Antialiasing)
             p.setPen(QPen(pal.color(QPalette.ColorRole.Highlight), 1.5))
             p.setBrush(Qt.BrushStyle.NoBrush)

@@ -17,7 +17,6 @@ import logging
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
 from PySide6.QtGui import (
     QHelpEvent,
-    QKeyEvent,
     QMouseEvent,
     QPainter,
     QPalette,
@@ -35,9 +34,9 @@ from specviz_core.viewer.session_model import SessionModel
 from .base import PanelMixin
 from .tree_drawing import TreeDrawing
 from .tree_items import NodeItem, TreeHeader
+from .tree_keys import TreeKeys
 from .tree_layout import BONUS, TreeLayout, is_marker, layout_tree, marker_parent
 from .tree_minimap import TreeMinimap
-from .tree_nav import neighbour
 from .tree_text import HELP, bonus_tip, legend_html, legend_sources, legend_tip, marker_tip, node_tip
 
 log = logging.getLogger(__name__)
@@ -45,11 +44,9 @@ HINT = "Step a cycle (F10) or open a recording"
 LABEL_CHARS = 10
 MIN_FIT, MAX_FIT, MIN_ZOOM, MAX_ZOOM = 1.0, 1.4, 0.08, 8.0
 """Fit keeps labels at the panel's font size at least (1.0) and at most 140% of it."""
-KEY_MOVES = {Qt.Key.Key_Left: "parent", Qt.Key.Key_Right: "child", Qt.Key.Key_Up: "up", Qt.Key.Key_Down: "down"}
-KEYS = (*KEY_MOVES, Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape)
 
 
-class TreeView(PanelMixin, QGraphicsView):
+class TreeView(TreeKeys, PanelMixin, QGraphicsView):
     """The current cycle's draft tree. ``fit()`` fits it; ``node_items()`` maps node ids to their items."""
 
     title = "Draft tree"
@@ -195,6 +192,7 @@ class TreeView(PanelMixin, QGraphicsView):
         fit = min(vp.width() / rect.width(), vp.height() / rect.height()) * 0.995
         s = min(max(fit, MIN_FIT), MAX_FIT)
         self.setTransform(QTransform.fromScale(s, s))
+        self.drawing.show_labels(s)
         if s <= fit:
             self.centerOn(rect.center())
         else:
@@ -298,8 +296,8 @@ class TreeView(PanelMixin, QGraphicsView):
         if event.type() == QEvent.Type.Resize:  # a scroll bar came or went
             self._place_header()
         if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
-            item = self.itemAt(event.pos())
-            if isinstance(item, NodeItem):
+            item = self.box_at(event.pos())
+            if item is not None:
                 QToolTip.showText(event.globalPos(), self.tooltip_for(item.node_id), self.viewport())
                 return True
         return super().viewportEvent(event)
@@ -308,6 +306,7 @@ class TreeView(PanelMixin, QGraphicsView):
         cur = self.transform().m11()
         new = min(max(cur * 1.0015 ** event.angleDelta().y(), MIN_ZOOM), MAX_ZOOM)
         self.scale(new / cur, new / cur)
+        self.drawing.show_labels(new)
         self._auto_fit = False
         self._update_minimap()
         event.accept()
@@ -328,8 +327,15 @@ class TreeView(PanelMixin, QGraphicsView):
                 event.button() != Qt.MouseButton.LeftButton:
             return
         event.accept()
-        item = self.itemAt(event.position().toPoint())
-        self.activate(item.node_id if isinstance(item, NodeItem) else None)
+        item = self.box_at(event.position().toPoint())
+        self.activate(item.node_id if item is not None else None)
+
+    def box_at(self, pos) -> NodeItem | None:
+        """The box under a viewport point (its label included)."""
+        item = self.itemAt(pos)
+        if item is not None and not isinstance(item, NodeItem):
+            item = item.parentItem()
+        return item if isinstance(item, NodeItem) else None
 
     def activate(self, box: int | None) -> None:
         """What a click or Enter does to a box: select its node (or the bonus token), open a "+N gated" box;
@@ -342,44 +348,6 @@ class TreeView(PanelMixin, QGraphicsView):
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
         self.fit()
         event.accept()
-
-    def event(self, event: QEvent) -> bool:
-        # With the focus, arrows and Enter move in the tree before the window's shortcuts (previous/next cycle).
-        if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent) and \
-                event.key() in KEYS and event.modifiers() in (Qt.KeyboardModifier.NoModifier,
-                                                              Qt.KeyboardModifier.KeypadModifier):
-            event.accept()
-            return True
-        return super().event(event)
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        lay, key = self.tree_layout, event.key()
-        if lay is None or key not in KEYS:
-            super().keyPressEvent(event)
-            return
-        event.accept()
-        if key == Qt.Key.Key_Escape:
-            self.cursor_node = None
-            self.clearFocus()
-        elif key in KEY_MOVES:
-            start = self.cursor_node if self.cursor_node in lay.pos else (
-                self.model.selected_node if self.model.selected_node in lay.pos else None)
-            self.cursor_node = 0 if start is None else neighbour(lay, start, KEY_MOVES[key])
-            self._show_cursor()
-            item = self._items.get(self.cursor_node)
-            if item is not None:
-                self.ensureVisible(item.sceneBoundingRect(), 30, 30)
-        elif self.cursor_node is not None:
-            self.activate(self.cursor_node)
-        self._show_cursor()
-
-    def focusInEvent(self, event) -> None:
-        super().focusInEvent(event)
-        self._show_cursor()
-
-    def focusOutEvent(self, event) -> None:
-        super().focusOutEvent(event)
-        self._show_cursor()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         h = self.header.sizeHint().height()
