@@ -220,7 +220,8 @@ class KVView(PanelMixin, QWidget):
         bold.setBold(True)
         p.setFont(bold)
         p.setPen(text)
-        p.drawText(QPointF(MARGIN, MARGIN + fm.ascent()), self.counts_text())
+        p.drawText(QPointF(MARGIN, MARGIN + fm.ascent()), QFontMetrics(bold).elidedText(
+            self.counts_text(), Qt.TextElideMode.ElideRight, self.width() - 2 * MARGIN))
         p.setFont(self.font())
         self._paint_legend(p, lay, MARGIN + lh, fm, text)
 
@@ -321,8 +322,10 @@ class KVView(PanelMixin, QWidget):
             s = f"new length {rec.cache_len + len(kept):,}"
             fits = end + 3 + fm.horizontalAdvance(s) <= self.width() - MARGIN
             tick(end + 3 if fits else end - 3, y, s, right=not fits)
-        nxt = f"next root: bonus '{self.model.vocab.label(rec.bonus_token, 16)}' at position {rec.cache_len + len(kept):,}"
-        p.drawText(QPointF(MARGIN, y + fm.height() + fm.ascent() + 2), nxt + " (its KV is written by the next forward)")
+        nxt = (f"next root: bonus '{self.model.vocab.label(rec.bonus_token, 16)}' at position "
+               f"{rec.cache_len + len(kept):,} (its KV is written by the next forward)")
+        p.drawText(QPointF(MARGIN, y + fm.height() + fm.ascent() + 2),
+                   fm.elidedText(nxt, Qt.TextElideMode.ElideRight, self.width() - 2 * MARGIN))
 
     def _paint_legend(self, p: QPainter, lay: KVLayout, y: int, fm: QFontMetrics, text: QColor) -> None:
         """Colours present in the strips (how each token got there), then the kept and dropped marks."""

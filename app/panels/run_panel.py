@@ -10,6 +10,7 @@ import dataclasses
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -49,6 +50,17 @@ NO_DRAFT_LABEL = "none"
 SAME_AS_TARGET = "default: the embedded model"
 DEFAULT_METHOD = "goose"
 
+
+
+def readable_when_locked(widget: QWidget) -> None:
+    """Locked settings (a live session's, or a replayed one's) stay readable: disabled text is drawn nearly as
+    strong as enabled text, not in the theme's faint grey."""
+    pal = widget.palette()
+    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText):
+        c = QColor(pal.color(QPalette.ColorGroup.Active, role))
+        c.setAlphaF(0.8)
+        pal.setColor(QPalette.ColorGroup.Disabled, role, c)
+    widget.setPalette(pal)
 
 
 class RunPanel(PanelMixin, QWidget):
@@ -111,6 +123,7 @@ class RunPanel(PanelMixin, QWidget):
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         body = QWidget()
+        readable_when_locked(body)
         self.settings = QVBoxLayout(body)
         self.settings.setContentsMargins(0, 0, 0, 0)
         scroll.setWidget(body)

@@ -200,17 +200,24 @@ class TreeView(TreeKeys, PanelMixin, QGraphicsView):
         self._update_minimap()
 
     def _show_path(self) -> None:
-        """Centre the accepted path (root to bonus token), or its start when it is longer than the view."""
+        """Show the accepted path (root to bonus token) and the spine-break callout; when they are larger than the
+        view, their end: where the path stopped is the story."""
         path = [i for i in (0, *(self.model.record.accepted_path if self.model.record else ()), BONUS)
                 if i in self._items]
-        area = QRectF()
+        area, end = QRectF(), QRectF()
         for i in path:
             area = area.united(self._items[i].sceneBoundingRect())
+        for i in path[-2:]:  # the last accepted node and the bonus token
+            end = end.united(self._items[i].sceneBoundingRect())
         if self.drawing.callout.visible():
             area = area.united(self.drawing.callout.rect())
+            end = end.united(self.drawing.callout.rect())
         vp = self.mapToScene(self.viewport().rect()).boundingRect()
-        if area.width() > vp.width() * 0.95:
-            area.setWidth(vp.width() * 0.95)
+        w, h = vp.width() * 0.95, vp.height() * 0.95
+        if area.width() > w:  # the path runs left to right: keep its end
+            area.setLeft(area.right() - w)
+        if area.height() > h:
+            area = QRectF(area.left(), end.center().y() - h / 2, area.width(), h)
         self.centerOn(area.center())
 
     # -- drawing ------------------------------------------------------------------------------------------------------
