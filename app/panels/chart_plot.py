@@ -52,6 +52,9 @@ class ChartPlot(pg.PlotItem):
         self.layout.addItem(self.titleLabel, 0, 0, 1, 3)
         for name in ("left", "bottom", "right"):
             self.getAxis(name).enableAutoSIPrefix(False)
+            # Moving the current-cycle line repaints the plot: blit the axes instead of replaying their ticks.
+            self.getAxis(name).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        self.titleLabel.item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self._note_item = QGraphicsTextItem(self.vb)
         self._note_item.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresParentOpacity)
         self._note_item.setZValue(100)

@@ -6,7 +6,7 @@ The panel works out the rows (:class:`MaskRows`) and where everything goes (:cla
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from PySide6.QtCore import QLine, QPointF, QRect, Qt
@@ -31,6 +31,8 @@ class MaskRows:
     accepted: list[bool]
     image: QImage | None = None
     image_dark: bool | None = None
+    sizes: dict = field(default_factory=dict)
+    """Label sizes by (font pixels, font key), measured once."""
 
 
 @dataclass

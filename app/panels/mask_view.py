@@ -101,6 +101,7 @@ class MaskView(PanelMixin, QWidget):
         self.zoom = 1.0
         self._rows: MaskRows | None = None
         self._geom: tuple[tuple, MaskGeometry] | None = None
+        self._advances: dict[tuple, dict[str, int]] = {}
         self.scroll = QScrollArea(self)
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.scroll.setWidgetResizable(False)
@@ -208,11 +209,7 @@ class MaskView(PanelMixin, QWidget):
         head = QFontMetrics(self.font()).height() + 4
         font_px, cell = 11, MIN_CELL
         for _ in range(2):  # label sizes depend on the font, the font on the cell size
-            _, bold = fonts(self.font(), font_px)
-            fm = QFontMetrics(bold)
-            label_w = max(fm.horizontalAdvance(t) for t in rows.labels) + 2
-            pos_w = fm.horizontalAdvance(str(max(rows.record.positions, default=0))) + 2
-            col_h = min(max(fm.horizontalAdvance(t) for t in rows.col_labels) + 6, 80)
+            label_w, pos_w, col_h = self._label_sizes(rows, font_px)
             left = MARGIN + label_w + GAP + pos_w + GAP + 10 + 3 + 4 + 2
             top = MARGIN + 2 * head + 4 + col_h
             fit = min((avail_w - left - MARGIN) // n, (avail_h - top - MARGIN) // n)
@@ -226,6 +223,26 @@ class MaskView(PanelMixin, QWidget):
                       width=gx + n * cell + MARGIN, height=gy + n * cell + MARGIN, stride=stride)
         self._geom = (key, g)
         return g
+
+    def _label_sizes(self, rows: MaskRows, font_px: int) -> tuple[int, int, int]:
+        """(row label width, position width, column label height) at ``font_px``, measured once per record."""
+        key = (font_px, self.font().key())
+        sizes = rows.sizes.get(key)
+        if sizes is None:
+            fm = QFontMetrics(fonts(self.font(), font_px)[1])
+            adv = self._advances.setdefault(key, {})  # token widths, kept across cycles (tokens repeat)
+
+            def width(t: str) -> int:
+                w = adv.get(t)
+                if w is None:
+                    w = adv[t] = fm.horizontalAdvance(t)
+                return w
+
+            sizes = rows.sizes[key] = (
+                max(width(t) for t in rows.labels) + 2,
+                fm.horizontalAdvance(str(max(rows.record.positions, default=0))) + 2,
+                min(max(width(t) for t in rows.col_labels) + 6, 80))
+        return sizes
 
     def geometry(self) -> MaskGeometry | None:
         size = self.scroll.maximumViewportSize()

@@ -4,7 +4,7 @@ outlined, shown while the tree is larger than the view. Click or drag in it to m
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPalette, QPen, QPixmap
+from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPalette, QPen, QPixmap
 from PySide6.QtWidgets import QWidget
 
 MAX_W, MAX_H, PAD = 190, 130, 4
@@ -80,9 +80,14 @@ class TreeMinimap(QWidget):
             p.fillRect(self.rect(), bg)
             p.setPen(QPen(pal.color(QPalette.ColorRole.Mid), 1))
             p.drawRect(self.rect().adjusted(0, 0, -1, -1))
-            for r, color in self._boxes:
+            paths: dict[int, tuple[QColor, QPainterPath]] = {}
+            for r, color in self._boxes:  # one path per colour: a few fills, not one per box
                 m = self._to_map(r)
-                p.fillRect(m.adjusted(0, 0, 0, max(0.0, 1.5 - m.height())), color)
+                path = paths.setdefault(color.rgba(), (color, QPainterPath()))[1]
+                path.addRect(m.adjusted(0, 0, 0, max(0.0, 1.5 - m.height())))
+            p.setPen(Qt.PenStyle.NoPen)
+            for color, path in paths.values():
+                p.fillPath(path, color)
         finally:
             p.end()
         return pix
