@@ -369,9 +369,11 @@ class RunPanel(PanelMixin, QWidget):
         if i < 0:
             self.method.addItem(info.method, info.method)
             i = self.method.count() - 1
-        self.method.setCurrentIndex(i)
-        if info.method in METHODS:
+        if i != self.method.currentIndex():
+            self.method.setCurrentIndex(i)  # rebuilds the editors, at their defaults
+        elif info.method in METHODS:
             self._rebuild_params()
+        if info.method in METHODS:
             for name, value in info.params.items():
                 w = self._param_widgets.get(name)
                 if w is not None:

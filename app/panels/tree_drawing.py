@@ -16,6 +16,32 @@ from .tree_layout import BONUS, Metrics, TreeLayout, is_marker
 MinimapBox = tuple[QRectF, QColor]
 
 
+class PathItem(QGraphicsPathItem):
+    """A path item whose bounds are its control points plus the pen, not its stroked outline: Qt strokes the whole
+    path to bound it, which for an edge path of a hundred curves costs more than drawing it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._bounds = QRectF()
+
+    def setPath(self, path: QPainterPath) -> None:  # noqa: N802 - Qt's name
+        self.prepareGeometryChange()
+        super().setPath(path)
+        self._grow()
+
+    def setPen(self, pen: QPen) -> None:  # noqa: N802 - Qt's name
+        self.prepareGeometryChange()
+        super().setPen(pen)
+        self._grow()
+
+    def _grow(self) -> None:
+        w = self.pen().widthF() / 2 + 1
+        self._bounds = self.path().controlPointRect().adjusted(-w, -w, w, w)
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt's name
+        return self._bounds
+
+
 class TreeDrawing:
     """Everything drawn in the tree's scene. ``items`` maps each drawn box's id to its item."""
 
@@ -25,7 +51,9 @@ class TreeDrawing:
         self._pool: list[NodeItem] = []
         self._style: dict[tuple[str, str], Style] = {}
         self._text_fg = QColor()
-        self.edges = {k: scene.addPath(QPainterPath()) for k in ("plain", "gated", "accepted")}
+        self.edges = {k: PathItem() for k in ("plain", "gated", "accepted")}
+        for item in self.edges.values():
+            scene.addItem(item)
         self.edges["accepted"].setZValue(1)
         self.halo = scene.addPath(QPainterPath())
         self.halo.setZValue(1.5)
@@ -90,15 +118,10 @@ class TreeDrawing:
     def build(self, rec: CycleRecord, lay: TreeLayout, broken: Node | None) -> list[MinimapBox]:
         """Boxes and edges for ``lay``; ``broken`` is the first rejected spine node. Returns the overview's boxes."""
         nodes, pos, labels = lay.nodes, lay.pos, lay.labels
-        while len(self._pool) < len(pos):
-            item = NodeItem(self.font)
-            item.label.setVisible(self.labels_on)
-            self.scene.addItem(item)
-            self._pool.append(item)
         text_h = self._fm.height()
         self.items = {}
         minimap = []
-        for item, i in zip(self._pool, pos):
+        for i, item in self._assign(pos, labels).items():
             if i == BONUS:
                 key = ("bonus", "bonus")
             elif is_marker(i):
@@ -113,14 +136,40 @@ class TreeDrawing:
             item.setPos(*pos[i])
             item.setBrush(brush)
             item.setPen(pen)
-            item.setVisible(True)
+            if not item.isVisible():
+                item.setVisible(True)
             self.items[i] = item
             minimap.append((QRectF(*lay.rect(i)), brush.color() if key[1] != "gated" else pen.color()))
-        for item in self._pool[len(pos):]:
-            if item.isVisible():
-                item.setVisible(False)
         self._build_edges(rec, lay)
         return minimap
+
+    def _assign(self, boxes, labels: dict[int, str]) -> dict[int, NodeItem]:
+        """A pooled item for every box, one that already shows the box's label where there is one: laying a
+        label's text out again is most of the cost of drawing a new cycle. Items left over are hidden."""
+        free: dict[str, list[NodeItem]] = {}
+        for item in self._pool:
+            free.setdefault(item.text(), []).append(item)
+        out: dict[int, NodeItem] = {}
+        rest = []
+        for i in boxes:
+            same = free.get(labels[i])
+            if same:
+                out[i] = same.pop()
+            else:
+                rest.append(i)
+        spare = [item for items in free.values() for item in items]
+        for i in rest:
+            if spare:
+                out[i] = spare.pop()
+            else:
+                item = out[i] = NodeItem(self.font)
+                item.label.setVisible(self.labels_on)
+                self.scene.addItem(item)
+                self._pool.append(item)
+        for item in spare:
+            if item.isVisible():
+                item.setVisible(False)
+        return out
 
     def _build_edges(self, rec: CycleRecord, lay: TreeLayout) -> None:
         """Parent's right side to child's left side, grouped by style into three path items."""
