@@ -49,6 +49,31 @@ class TokenText:
         return self.tokenizer.decode(list(tokens), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
 
+class TextStream:
+    """Token texts in order, as a reader sees them: a character whose bytes are split across tokens (a multi-byte
+    UTF-8 character in a byte-level vocabulary) is given whole to the token that completes it, the earlier ones
+    getting ''. Decoding each token alone would show a replacement character for each part."""
+
+    MAX_PARTS = 4
+    """A UTF-8 character has at most four bytes: after that many tokens, what was decoded is shown as it is."""
+
+    def __init__(self, vocab: TokenText) -> None:
+        self.vocab = vocab
+        self._pending: list[int] = []
+
+    def push(self, token: int) -> str:
+        """The text ``token`` adds after the tokens pushed before it."""
+        piece = self.vocab.piece(token)
+        if not self._pending and "\ufffd" not in piece:
+            return piece
+        self._pending.append(token)
+        text = self.vocab.text(self._pending)
+        if text.endswith("\ufffd") and len(self._pending) < self.MAX_PARTS:
+            return ""
+        self._pending = []
+        return text
+
+
 class _FastTokenizer:
     """``tokenizers.Tokenizer`` behind the one method TokenText uses (no transformers import: opens fast)."""
 

@@ -11,6 +11,7 @@ from specviz_core.records import CycleRecord
 from specviz_core.summary import CycleSummary
 from specviz_core.viewer.events import Event
 from specviz_core.viewer.filters import CycleFilter
+from specviz_core.viewer.selection import BONUS, committed_node
 from specviz_core.viewer.sources import CycleSource, LiveSource
 from specviz_core.vocab import TokenText
 
@@ -126,9 +127,18 @@ class SessionModel:
 
     # -- selection --------------------------------------------------------------
     def select_node(self, node_id: int | None) -> None:
+        """Select a node of the current cycle, or its bonus token (:data:`BONUS`); None (or an unknown id) clears."""
         if node_id == self.selected_node:
             return
-        if node_id is not None and (self.record is None or node_id not in self.record.node_by_id):
+        if node_id is not None and (self.record is None or (node_id not in self.record.node_by_id
+                                                            and node_id != BONUS)):
             node_id = None
         self.selected_node = node_id
         self.node_selected.emit(node_id)
+
+    def select_committed(self, cycle: int, k: int) -> bool:
+        """Go to ``cycle`` and select the node that committed its ``k``-th token (the bonus token for the last)."""
+        if not self.set_cycle(cycle) or self.record is None:
+            return False
+        self.select_node(committed_node(self.record, k))
+        return True
