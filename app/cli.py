@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import specviz_core.cli.commands as core_cli
-from specviz_core.cli.options import check_writable
+from specviz_core.cli.options import bounded_int, check_writable, finite_float
 from specviz_core.errors import SpecVizError
 
 from . import bench_cli
@@ -48,6 +48,73 @@ def add_commands(sub) -> None:
     s.add_argument("--method", default="goose", help="method for --live (default goose)")
     s.add_argument("--prompt", default=None, help="prompt for --live (default: the window's demo prompt)")
     s.add_argument("--model", default=None, help="model folder for --live (default: the embedded model)")
+    add_race_parser(sub)
+
+
+def add_race_parser(sub) -> None:
+    r = sub.add_parser("race", help="play sessions of one prompt side by side at their recorded pace (a demo)",
+                       description="Replay two to four sessions of the same prompt side by side, each at its recorded "
+                       "wall-clock pace (the prefill included): text appears as each cycle commits, accepted draft "
+                       "tokens tinted by their source, live tokens/s and speed-up against the first session, a "
+                       "finish line. Opens a window (Space pause, R restart, +/- slow motion, F11 full screen), or "
+                       "with --out writes an animated GIF for slides.")
+    r.add_argument("--db", type=Path, required=True, help="the recording")
+    r.add_argument("sessions", nargs="+", metavar="SESSION", help="two to four session ids, the baseline (AR) first")
+    r.add_argument("--out", type=Path, default=None, help="write an animated GIF here instead of opening a window")
+    r.add_argument("--fps", type=bounded_int(1, 30), default=10, help="GIF frames per second (default 10)")
+    r.add_argument("--slowdown", type=finite_float(1 / 16, 64), default=1.0,
+                   help="play this many times slower than recorded (default 1: real time)")
+    r.add_argument("--size", default="960x540", help="GIF size WxH (default 960x540)")
+    r.add_argument("--theme", choices=("system", "light", "dark"), default="light", help="colour theme (default light)")
+
+
+def cmd_race(args: argparse.Namespace) -> int:
+    if not 2 <= len(args.sessions) <= 4:
+        raise SpecVizError(f"a race has two to four sessions, got {len(args.sessions)}")
+    size = parse_size(args.size, ((320, 180), (3840, 2160)))
+    if args.out is not None:
+        if args.out.suffix.lower() != ".gif":
+            raise SpecVizError(f"--out must end in .gif, got {args.out.name}")
+        check_writable(args.out)
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from specviz_core.race import make_race
+
+    comparison, vocab = core_cli.load_comparison(args.db, args.sessions)
+    if not comparison.same_prompt():
+        raise SpecVizError("the sessions decode different prompts: race sessions of one prompt")
+    race = make_race(comparison.sessions)
+    from .gui import make_app
+    from .race_view import RaceView, RaceWindow, write_gif
+
+    app = make_app(theme=args.theme)
+    if args.out is None:
+        window = RaceWindow(race, vocab, slowdown=args.slowdown)
+        window.show()
+        window.start()
+        return app.exec()
+    from tqdm import tqdm
+
+    view = RaceView(race, vocab, base_pt=max(9.0, size[1] / 45))
+    with tqdm(unit="frame", desc="race", file=sys.stderr, leave=False) as bar:
+        def progress(i: int, total: int) -> None:
+            bar.total = total
+            bar.update(i - bar.n)
+
+        n = write_gif(view, args.out, size, fps=args.fps, slowdown=args.slowdown, progress=progress)
+    print(f"{args.out} ({n} frames, {race.duration_ms * args.slowdown / 1000:.1f} s of race)")
+    return 0
+
+
+def parse_size(text: str, bounds: tuple[tuple[int, int], tuple[int, int]]) -> tuple[int, int]:
+    """WIDTHxHEIGHT within ``bounds`` ((min w, min h), (max w, max h))."""
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise SpecVizError(f"--size takes WIDTHxHEIGHT, got {text!r}") from None
+    (w_min, h_min), (w_max, h_max) = bounds
+    if not (w_min <= w <= w_max and h_min <= h <= h_max):
+        raise SpecVizError(f"--size must be from {w_min}x{h_min} to {w_max}x{h_max}, got {text}")
+    return w, h
 
 
 def cmd_gui(args: argparse.Namespace) -> int:
@@ -104,7 +171,8 @@ def cmd_screenshot(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    handlers = {"gui": cmd_gui, "screenshot": cmd_screenshot, "bench": bench_cli.cmd_bench, None: cmd_gui}
+    handlers = {"gui": cmd_gui, "screenshot": cmd_screenshot, "bench": bench_cli.cmd_bench, "race": cmd_race,
+                None: cmd_gui}
     return core_cli.main(argv, extra=add_commands, extra_handlers=handlers)
 
 

@@ -34,12 +34,13 @@ from .panels.sessions_view import SessionsView
 from .panels.spine_panel import SpinePanel
 from .panels.timeline import TimelinePanel
 from .panels.tree_view import TreeView
-from .settings import settings
+from .window_layout import LAYOUT_VERSION, DockLayout
 
-LAYOUT_VERSION = 1
+SPINE_METHODS = ("goose", "pld")
+"""Methods whose cycles have a context-copied spine to explain."""
 
 
-class MainWindow(QMainWindow):
+class MainWindow(DockLayout, QMainWindow):
     """The shell: the draft tree in the middle, panels in docks around it, menus, toolbars, presentation, export.
 
     What is shown is the :class:`SessionModel`'s; which session it holds is the :class:`SessionController`'s.
@@ -96,7 +97,11 @@ class MainWindow(QMainWindow):
 
         self.sessions.set_file(self.db_path)
         self.run_panel.set_running(False, False)
-        self.resize(1500, 940)
+        self.compact = False
+        """The laptop layout: Run and Sessions tabbed with the output, so the tree keeps its width."""
+        screen = QApplication.primaryScreen()
+        avail = screen.availableGeometry().size() if screen is not None else QSize(1500, 940)
+        self.resize(min(1500, avail.width()), min(940, avail.height()))
         self.proportion_docks()
         self._default_state = self.saveState(LAYOUT_VERSION)
         self._persist_layout = restore_layout
@@ -128,9 +133,10 @@ class MainWindow(QMainWindow):
         c.notice.connect(self.statusBar().showMessage)
         c.error.connect(self.show_error)
         c.baseline_changed.connect(self.charts.set_ar_baseline)
+        self.charts.pop_out_requested.connect(self.pop_out_charts)
         c.autoplay_changed.connect(self.autoplay_action.setChecked)
         c.sessions_changed.connect(self.sessions.refresh)
-        self.model.session_opened.connect(lambda src: self._update_title())
+        self.model.session_opened.connect(self._on_session_opened)
         self.model.cycle_changed.connect(lambda rec: self._update_title())
 
     def _action(self, text: str, shortcut: str | QKeySequence | None, slot, tip: str = "") -> QAction:
@@ -231,34 +237,6 @@ class MainWindow(QMainWindow):
         self.info_label = QLabel()
         self.statusBar().addPermanentWidget(self.info_label)
 
-    def proportion_docks(self) -> None:
-        """Share the window so the draft tree keeps about half its width at any size."""
-        w, h = self.width(), self.height()
-        self.resizeDocks([self.docks["run"]], [max(250, int(w * 0.2))], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.docks["mask"]], [max(300, int(w * 0.27))], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.docks["output"]], [max(160, int(h * 0.26))], Qt.Orientation.Vertical)
-        self.resizeDocks([self.docks["mask"], self.docks["kv"]], [int(h * 0.36), int(h * 0.24)], Qt.Orientation.Vertical)
-
-    # -- layout persistence --------------------------------------------------------------------------
-    def _restore_layout(self) -> None:
-        s = settings()
-        geom, state = s.value("window/geometry"), s.value("window/state")
-        if isinstance(geom, QByteArray):
-            self.restoreGeometry(geom)
-        if isinstance(state, QByteArray):
-            self.restoreState(state, LAYOUT_VERSION)
-
-    def save_layout(self) -> None:
-        s = settings()
-        s.setValue("window/geometry", self.saveGeometry())
-        s.setValue("window/state", self._normal_state if self._normal_state is not None else self.saveState(LAYOUT_VERSION))
-        s.sync()
-
-    def reset_layout(self) -> None:
-        if self.presentation_action.isChecked():
-            self.toggle_presentation()
-        self.restoreState(self._default_state, LAYOUT_VERSION)
-
     # -- controller reports ------------------------------------------------------------------------------------
     def _on_progress(self, stage: str, fraction: float) -> None:
         self.progress.setVisible(stage != "ready")
@@ -315,6 +293,7 @@ class MainWindow(QMainWindow):
         self.presentation_action.setChecked(on)
         for panel in self.panels.values():
             panel.on_presentation_changed(on)
+        self._later_hide_stray_tab_bars()
 
     # -- export -------------------------------------------------------------------------------------------------------
     def export_panel(self, name: str, path: str | Path) -> Path:
@@ -351,6 +330,17 @@ class MainWindow(QMainWindow):
             except OSError as e:
                 self.show_error(f"cannot write {path}: {e.strerror}")
 
+    def _on_session_opened(self, source) -> None:
+        """The Run panel tells the truth: a replay shows the replayed session's settings, read-only."""
+        if source.live:
+            self.run_panel.show_live()
+        else:
+            self.run_panel.show_replay(source.info)
+        # "Why did the spine break" speaks of context-copied spines: other methods open on their charts.
+        if self._normal_state is None:
+            self.docks["spine" if source.info.method in SPINE_METHODS else "charts"].raise_()
+        self._update_title()
+
     # -- misc ---------------------------------------------------------------------------------------------------------
     def _update_title(self) -> None:
         src = self.model.source
@@ -362,7 +352,11 @@ class MainWindow(QMainWindow):
         kind = "live" if src.live else "replay"
         self.setWindowTitle(f"SpecViz — {info.method} · {kind} · cycle {max(self.model.index, 0)}")
         rec = self.model.record
-        if rec is not None:
+        self.info_label.setToolTip(self.model.damage_text)
+        if rec is None:  # damaged: the full reason in the panels and the tooltip, not in the status bar's width
+            self.info_label.setText(f"{info.method} · cycle {self.model.index} is damaged" if self.model.damage_text
+                                    else "")
+        else:
             self.info_label.setText(f"{info.method} · cycle {rec.index} · {rec.mode} · {rec.n_verified} verified · "
                                     f"{rec.n_accepted} accepted + bonus · cache {rec.cache_len}")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -37,6 +38,8 @@ def render(db: Path, session: str | None, cycle: int, panel: str, out: Path, siz
             if not 0 <= index < n:
                 raise SpecVizError(f"cycle {cycle} is out of range: the session has {n} cycles (0-{n - 1})")
             window.model.set_cycle(index)
+            if window.model.damage_text:  # drawn as the window shows it: the message in place of the cycle
+                print(f"specviz: {window.model.damage_text[0].lower()}{window.model.damage_text[1:]}", file=sys.stderr)
         if presentation:
             window.toggle_presentation()
         for _ in range(3):

@@ -105,6 +105,8 @@ def session_metrics(summaries: Iterable[CycleSummary]) -> SessionMetrics:
     reached_at: list[int] = []
     reached_known = True
     for s in summaries:
+        if s.damaged:  # unreadable in its recording: nothing to count
+            continue
         cycles += 1
         n_draft = s.n_verified - 1
         if n_draft <= 0:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import io
 import logging
 import os
 import shutil
@@ -147,19 +146,26 @@ def _convert_gguf(src_dir: Path, gguf_file: str, target: Path, progress: Progres
 
 @contextlib.contextmanager
 def _quiet():
-    """Silence transformers' own progress bars and chatter; we show our own progress."""
+    """Silence transformers' and the hub's own progress bars, logs and warnings while a model loads; we show our
+    own progress. Only their switches are turned: the process's stderr stays where it is (the window's engine
+    thread loads models while the UI thread runs, and a redirected stderr would swallow everything else's too)."""
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
     from transformers.utils import logging as hf_logging
 
     level = hf_logging.get_verbosity()
+    hub_bars_off = are_progress_bars_disabled()
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    disable_progress_bars()
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", module=r"(transformers|huggingface_hub|accelerate|gguf|torch)(\.|$)")
             yield
     finally:
         hf_logging.set_verbosity(level)
         hf_logging.enable_progress_bar()
+        if not hub_bars_off:
+            enable_progress_bars()
 
 
 #: What ``--device`` accepts.

@@ -7,6 +7,7 @@ every tree.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,19 @@ class CycleSummary:
     frontier: int | None = None
     """Verified children of the node where the walk stopped (the last accepted node, or the root): 0 when the
     draft ran out there, else the target rejected them all. None in recordings made before it was stored."""
+    damaged: str = ""
+    """Why the cycle could not be read from its recording ('' when it was): a damaged cycle has no numbers."""
+
+    @property
+    def route(self) -> str:
+        """How the drafter routed the cycle (Goose: ``prefill``, ``spine_tree``, ``branch_tree``, ``chain``, ``bypass``,
+        ``ar``); the mode for methods that record no route."""
+        return str(self.state.get("route", self.mode))
+
+    @property
+    def path(self) -> str | None:
+        """Goose's path category: ``pure_spine``, ``spine_continuation``, ``pure_branch`` or ``none``; None if unrecorded."""
+        return self.state.get("path")
 
     @property
     def by_depth_rank(self) -> dict[tuple[int, int], tuple[int, int]]:
@@ -80,6 +94,12 @@ class CycleSummary:
             "dr": self.depth_rank,
             "fr": self.frontier,
         }
+
+
+def damaged_summary(index: int, reason: str) -> CycleSummary:
+    """The place of cycle ``index`` in a session whose recording could not give it back (``reason`` says why)."""
+    return CycleSummary(index=index, mode="", n_verified=0, n_accepted=0, committed_ids=(), committed_kinds=(),
+                        cycle_ms=0.0, spine_broke_at=None, spine_continued=False, damaged=reason)
 
 
 def summary_from_row(index: int, mode: str, n_verified: int, n_accepted: int, committed_ids: list[int],
@@ -136,3 +156,13 @@ def summarize(record: CycleRecord) -> CycleSummary:
         state=dict(record.state),
         frontier=len(children.get(stop, ())),
     )
+
+
+def accepted_by_path(summaries: Iterable[CycleSummary]) -> dict[str, int]:
+    """Accepted draft tokens (bonus excluded) per Goose path category, over cycles that recorded one. Section 5.4
+    reports spine continuations at 12-44% of accepted tokens (Llama-3-8B)."""
+    out: dict[str, int] = {}
+    for s in summaries:
+        if s.path and s.path != "none":
+            out[s.path] = out.get(s.path, 0) + s.n_accepted
+    return out

@@ -29,10 +29,49 @@ class TokenText:
         text = self.piece(token).translate(_VISIBLE) or "∅"
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
+    def pieces(self, tokens: list[int] | tuple[int, ...]) -> list[str]:
+        """Per token, the text it adds: a character split over several tokens (UTF-8 bytes of an emoji, say)
+        is given whole to the token that completes it, the others get ''."""
+        out: list[str] = []
+        start = 0
+        for k in range(len(tokens)):
+            text = self.piece(tokens[k]) if start == k else self.text(tokens[start: k + 1])
+            if text.endswith("\ufffd") and k + 1 < len(tokens) and k - start < 4:
+                out.append("")  # an incomplete character: wait for the bytes that complete it
+                continue
+            out.append(text)
+            start = k + 1
+        return out
+
     def text(self, tokens: list[int] | tuple[int, ...]) -> str:
         if self.tokenizer is None:
             return " ".join(f"#{t}" for t in tokens)
         return self.tokenizer.decode(list(tokens), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+
+class TextStream:
+    """Token texts in order, as a reader sees them: a character whose bytes are split across tokens (a multi-byte
+    UTF-8 character in a byte-level vocabulary) is given whole to the token that completes it, the earlier ones
+    getting ''. Decoding each token alone would show a replacement character for each part."""
+
+    MAX_PARTS = 4
+    """A UTF-8 character has at most four bytes: after that many tokens, what was decoded is shown as it is."""
+
+    def __init__(self, vocab: TokenText) -> None:
+        self.vocab = vocab
+        self._pending: list[int] = []
+
+    def push(self, token: int) -> str:
+        """The text ``token`` adds after the tokens pushed before it."""
+        piece = self.vocab.piece(token)
+        if not self._pending and "\ufffd" not in piece:
+            return piece
+        self._pending.append(token)
+        text = self.vocab.text(self._pending)
+        if text.endswith("\ufffd") and len(self._pending) < self.MAX_PARTS:
+            return ""
+        self._pending = []
+        return text
 
 
 class _FastTokenizer:

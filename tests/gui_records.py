@@ -243,7 +243,7 @@ def goose_session(n_nodes: int = 60, spine_len: int = 9, spine_accepted: int = 3
     phrase = rng.sample(vocab_ids, ngram + spine_len)
     filler = [rng.choice([v for v in vocab_ids if v not in phrase]) for _ in range(prompt_len)]
     prompt = filler[:match_at] + phrase + filler[match_at + len(phrase):]
-    source = LiveSource(session_info(method, prompt, bypass_threshold=8) if method == "goose"
+    source = LiveSource(session_info(method, prompt, long_match=8) if method == "goose"
                         else session_info(method, prompt, max_ngram=3, num_pred_tokens=10))
     ids = list(prompt)
     for k in range(ngram):

@@ -80,7 +80,7 @@ def test_bench_samples_with_a_temperature_and_prints_a_row_per_prompt(tiny_dir, 
     out = tmp_path / "results.json"
     base = ["bench", "--model", str(tiny_dir), "--prompt-file", str(prompt), "--max-new-tokens", "8", "--out", str(out),
             "--temperature", "0.7", "--seed", "3", "--no-warmup", "--no-cost-curve", "--record-methods", "none", "--quiet"]
-    assert main(base + ["--methods", "ar,goose:top_k=2", "--per-prompt"]) == 0
+    assert main(base + ["--methods", "ar,goose:adjacency_top_k=2", "--per-prompt"]) == 0
     printed = capsys.readouterr().out
     res = json.loads(out.read_text())
     assert res["config"]["temperature"] == 0.7 and res["config"]["seed"] == 3 and res["checks"]["all_identical"] is None
@@ -88,7 +88,7 @@ def test_bench_samples_with_a_temperature_and_prints_a_row_per_prompt(tiny_dir, 
         assert r["identical_to_ar"] is None and r["check"] == "sampled (temperature 0.7, seeds 3-4)"
         assert len(r["tokens_per_s_runs"]) == 2 and r["tau"] >= 1.0
     assert "sampled at temperature 0.7" in printed and "identical to AR: not compared (sampled)" in printed
-    assert "| file | p | goose:top_k=2 |" in printed  # suite, prompt, method
+    assert "| file | p | goose:adjacency_top_k=2 |" in printed  # suite, prompt, method
     # transformers' reference rows decode greedily: named with a temperature, they are refused before any model loads.
     assert main(base + ["--methods", "ar,hf_prompt_lookup"]) == 2
     assert "decode greedily" in capsys.readouterr().err
@@ -104,9 +104,9 @@ def test_compare_to_ar_names_the_divergence(tiny_dir):
 
 
 def test_method_specs():
-    specs = parse_method_specs("ar,goose:budget=auto,isotropic:k=5,hf_prompt_lookup", {"budget": "40"})
-    assert [s.label for s in specs] == ["ar", "goose:budget=auto", "isotropic:k=5:budget=40", "hf_prompt_lookup"]
-    for bad in ("nope", "goose:budget", "goose:top_k=x", "pld:budget=auto", "hf_greedy:k=1"):
+    specs = parse_method_specs("ar,goose:budget=auto,isotropic:branching_factor=5,hf_prompt_lookup", {"budget": "40"})
+    assert [s.label for s in specs] == ["ar", "goose:budget=auto", "isotropic:branching_factor=5:budget=40", "hf_prompt_lookup"]
+    for bad in ("nope", "goose:budget", "goose:adjacency_top_k=x", "pld:budget=auto", "hf_greedy:k=1"):
         with pytest.raises(SpecVizError):
             parse_method_specs(bad)
 

@@ -1,4 +1,5 @@
-"""Goose (seed 004): Algorithm 1 pieces, the adjacency table, spine continuation, and losslessness."""
+"""Goose (seed 004) on real models: the harvest, spine continuation, and losslessness. The rules themselves are
+pinned on constructed contexts in test_goose_rules.py."""
 
 from __future__ import annotations
 
@@ -10,62 +11,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from helpers import compare_greedy, hf_greedy, make_engine, plain_logits, run
 from specviz_core.drafters.adjacency import AdjacencyTable
-from specviz_core.drafters.goose import (
-    GooseParams,
-    SpineTreeBuilder,
-    harmonic_allocation,
-    spine_ratio_tier,
-    yield_bound,
-)
 from specviz_core.models import LoadedModel
-from specviz_core.tree import DraftTree
-
-
-def test_harmonic_allocation():
-    a = harmonic_allocation(30, 4)  # H_4 = 25/12
-    assert a == [int(30 * (1 / i) / (25 / 12)) for i in range(1, 5)] == [14, 7, 4, 3]
-    for total, n in [(25, 10), (7, 3), (100, 20)]:
-        a = harmonic_allocation(total, n)
-        assert sum(a) <= total and all(x >= y for x, y in zip(a, a[1:]))
-
-
-def test_spine_ratio_tiers():
-    assert [spine_ratio_tier(p) for p in (0.0, 0.19, 0.2, 0.39, 0.4, 0.9)] == [0.15, 0.15, 0.30, 0.30, 0.50, 0.50]
-
-
-def synthetic_table(vocab=200, k=10, seed=0) -> AdjacencyTable:
-    g = torch.Generator().manual_seed(seed)
-    table = AdjacencyTable(vocab, k, torch.device("cpu"), bigram=True)
-    table.update(torch.arange(vocab), torch.randn(vocab, vocab, generator=g) * 3)
-    return table
-
-
-@pytest.mark.parametrize("budget,r,spine_len", [(60, 0.3, 12), (60, 0.5, 40), (20, 0.15, 5), (60, 0.3, 0), (5, 0.5, 3)])
-def test_spine_tree_respects_budget_depth_duplicates_and_pruning(budget, r, spine_len):
-    p = GooseParams(budget=budget)
-    table = synthetic_table()
-    tree = DraftTree(root_token=7)
-    spine = [(11 * i + 3) % 200 for i in range(spine_len)]
-    info = SpineTreeBuilder(p, table).build(tree, spine, r, max_depth=100, root_prev=5)
-    verified = [i for i in range(1, len(tree)) if not tree.gated[i]]
-    assert len(verified) <= budget and info["nodes"] == len(verified)
-    assert info["spine_len"] == min(spine_len, int(budget * r))
-    fork = {}
-    for i in range(1, len(tree)):
-        par = tree.parents[i]
-        if tree.sources[i] == "branch":
-            fork[i] = fork.get(par, tree.depths[par]) if tree.sources[par] == "branch" else tree.depths[par]
-            assert tree.depths[i] - fork[i] <= p.max_depth  # depth limit from the fork point
-            if not tree.gated[i]:
-                assert tree.scores[i] >= p.prune_threshold  # pruning
-    for node in range(len(tree)):
-        kids = [tree.tokens[c] for c in tree.children(node) if not tree.gated[c]]
-        assert len(kids) == len(set(kids)), "duplicate siblings"
-    # Branches never repeat the spine's own next token.
-    spine_ids = [i for i in range(len(tree)) if tree.sources[i] == "spine"]
-    for sid, nxt_id in zip([0] + spine_ids, spine_ids):
-        nxt = tree.tokens[nxt_id]
-        assert nxt not in [tree.tokens[c] for c in tree.children(sid) if tree.sources[c] == "branch"]
 
 
 def test_adjacency_lookup_returns_what_was_harvested():
@@ -95,15 +41,19 @@ def test_harvest_covers_rejected_positions(tiny):
         pytest.fail("no tree cycle with rejected nodes")
     table = e.drafter.table
     nodes = rec.node_by_id
+    # A (previous token, token) pair drafted twice in one tree keeps its last row: check the pairs drafted once.
+    pairs = collections.Counter((nodes[n.parent].token, n.token) for n in rec.nodes if n.verified and n.parent >= 0)
+    rejected = [n for n in rejected if pairs[(nodes[n.parent].token, n.token)] == 1]
+    assert len(rejected) >= 5
     for n in rejected[:5]:
         path, a = [], n.id
         while a != 0:
             path.append(nodes[a].token)
             a = nodes[a].parent
         ctx = list(e.ids[: rec.cache_len + 1]) + path[::-1]
-        ref = torch.softmax(plain_logits(tiny, ctx), -1).topk(table.k).indices
+        ref = plain_logits(tiny, ctx).topk(table.k).indices
         prev = nodes[n.parent].token
-        ids, _, _ = table.lookup(n.token, prev)
+        ids = [t for t, _ in table.successors(n.token, prev)]
         assert ids[:3] == ref[:3].tolist()
 
 
@@ -132,11 +82,15 @@ def test_spine_continuation_eval_data_flag():
     succ = {A: B, B: EVAL, EVAL: LP, LP: DATA, DATA: C1, C1: FLAG, FLAG: C2, C2: TWO, TWO: RP, RP: NL, NL: X,
             X: A, ONE: RP}
     m = bigram_llama(succ)
-    # Earlier text: "A B eval ( data , flag , 1 ) \n"; "TWO )" once, so the table knows what follows 2.
-    # Only the 3-gram "A B eval" matches, so there is no consensus and no bypass.
+    # Earlier text: "A B eval ( data , flag , 1 ) \n"; "TWO )" once, so the table knows what follows 2. Only the
+    # 3-gram "A B eval" matches, once: no consensus. The copy runs to the end (12 tokens): confidence 0.77, so the
+    # chain grows by matching again (84 tokens) and the budget to 90; the spine takes int(90 * 0.88) = 79 of it and
+    # every one of the first 5 spine nodes gets one branch (harmonic share 5): at ", " the table's best is 2.
+    # draft_first_cycle: cycle 0 drafts from the prompt's last token (the official prefill would take it itself).
     prompt = [TWO, RP, NL, A, B, EVAL, LP, DATA, C1, FLAG, C2, ONE, RP, NL, X, A, B, EVAL]
-    e = make_engine(m, "goose", prompt, 12, bypass_threshold=30)
+    e = make_engine(m, "goose", prompt, 12, draft_first_cycle=True)
     rec = e.step()
+    assert rec.state["chain_extended"] and (rec.state["node_budget"], rec.state["spine_len"]) == (90, 79)
     nodes = rec.node_by_id
     spine = [nodes[i].token for i in range(1, len(rec.nodes)) if nodes[i].source == "spine"]
     assert rec.mode == "tree" and spine[:7] == [LP, DATA, C1, FLAG, C2, ONE, RP]
@@ -147,13 +101,6 @@ def test_spine_continuation_eval_data_flag():
     assert rec.state["path"] == "spine_continuation" and rec.state["spine_broke_at"] == 6
     assert len(rec.committed_ids) >= 7  # 5 spine + 2 + bonus: more than the pure spine's 5 + bonus
     assert list(rec.committed_ids) == hf_greedy(m, prompt, len(rec.committed_ids))
-
-
-def test_yield_bound_special_cases():
-    assert yield_bound(1.0, 0.0, 5, [0] * 5, 6) == pytest.approx(6.0)  # a sure spine of 5 + bonus
-    assert yield_bound(0.0, 0.0, 3, [4, 2, 1], 6) == pytest.approx(1.0)
-    # p_t = 1 with a branch at the root: the branch and D-1 extensions are accepted.
-    assert yield_bound(0.0, 1.0, 1, [3], 6) == pytest.approx(0 + 1 * 1 * 1 * 6 + 1)
 
 
 GOOSE_PROMPTS = {
@@ -176,34 +123,32 @@ def test_greedy_equals_generate_default_model(smol, method):
         verdict = compare_greedy(smol, ids, out, ref)
         assert not verdict.startswith("diverged"), f"{method} on {name}: {verdict}"
         modes.update(r.mode for r in recs)
-        assert all(r.n_verified - 1 <= 60 for r in recs)
+        assert all(r.n_verified - 1 <= 100 for r in recs)  # 60, or up to 100 on confident cycles
         if any(r.mode == "tree" for r in recs):
             assert any(n.source == "branch" for r in recs for n in r.nodes)
-    expected = {"bypass", "tree", "ar"} if method == "goose" else {"tree", "ar"}
-    assert expected <= set(modes), modes
+    assert {"tree", "ar"} <= set(modes), modes
 
 
-# Raw prompts (no chat template) whose first cycle is a spine continuation on the default model (docs/goose.md,
-# "A spine continuation on the default model"). The prompt ends 3 tokens after the last changed token, so only
-# the 3-gram ")\nprint" matches (no consensus) and its copy is 5 tokens (no bypass): a spine tree. The token
-# limit is what cycle 0 commits, so the session is that one cycle.
-SPINE_CONTINUATION_PROMPTS = {
-    "print list": ("print(1)\nprint(2)\nprint(3)\nprint(4)\nprint", 3),
-    "print list, 5 seen": ("print(5)\n\nprint(1)\nprint(2)\nprint(3)\nprint(4)\nprint", 6),
-}
+# A chat prompt whose third cycle is a spine continuation on the default model (docs/goose.md, "A spine
+# continuation on the default model"): the root " team" matches "Dear team" in the note, the chain is extended to
+# 100 tokens (confidence 0.9), the target takes its "," and then wants a newline where the spine says " the"; the
+# branch "\n" off that spine node carries the path on. Cycles 0-2 commit "Dear", " team", ",\n\n": 5 tokens.
+NOTE = ("Here is a note:\n\nDear team, the weekly meeting moves to Thursday at 10am in room B. Please bring your project "
+        "updates and the latest budget numbers. Lunch will be served after the meeting.\n\nRepeat the note exactly, word "
+        "for word, but replace Thursday with Friday.")
 
 
 @pytest.mark.default_model
-@pytest.mark.parametrize("name", list(SPINE_CONTINUATION_PROMPTS))
-def test_spine_continuation_default_model(smol, tmp_path, name):
-    """Recorded greedily: the spine says 4, the target wants 5, and a branch 5 off the accepted spine node continues."""
+def test_spine_continuation_default_model(smol, tmp_path):
+    """Recorded greedily with the official defaults: the spine says " the", the target wants a newline, and a branch
+    off the accepted spine node continues."""
     from specviz_core.recording.store import Recording
     from specviz_core.session.factory import prepare
     from specviz_core.session.request import SessionRequest
     from specviz_core.session.run import RecordedRun
 
-    prompt, n = SPINE_CONTINUATION_PROMPTS[name]
-    req = SessionRequest(method="goose", prompt=prompt, max_new_tokens=n, chat_template=False)
+    n = 5
+    req = SessionRequest(method="goose", prompt=NOTE, max_new_tokens=n)
     with Recording(tmp_path / "s.db", create=True) as rec:
         run = RecordedRun(prepare(req.check(), smol), rec)
         list(run.run())
@@ -226,8 +171,9 @@ def test_spine_continuation_default_model(smol, tmp_path, name):
     assert len(nxt) == 1 and nxt[0].verified and not nxt[0].accepted
     assert fork.target_token == path[k].token != nxt[0].token
     assert c.state["spine_broke_at"] == k + 1 and c.state["consensus"] is False
+    assert c.state["route"] == "spine_tree" and c.state["chain_extended"] and c.state["continuation_tokens"] == len(path) - k
     tok = smol.tokenizer
-    assert (tok.decode([nxt[0].token]), tok.decode([path[k].token])) == ("4", "5")
+    assert (tok.decode([nxt[0].token]), tok.decode([path[k].token])) == (" the", "\n")
     assert list(c.committed_ids) == [n.token for n in path] + [c.bonus_token]
-    assert c.index == 0 and len(c.committed_ids) == n  # 3: ( 5 + bonus ); 6: ( 5 ) \n ``` + bonus
+    assert c.index == 2 and [x.state["route"] for x in cycles[:2]] == ["prefill", "branch_tree"]
     assert list(info.output_ids) == hf_greedy(smol, list(info.prompt_ids), len(info.output_ids))

@@ -16,7 +16,8 @@ from PySide6.QtTest import QTest
 
 from app.panels import charts as charts_mod
 from app.panels.base import export_widget
-from app.panels.charts import HINT, NO_COST, NO_DELTA, NO_HEAT, NO_SPINE, ChartsPanel
+from app.panels.charts import HINT, ChartsPanel
+from app.panels.charts_layout import grid_cells
 from specviz_core.records import CycleRecord, Node, SessionInfo
 from specviz_core.summary import CycleSummary
 from specviz_core.viewer.session_model import SessionModel
@@ -150,7 +151,7 @@ def test_tau_per_cycle_and_rolling_mean(panel):
     assert np.array_equal(curve_x(panel.c_tau_roll), np.arange(40))
     assert f"mean τ {tau.mean():.2f}" in panel.p_tau.header_text()
     assert "rolling mean (16)" in panel.p_tau.header_text()
-    assert panel.p_tau.getAxis("left").labelText == "tokens / target forward"
+    assert panel.p_tau.getAxis("left").labelText == "tokens / forward"
 
 
 def test_tokens_per_s_and_speed_up_against_ar(panel):
@@ -161,7 +162,7 @@ def test_tokens_per_s_and_speed_up_against_ar(panel):
     assert np.allclose(curve_y(panel.p_tps.c_tps), [s.tokens_per_s for s in ss])
     roll = rolling_rate(committed, ms)
     assert np.allclose(curve_y(panel.p_tps.c_tps_roll), roll)
-    assert "no AR baseline" in panel.p_tps.header_text()
+    assert "× AR" not in panel.p_tps.header_text()
     assert not panel.p_tps.getAxis("right").isVisible()
     assert not panel.p_tps.ar_line.isVisible()
 
@@ -177,7 +178,7 @@ def test_tokens_per_s_and_speed_up_against_ar(panel):
     assert lo2 == pytest.approx(lo / 25.0) and hi2 == pytest.approx(hi / 25.0)
 
     panel.set_ar_baseline(None, "")
-    assert "no AR baseline" in panel.p_tps.header_text()
+    assert "× AR" not in panel.p_tps.header_text()
     assert not panel.p_tps.c_speed.isVisible() and panel.p_tps.c_tps_roll.isVisible()
 
 
@@ -210,9 +211,9 @@ def test_spine_ratio_ema_and_bypass_markers(panel):
     assert list(panel.s_bypass.data["x"]) == bypass
     assert panel.p_spine.note is None and panel.p_spine.opacity() == 1.0
 
+    assert "spine" in panel.shown and panel.p_spine.isVisible()
     open_session(panel, [summary(i, 2) for i in range(5)], method="tr")
-    assert panel.p_spine.note == NO_SPINE
-    assert panel.p_spine.opacity() < 1.0
+    assert "spine" not in panel.shown and not panel.p_spine.isVisible()  # no such chart for this method
     assert len(panel.s_bypass.data) == 0
 
 
@@ -232,8 +233,7 @@ def test_talon_delta_vs_tau(panel):
     assert np.allclose(curve_y(panel.c_delta), [4, 3, 4])
 
     open_session(panel, [summary(i, 1) for i in range(3)], method="pld")
-    assert panel.p_delta.note == NO_DELTA
-    assert not panel.c_delta.isVisible()
+    assert "delta" not in panel.shown and not panel.p_delta.isVisible()
 
 
 def test_acceptance_heatmap_by_depth_and_rank(panel):
@@ -275,7 +275,8 @@ def test_acceptance_heatmap_by_depth_and_rank(panel):
 
 def test_no_heatmap_for_ar_only_session(panel):
     open_session(panel, [summary(i, 0, mode="ar") for i in range(3)], method="ar")
-    assert panel.p_heat.note == NO_HEAT
+    assert panel.shown == ["tau", "tps"]
+    assert not panel.p_heat.isVisible() and not panel.p_src.isVisible()
 
 
 def test_live_cycles_extend_the_data(panel, qtbot):
@@ -312,7 +313,7 @@ def test_current_cycle_line_moves_and_click_jumps(panel, qtbot):
     assert model.index == 0
     model.set_cycle(17)
     assert [line.value() for line in panel.cursors.values()] == [17] * 5
-    assert all(line.isVisible() for line in panel.cursors.values())
+    assert all(line.isVisible() for p, line in panel.cursors.items() if p.isVisible())
     QTest.qWait(30)
     for p, target in ((panel.p_tau, 9), (panel.p_spine, 22)):
         y = float(np.mean(p.vb.viewRange()[1]))
@@ -326,16 +327,16 @@ def test_current_cycle_line_moves_and_click_jumps(panel, qtbot):
 
 def test_cost_curve(panel, monkeypatch):
     open_session(panel, random_session(4))
-    assert panel.p_cost.note == NO_COST
+    assert "cost" not in panel.shown and not panel.p_cost.isVisible()  # not measured: no empty chart
     pts = [(1, 30.0), (8, 31.5), (32, 36.0), (64, 44.0)]
     panel.set_cost_curve(pts)
-    assert panel.p_cost.note is None
+    assert "cost" in panel.shown and panel.p_cost.isVisible()
     assert np.array_equal(curve_x(panel.c_cost), [1, 8, 32, 64])
     assert np.array_equal(curve_y(panel.c_cost), [30.0, 31.5, 36.0, 44.0])
     panel.model.set_cycle(2)
     assert panel.n_line.isVisible() and panel.n_line.value() == panel.model.record.n_verified
     panel.set_cost_curve(None)
-    assert panel.p_cost.note == NO_COST
+    assert "cost" not in panel.shown
 
     # A measured curve from specviz bench is loaded when a session opens.
     monkeypatch.setattr(charts_mod, "load_cost_curve", lambda model, device: {"points": [[16, 33.0], [4, 30.5]]})
@@ -407,4 +408,5 @@ def test_fonts_follow_the_application_font(panel, qtbot):
     panel.setFont(font)
     assert panel._font_scale == pytest.approx(1.5)
     assert "13.5pt" in panel.p_tau.titleLabel.item.toHtml() or "13.5pt" in panel.p_tau._title_args[2]
-    assert panel.glw.minimumHeight() == 3 * round(charts_mod.ROW_MIN_PX * 1.5)
+    rows = 1 + max(r for r, _, _ in grid_cells(panel.shown, panel.columns).values())
+    assert panel.glw.minimumHeight() == rows * round(charts_mod.ROW_MIN_PX * 1.5)

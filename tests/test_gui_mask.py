@@ -146,9 +146,11 @@ def test_tooltips(qtbot):
     tok = [label(rec.node_by_id[nid].token, 24) for nid in rec.verify_order]
     assert rec.mask[3, 1] and not rec.mask[3, 2]
     assert view.tooltip_at(view.cell_rect(3, 1).center()).startswith(
-        f"row 3 (token '{tok[3]}', pos {rec.cache_len + 2}) attends to column 1 (token '{tok[1]}')")
+        f"row 3 (token '{tok[3]}', pos {rec.cache_len + 2}) attends to column 1 (token '{tok[1]}', "
+        f"pos {rec.cache_len + 1})")
     assert view.tooltip_at(view.cell_rect(3, 2).center()).startswith(
-        f"row 3 (token '{tok[3]}', pos {rec.cache_len + 2}) does not attend to column 2 (token '{tok[2]}')")
+        f"row 3 (token '{tok[3]}', pos {rec.cache_len + 2}) does not attend to column 2 (token '{tok[2]}', "
+        f"pos {rec.cache_len + 1})")
     row_tip = view.tooltip_at(view.row_label_rect(1).center())
     assert row_tip.startswith(f"row 1: node 1, token '{tok[1]}'") and "accepted" in row_tip
     assert "Ctrl+wheel" in view.tooltip_at(QPoint(20, 8))  # the note explains the panel
@@ -182,3 +184,50 @@ def test_empty_model_shows_the_hint(qtbot):
     view = make_view(qtbot, SessionModel(), 600, 400)
     assert view.rows() is None and view.tooltip_at(QPoint(100, 100)) == ""
     qtbot.mouseClick(view.canvas, Qt.MouseButton.LeftButton, pos=QPoint(100, 100))  # nothing to select, no error
+
+
+def test_labels_never_overlap_and_zoom_labels_every_row(qtbot, goose):
+    rec, model = goose
+    view = make_view(qtbot, model, 340, 330)  # a laptop's mask dock: 60 rows in 330 pixels
+    g = view.geometry()
+    assert g.stride * g.cell >= g.font_px + 1 and g.font_px >= 8  # labels as high as a row pitch allows
+    assert g.stride > 1
+    view.set_zoom(3.0)
+    g = view.geometry()
+    assert g.stride == 1 and g.font_px >= 8  # zoomed in, every row has its label
+    assert view.canvas.height() > view.scroll.viewport().height()  # and the grid scrolls
+
+
+def test_scrolled_the_label_bands_stay_and_accepted_rows_stay_marked(qtbot, goose):
+    rec, model = goose
+    view = make_view(qtbot, model, 420, 380)
+    view.set_zoom(4.0)
+    QApplication.processEvents()
+    view.scroll.horizontalScrollBar().setValue(view.scroll.horizontalScrollBar().maximum())
+    view.scroll.verticalScrollBar().setValue(view.scroll.verticalScrollBar().maximum() // 2)
+    QApplication.processEvents()
+    shown = view.shown_rect()
+    assert shown.x() > 0 and shown.y() > 0
+    img = grab(view)
+    window = view.palette().color(QPalette.ColorRole.Window)
+    accepted = {0, *rec.accepted_path}
+    g = view.geometry()
+    rows_in_view = [i for i in range(rec.n_verified)
+                    if shown.y() + g.gy < g.gy + i * g.cell and g.gy + (i + 1) * g.cell < shown.bottom()]
+    assert rows_in_view
+    for i in rows_in_view:
+        box = view.row_label_rect(i)
+        assert shown.left() <= box.left() and box.right() < shown.left() + g.gx  # pinned at the view's left
+        assert any(img.pixelColor(x, y) != window for x in range(box.left(), box.right())
+                   for y in range(box.top(), box.bottom())), i
+        bar = img.pixelColor(shown.x() + g.bar_x + 1, g.gy + i * g.cell + g.cell // 2)
+        assert (bar == QColor(ACCEPTED)) == (rec.verify_order[i] in accepted), i
+    i = rows_in_view[len(rows_in_view) // 2]
+    qtbot.mouseClick(view.canvas, Qt.MouseButton.LeftButton, pos=view.row_label_rect(i).center())
+    assert model.selected_node == rec.verify_order[i]
+    # The column band is pinned at the view's top: a click there picks the column under it, not a cell.
+    j = (shown.x() + shown.width() // 2 - g.gx) // g.cell
+    col = view.col_label_rect(j)
+    assert col.top() >= shown.top()
+    qtbot.mouseClick(view.canvas, Qt.MouseButton.LeftButton, pos=QPoint(col.center().x(), col.bottom() - 4))
+    assert model.selected_node == rec.verify_order[j]

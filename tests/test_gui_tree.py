@@ -8,7 +8,7 @@ from PySide6.QtGui import QColor, QHelpEvent, QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from app.panels.tree_items import NodeItem
-from app.panels.tree_layout import BONUS, tidy_rows
+from app.panels.tree_layout import BONUS, marker_id, tidy_rows
 from app.panels.tree_view import TreeView
 from app.theme import ACCEPTED, REJECTED, source_color
 from gui_records import first_rejected_spine, goose_session, keep_none_alive, word_id, word_vocab
@@ -46,6 +46,7 @@ def center(view: TreeView, item: NodeItem) -> QPoint:
 
 def test_one_item_per_node_with_its_label_and_source_colour(big: TreeView) -> None:
     rec, vocab = big.model.record, big.model.vocab
+    big.set_show_gated(True)
     items = big.node_items()
     assert len(rec.nodes) == 69
     assert set(items) == {n.id for n in rec.nodes} | {BONUS}
@@ -67,6 +68,8 @@ def test_gated_nodes_are_hollow_and_dashed(big: TreeView) -> None:
     rec = big.model.record
     gated = [n for n in rec.nodes if n.gated]
     assert len(gated) == 8
+    big.set_show_gated(True)
+    assert big.header.gated.isChecked()
     for n in rec.nodes:
         item = big.node_items()[n.id]
         if n.gated:
@@ -78,6 +81,13 @@ def test_gated_nodes_are_hollow_and_dashed(big: TreeView) -> None:
     big.set_show_gated(False)
     assert set(big.node_items()) == {n.id for n in rec.nodes if not n.gated} | {BONUS}
     assert not big.header.gated.isChecked()
+    # Collapsed: one "+N gated" box per node that had gated children, hollow and dotted.
+    parents = {n.parent for n in gated}
+    markers = big.marker_items()
+    assert set(markers) == parents
+    for p, item in markers.items():
+        assert item.text() == f"+{sum(n.parent == p for n in gated)} gated"
+        assert item.brush().style() == Qt.BrushStyle.NoBrush and item.pen().style() == Qt.PenStyle.DotLine
 
 
 def test_accepted_path_is_bold(big: TreeView) -> None:
@@ -85,13 +95,15 @@ def test_accepted_path_is_bold(big: TreeView) -> None:
     items = big.node_items()
     broken = first_rejected_spine(rec)
     for n in rec.nodes:
+        if n.gated:
+            continue  # collapsed into "+N gated" boxes
         pen = items[n.id].pen()
         if n.accepted:
             assert pen.widthF() >= 2.5 and pen.color() == QColor(ACCEPTED), n
         elif n.id != broken.id:
             assert pen.widthF() <= 1.5, n
     # One thick green edge per accepted node (from its parent) plus one into the bonus token.
-    accepted_edges = big._edges["accepted"]
+    accepted_edges = big.drawing.edges["accepted"]
     assert accepted_edges.pen().widthF() >= 3 and accepted_edges.pen().color() == QColor(ACCEPTED)
     edges = accepted_edges.path()
     assert edges.elementCount() == 4 * (len(rec.accepted_path) + 1)  # moveTo + cubicTo (3 elements) per edge
@@ -174,6 +186,7 @@ def test_clicking_a_node_selects_it_and_selection_is_highlighted(small: TreeView
 
 
 def test_pixels_show_fill_colours(small: TreeView) -> None:
+    small.set_show_gated(True)
     img = small.viewport().grab().toImage()
     rec = small.model.record
     for n in rec.nodes:
@@ -188,7 +201,7 @@ def test_pixels_show_fill_colours(small: TreeView) -> None:
 
 def test_wheel_zoom_and_double_click_fit(small: TreeView, qtbot) -> None:
     fitted = small.transform().m11()
-    assert 0.2 < fitted <= 1.4
+    assert 1.0 <= fitted <= 1.4
     rect = small.mapFromScene(small.sceneRect()).boundingRect()
     assert small.viewport().rect().adjusted(-2, -2, 2, 2).contains(rect)  # the whole tree is in view
     pos = QPointF(small.viewport().rect().center())
@@ -262,11 +275,13 @@ def test_tidy_rows_centres_parents_and_keeps_layers_apart() -> None:
 
 
 def test_layout_tree_columns_by_depth_and_the_bonus_after_the_last_accepted_node() -> None:
-    from app.panels.tree_layout import HGAP, MARGIN, NODE_H, ROW, layout_tree
+    from app.panels.tree_layout import Metrics, layout_tree
     from gui_records import small_cycle
 
     rec = small_cycle()  # root -> a (accepted) -> b, root -> c, a -> d, c -> e (gated); bonus after a
-    lay = layout_tree(rec, True, lambda t: f"t{t}", lambda label: 10.0 * len(label))
+    m = Metrics(12.0)
+    HGAP, MARGIN, NODE_H, ROW = m.hgap, m.margin, m.node_h, m.row
+    lay = layout_tree(rec, True, lambda t: f"t{t}", lambda label: 10.0 * len(label), m)
     assert set(lay.pos) == {0, 1, 2, 3, 4, 5, BONUS}
     assert lay.children[1] == [2, 4, BONUS] and lay.labels[BONUS] == "★t15" and lay.labels[3] == "t12"
     x = {i: p[0] for i, p in lay.pos.items()}
@@ -276,5 +291,9 @@ def test_layout_tree_columns_by_depth_and_the_bonus_after_the_last_accepted_node
     rows = sorted({p[1] for p in lay.pos.values()})
     assert rows[0] == MARGIN and all(b - a >= ROW - 1e-9 for a, b in zip(rows, rows[1:]))
     assert lay.height == rows[-1] + NODE_H + MARGIN
-    hidden = layout_tree(rec, False, lambda t: f"t{t}", lambda label: 10.0 * len(label))
+    hidden = layout_tree(rec, False, lambda t: f"t{t}", lambda label: 10.0 * len(label), m)
     assert 5 not in hidden.pos and 5 not in hidden.nodes
+    assert hidden.children[3] == [marker_id(3)] and hidden.labels[marker_id(3)] == "+1 gated"
+    assert hidden.hidden == {3: [5]} and hidden.pos[marker_id(3)][0] == x[5]
+    opened = layout_tree(rec, False, lambda t: f"t{t}", lambda label: 10.0 * len(label), m, expanded={3})
+    assert 5 in opened.pos and marker_id(3) not in opened.pos

@@ -100,6 +100,18 @@ CASES: list[tuple[str, list[str]]] = [
     ("gui --db missing", ["gui", "--db", "{tmp}/none.db"]),
     ("gui --db text file", ["gui", "--db", "{tmp}/text.db"]),
     ("gui --db folder", ["gui", "--db", "{tmp}"]),
+    # audit / compare / race
+    ("audit --db missing", ["audit", "--db", "{tmp}/none.db"]),
+    ("audit --db text file", ["audit", "--db", "{tmp}/text.db"]),
+    ("compare one session", ["compare", "--db", "{tmp}/text.db", "abc"]),
+    ("compare --db missing", ["compare", "--db", "{tmp}/none.db", "a", "b"]),
+    ("race one session", ["race", "--db", "{tmp}/none.db", "a"]),
+    ("race five sessions", ["race", "--db", "{tmp}/none.db", "a", "b", "c", "d", "e"]),
+    ("race --out .png", ["race", "--db", "{tmp}/none.db", "a", "b", "--out", "{tmp}/r.png"]),
+    ("race --fps 0", ["race", "--db", "{tmp}/none.db", "a", "b", "--fps", "0"]),
+    ("race --slowdown nan", ["race", "--db", "{tmp}/none.db", "a", "b", "--slowdown", "nan"]),
+    ("race --size 1x1", ["race", "--db", "{tmp}/none.db", "a", "b", "--size", "1x1", "--out", "{tmp}/r.gif"]),
+    ("race --db missing", ["race", "--db", "{tmp}/none.db", "a", "b", "--out", "{tmp}/r.gif"]),
     # no such command
     ("unknown command", ["frobnicate"]),
 ]

@@ -219,7 +219,7 @@ def test_export_of_a_session_being_recorded_is_one_snapshot(tiny, tmp_path, monk
     sid, live, _ = record_tiny(tiny, path)
     real_line = export.session_line
 
-    def line_then_another_writer_appends(info):
+    def line_then_another_writer_appends(info, *rest):
         other = sqlite3.connect(path)
         with other:
             other.execute("INSERT INTO cycles SELECT session_id, idx + 1000, mode, cache_len, n_verified, n_accepted, "
@@ -227,7 +227,7 @@ def test_export_of_a_session_being_recorded_is_one_snapshot(tiny, tmp_path, monk
                           "target_topk, state, timings_ms, summary FROM cycles WHERE idx = 0")
             other.execute("UPDATE sessions SET n_cycles = n_cycles + 1, n_forward = n_forward + 1")
         other.close()
-        return real_line(info)
+        return real_line(info, *rest)
 
     monkeypatch.setattr(export, "session_line", line_then_another_writer_appends)
     buf = io.StringIO()

@@ -149,3 +149,21 @@ def test_topk_after():
                  topk={1: WANTED_ROW})
     assert topk_after(rec, 1) == WANTED_ROW
     assert topk_after(rec, 7) == ()
+
+
+def test_summary_route_path_and_accepted_tokens_by_path():
+    from specviz_core.summary import accepted_by_path
+
+    cont = record([
+        (0, -1, 10, "root", True, 11, None),
+        (1, 0, 11, "spine", True, 50, 0.7),
+        (2, 1, 12, "spine", False, 13, 0.2),
+        (3, 1, 50, "branch", True, 51, 0.6),
+    ], state={"route": "spine_tree", "path": "spine_continuation"})
+    branch = record([(0, -1, 10, "root", True, 20, None), (1, 0, 20, "branch", True, 21, 0.5)],
+                    state={"route": "branch_tree", "path": "pure_branch"})
+    plain = record([(0, -1, 10, "root", True, 11, None), (1, 0, 11, "ngram", True, 12, 0.9)], mode="chain")
+    s = [summarize(r) for r in (cont, branch, plain)]
+    assert [x.route for x in s] == ["spine_tree", "branch_tree", "chain"]  # no route recorded: the mode
+    assert [x.path for x in s] == ["spine_continuation", "pure_branch", None]
+    assert accepted_by_path(s) == {"spine_continuation": 2, "pure_branch": 1}

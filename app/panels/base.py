@@ -13,6 +13,14 @@ from specviz_core.records import CycleRecord
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import CycleSource
 
+HINT = "Step a cycle (F10) or open a recording"
+"""What a panel shows with no cycle to draw."""
+
+
+def placeholder(model: SessionModel) -> str:
+    """What a panel shows in place of the current cycle: why it is damaged, or the hint when there is none."""
+    return model.damage_text or HINT
+
 
 class PanelMixin:
     """What the window may ask of any panel; every callback has a default, so a panel overrides what it needs.
@@ -37,7 +45,8 @@ class PanelMixin:
 
     def on_session_closed(self) -> None: ...
 
-    def on_cycle_changed(self, record: CycleRecord) -> None: ...
+    def on_cycle_changed(self, record: CycleRecord | None) -> None:
+        """The current cycle changed; ``record`` is None when it is damaged (``self.model.damage_text`` says why)."""
 
     def on_cycles_appended(self, summaries: list) -> None: ...
 

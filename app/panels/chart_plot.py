@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QTextOption
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsTextItem
 
 #: A series key: (symbol, colour or "fg" for the text colour, label).
@@ -52,6 +52,9 @@ class ChartPlot(pg.PlotItem):
         self.layout.addItem(self.titleLabel, 0, 0, 1, 3)
         for name in ("left", "bottom", "right"):
             self.getAxis(name).enableAutoSIPrefix(False)
+            # Moving the current-cycle line repaints the plot: blit the axes instead of replaying their ticks.
+            self.getAxis(name).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        self.titleLabel.item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self._note_item = QGraphicsTextItem(self.vb)
         self._note_item.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresParentOpacity)
         self._note_item.setZValue(100)
@@ -60,6 +63,25 @@ class ChartPlot(pg.PlotItem):
         self._note_item.document().setDefaultTextOption(opt)
         self._note_item.hide()
         self.vb.sigResized.connect(self._place_note)
+        opt = self.titleLabel.item.document().defaultTextOption()
+        opt.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        opt.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.titleLabel.item.document().setDefaultTextOption(opt)
+        self._title_w = -1.0
+        self.geometryChanged.connect(self._fit_title)
+
+    def itemChange(self, change, value):
+        ret = super().itemChange(change, value)
+        if change == QGraphicsItem.GraphicsItemChange.ItemVisibleHasChanged and value:
+            # pyqtgraph sizes an axis to 0 while it is hidden and only again when its ticks change: a chart
+            # shown again (the charts that apply changed) would have no tick labels.
+            for axis in self.axes.values():
+                item = axis["item"]
+                if item.orientation in ("left", "right"):
+                    item._updateWidth()
+                else:
+                    item._updateHeight()
+        return ret
 
     def curve(self, **kw: object) -> pg.PlotDataItem:
         """A curve, peak-downsampled to about two points per pixel and clipped to the view."""
@@ -86,9 +108,24 @@ class ChartPlot(pg.PlotItem):
         if args != self._title_args:  # laying out a title again is the costliest part of a live redraw
             self._title_args = args
             self.setTitle(args[0], color=args[1], size=args[2])
-            h = self.titleLabel.itemRect().height()  # pyqtgraph fixes the title row at 30 px: two lines need more
-            self.titleLabel.setMaximumHeight(h)
-            self.layout.setRowFixedHeight(0, h)
+            self._title_w = -1.0
+            self._fit_title()
+
+    def _fit_title(self) -> None:
+        """Wrap the title and keys to the plot's width (never clipped), and give the title row their height."""
+        w = max(40.0, self.width() - 4)
+        if w == self._title_w:
+            return
+        self._title_w = w
+        self.titleLabel.item.setTextWidth(w)
+        self.titleLabel.resizeEvent(None)
+        h = self.titleLabel.itemRect().height()  # pyqtgraph fixes the title row at 30 px: two lines need more
+        self.titleLabel.setMaximumHeight(h)
+        self.layout.setRowFixedHeight(0, h)
+
+    def title_width(self) -> float:
+        """How wide the title and keys are drawn (at most the plot's width)."""
+        return self.titleLabel.item.document().idealWidth()
 
     def header_text(self) -> str:
         """The title and the series keys as plain text."""
@@ -138,7 +175,7 @@ class HeatmapPlot(ChartPlot):
     """Acceptance rate by depth (x) and sibling rank (y, rank 0 on top), with a colour bar and cell labels."""
 
     def __init__(self, tooltip: str) -> None:
-        super().__init__("acceptance heatmap", "depth", "sibling rank (0 = first)", tooltip)
+        super().__init__("acceptance heatmap", "depth", "sibling rank", tooltip)
         self.verified = self.accepted = np.zeros((0, 0))
         self.img = pg.ImageItem(axisOrder="col-major")  # image[x, y] = rate[depth - 1, rank]
         self.addItem(self.img)
@@ -206,4 +243,4 @@ class HeatmapPlot(ChartPlot):
         tick_font.setPointSizeF(8 * scale)
         self.colorbar.axis.setTextPen(fg)
         self.colorbar.axis.setStyle(tickFont=tick_font)
-        self.colorbar.axis.setLabel("accepted / verified", **{"font-size": f"{8.5 * scale:g}pt", "color": fg.name()})
+        self.colorbar.axis.setLabel("accepted share", **{"font-size": f"{8.5 * scale:g}pt", "color": fg.name()})

@@ -76,7 +76,7 @@ class SpeedPlot(ChartPlot):
         self.c_tps_roll.setData(x, rolling)
         if ar is None:
             self.c_speed.setData([], [])
-            title = f"tokens/s · {overall:.1f} overall · no AR baseline"
+            title = f"tokens/s · {overall:.1f} overall"
         else:
             self.c_speed.setData(x, rolling / ar)
             title = f"tokens/s · {overall / ar:.2f}× AR overall"  # the AR rate labels its line
@@ -96,4 +96,4 @@ class SpeedPlot(ChartPlot):
         if self.ar_tokens_per_s:
             return (f"{text}, {rolling / self.ar_tokens_per_s:.2f}× AR)\n"
                     f"AR baseline {self.ar_tokens_per_s:.1f} tok/s {self.ar_note}".rstrip())
-        return f"{text})\nno AR baseline: run an AR session on the same prompt"
+        return f"{text})\nspeed-up: record an AR session of the same prompt and model in this recording"

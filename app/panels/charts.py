@@ -1,11 +1,12 @@
 """Charts: how a session's speculation went, cycle by cycle (pyqtgraph).
 
-Seven plots in a grid (three columns, two when the panel is narrow): tau per cycle and its rolling mean;
-tokens/s with the speed-up against a measured AR baseline; cumulative acceptance per node source (Goose's
-p_s and p_t); Goose's spine ratio and EMA with bypass cycles marked; TALON's delta against tau; acceptance
-by depth and sibling rank; the verify cost curve. Plot items are made once and fed with
-``setData``/``setImage``; long series are clipped to the view and peak-downsampled. A vertical line marks
-the current cycle; clicking a per-cycle plot jumps there. The numbers come from
+Up to seven plots in a grid, only those that apply to the session (:mod:`.charts_layout`): tau per cycle and
+its rolling mean; tokens/s with the speed-up against a measured AR baseline; cumulative acceptance per node
+source (Goose's p_s and p_t); Goose's spine ratio and EMA with bypass cycles marked; TALON's delta against tau;
+acceptance by depth and sibling rank; the verify cost curve once measured. Plot items are made once and fed
+with ``setData``/``setImage``; long series are clipped to the view and peak-downsampled. A vertical line marks
+the current cycle; clicking a per-cycle plot jumps there; double-clicking a plot shows it alone (again: all);
+"Open in a window" asks the window to float the panel at full size. The numbers come from
 :class:`~app.panels.charts_data.ChartData`.
 """
 
@@ -13,14 +14,25 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt, QTimer
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette, QResizeEvent
-from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QStackedLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QStackedLayout,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.panels.base import PanelMixin
 from app.panels.chart_plot import ChartPlot, HeatmapPlot
 from app.panels.chart_speed import SpeedPlot
 from app.panels.charts_data import WINDOW, ChartData, cost_points
+from app.panels.charts_layout import applicable, columns_for, grid_cells
+from app.panels.charts_mouse import PLOT_HELP, ChartsMouse
 from app.theme import ACCEPTED, GATED, SOURCE_COLORS, SOURCE_LABELS
 from specviz_core.engine.cost_curve import load_cost_curve
 from specviz_core.records import CycleRecord
@@ -29,29 +41,31 @@ from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import CycleSource
 
 HINT = "Step a cycle (F10) or open a recording"
-NO_COST = "no cost curve measured yet — run specviz bench"
-NO_SPINE = "no spine ratio in this method's state (Goose records one)"
-NO_DELTA = "no draft-step count (δ) in this method's state (TALON records one)"
-NO_HEAT = "no draft tokens verified yet"
-PLOT_HELP = "Click: jump to that cycle · wheel/drag: zoom/pan · right-click: menu"
 REDRAW_MS = 40  # live appends are drawn at most this often
 ROW_MIN_PX = 165  # below this a plot is unreadable: the grid scrolls instead
-THREE_COLUMNS_PX = 780  # narrower than this, two columns
 SPINE_Y = (-0.05, 1.12)  # ratios in [0, 1], bypass ticks above
 GOOSE_LABELS = {"spine": "p_s spine", "branch": "p_t branch"}
 
 
-class ChartsPanel(PanelMixin, QWidget):
+class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
     """Charts of the current session. For the main window: ``set_ar_baseline``, ``set_cost_curve``,
     ``set_font_scale``; ``flush`` draws pending live cycles now."""
 
     title = "Charts"
+    pop_out_requested = Signal()
+    """The user asked for the charts in their own window."""
 
     def __init__(self, model: SessionModel, parent: QWidget | None = None) -> None:
         QWidget.__init__(self, parent)
         self.data = ChartData()
         self.cost_points: list[tuple[int, float]] | None = None
         self.columns = 0
+        self.shown: list[str] = []
+        """The charts in the grid, by name (see :mod:`.charts_layout`)."""
+        self.solo: str | None = None
+        """The one chart shown alone (double-click), if any."""
+        self._placed: tuple = ()
+        self._in_grid: list[ChartPlot] = []
         self._font_scale = 1.0
         self._base_pt = self.font().pointSizeF()  # the app font grows in presentation mode: so do the charts
         self._method = ""
@@ -66,10 +80,27 @@ class ChartsPanel(PanelMixin, QWidget):
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.scroll.setWidget(self.glw)
-        self._stack = QStackedLayout(self)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(0)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(6, 1, 4, 1)
+        self.tip = QLabel("Double-click a chart to see it alone")
+        self.tip.setEnabled(False)
+        bar.addWidget(self.tip, 1)
+        self.pop_out = QToolButton(text="Open in a window")
+        self.pop_out.setAutoRaise(True)
+        self.pop_out.setToolTip("Show the charts in their own window, as large as you like")
+        self.pop_out.clicked.connect(self.pop_out_requested.emit)
+        bar.addWidget(self.pop_out)
+        outer.addLayout(bar)
+        stack_host = QWidget()
+        outer.addWidget(stack_host, 1)
+        self._stack = QStackedLayout(stack_host)
         self._stack.addWidget(self.hint)
         self._stack.addWidget(self.scroll)
         self._build()
+        self._set_shown()
         self._layout(3)
         self._timer = QTimer(self, singleShot=True, interval=REDRAW_MS)
         self._timer.timeout.connect(self._redraw)
@@ -84,7 +115,7 @@ class ChartsPanel(PanelMixin, QWidget):
     # -- building ----------------------------------------------------------------------------
     def _build(self) -> None:
         cyc = "cycle"
-        self.p_tau = ChartPlot("accepted tokens per cycle (τ)", cyc, "tokens / target forward", PLOT_HELP)
+        self.p_tau = ChartPlot("accepted tokens per cycle (τ)", cyc, "tokens / forward", PLOT_HELP)
         self.p_src = ChartPlot("acceptance by source (cumulative)", cyc, "accepted / verified", PLOT_HELP)
         self.p_tps = SpeedPlot(self.glw.scene(), WINDOW, PLOT_HELP)
         self.p_heat = HeatmapPlot("Acceptance by depth and sibling rank, all cycles so far")
@@ -93,6 +124,7 @@ class ChartsPanel(PanelMixin, QWidget):
         self.p_cost = ChartPlot("verify cost", "block size N (tokens)", "forward ms",
                                 "Target forward time against the verify block size N; the line is this cycle's N")
         self.plots = [self.p_tau, self.p_src, self.p_tps, self.p_heat, self.p_spine, self.p_delta, self.p_cost]
+        self.by_name = dict(zip(("tau", "sources", "tps", "heat", "spine", "delta", "cost"), self.plots))
         self.cycle_plots = [self.p_tau, self.p_tps, self.p_src, self.p_spine, self.p_delta]
         # pyqtgraph's x link aligns screen positions, wrong for plots of different widths: copy the range instead.
         for p in self.cycle_plots:
@@ -126,35 +158,57 @@ class ChartsPanel(PanelMixin, QWidget):
         self.n_line = pg.InfiniteLine(angle=90, movable=False)
         self.n_line.hide()
         self.p_cost.addItem(self.n_line, ignoreBounds=True)
-        self.p_cost.set_note(NO_COST)
 
         self.glw.scene().sigMouseClicked.connect(self._on_click)
         self.glw.scene().sigMouseMoved.connect(self._on_hover)
 
+    def _set_shown(self) -> bool:
+        """Work out which charts apply; True if that changed."""
+        d = self.data
+        shown = applicable(self._method, has_sources=bool(d.sources), has_heat=bool(d.heat_verified.sum()),
+                           has_spine=d.has_spine, has_delta=d.has_delta, has_cost=bool(self.cost_points))
+        if self.solo not in shown:
+            self.solo = None
+        changed = shown != self.shown
+        self.shown = shown
+        return changed
+
     def _layout(self, columns: int) -> None:
-        """Three columns (the wide per-cycle plots span two), or two when the panel is narrow."""
+        """The shown charts in ``columns`` columns (the wide per-cycle plots span two of three); one alone when
+        double-clicked."""
+        names = [self.solo] if self.solo else self.shown
+        placed = (tuple(names), columns)
+        self.columns = columns
+        if placed == self._placed:
+            return
         grid = self.glw.ci.layout
-        cells = {  # plot: (row, column, column span)
-            3: {self.p_tau: (0, 0, 2), self.p_src: (0, 2, 1), self.p_tps: (1, 0, 2), self.p_heat: (1, 2, 1),
-                self.p_spine: (2, 0, 1), self.p_delta: (2, 1, 1), self.p_cost: (2, 2, 1)},
-            2: {self.p_tau: (0, 0, 1), self.p_tps: (0, 1, 1), self.p_src: (1, 0, 1), self.p_heat: (1, 1, 1),
-                self.p_spine: (2, 0, 1), self.p_delta: (2, 1, 1), self.p_cost: (3, 0, 2)},
-        }[columns]
-        if columns != self.columns:
-            if self.columns:  # take every plot out first: a cell may still hold a plot that moves later
-                for p in cells:
-                    grid.removeItem(p)
-            for p in cells:
-                grid.addItem(p, *cells[p][:2], 1, cells[p][2])
-        rows = 1 + max(r for r, _, _ in cells.values())
+        for p in self._in_grid:  # take every plot out first: a cell may still hold a plot that moves later
+            grid.removeItem(p)
+        cells = grid_cells(names, columns)
+        self._in_grid = []
+        for name, p in self.by_name.items():
+            if name in cells:
+                r, c, span = cells[name]
+                grid.addItem(p, r, c, 1, span)
+                self._in_grid.append(p)
+                p.show()
+            else:
+                p.hide()
+        rows = 1 + max((r for r, _, _ in cells.values()), default=0)
         for i in range(4):
             grid.setColumnStretchFactor(i, 1 if i < columns else 0)
             grid.setRowStretchFactor(i, 1 if i < rows else 0)
         self.glw.setMinimumHeight(rows * round(ROW_MIN_PX * self._font_scale))
-        self.columns = columns
+        self._placed = placed
+        grid.activate()  # place the plots now, not at the next event loop turn: what is drawn follows at once
+
+    def set_solo(self, name: str | None) -> None:
+        """Show chart ``name`` alone in the panel (None: all of them)."""
+        self.solo = name if name in self.shown else None
+        self._layout(1 if self.solo else columns_for(self.width()))
 
     def resizeEvent(self, event: QResizeEvent) -> None:
-        self._layout(3 if event.size().width() >= THREE_COLUMNS_PX else 2)
+        self._layout(1 if self.solo else columns_for(event.size().width()))
         super().resizeEvent(event)
 
     # -- theme -------------------------------------------------------------------------------
@@ -183,6 +237,7 @@ class ChartsPanel(PanelMixin, QWidget):
             return
         self._font_scale = scale
         self._apply_palette()
+        self._placed = ()
         self._layout(self.columns)
 
     # -- inputs from the main window ------------------------------------------------------------
@@ -199,8 +254,9 @@ class ChartsPanel(PanelMixin, QWidget):
             self.c_cost.setData(n, ms)
         else:
             self.c_cost.setData([], [])
-        self.p_cost.set_note(None if self.cost_points else NO_COST)
         self.n_line.setVisible(bool(self.cost_points) and self.model.record is not None)
+        if self._set_shown():
+            self._layout(self.columns)
 
     # -- model events ---------------------------------------------------------------------------
     def on_session_opened(self, source: CycleSource) -> None:
@@ -232,12 +288,13 @@ class ChartsPanel(PanelMixin, QWidget):
         if not self._timer.isActive():
             self._timer.start()
 
-    def on_cycle_changed(self, record: CycleRecord) -> None:
+    def on_cycle_changed(self, record: CycleRecord | None) -> None:
         for line in self.cursors.values():
-            line.setValue(record.index)
+            line.setValue(self.model.index)
             line.show()
-        self.n_line.setValue(record.n_verified)
-        self.n_line.setVisible(bool(self.cost_points))
+        if record is not None:  # a damaged cycle has no verify block to mark on the cost curve
+            self.n_line.setValue(record.n_verified)
+        self.n_line.setVisible(bool(self.cost_points) and record is not None)
 
     def flush(self) -> None:
         """Draw appended cycles now instead of at the next redraw tick."""
@@ -259,8 +316,9 @@ class ChartsPanel(PanelMixin, QWidget):
         self._draw_sources(x)
         self._draw_spine(x)
         self._draw_delta(x)
-        self.p_heat.set_note(None if self.p_heat.set_counts(d.heat_verified, d.heat_accepted) or not d.n
-                             else NO_HEAT)
+        self.p_heat.set_counts(d.heat_verified, d.heat_accepted)
+        if self._set_shown():
+            self._layout(self.columns)
 
     def _draw_tps(self) -> None:
         d = self.data
@@ -304,7 +362,6 @@ class ChartsPanel(PanelMixin, QWidget):
         b = d.bypass_indices
         if not np.array_equal(b, self.s_bypass.data["x"]):  # rarely changes: skip the scatter's costly rebuild
             self.s_bypass.setData(b.astype(float), np.full(len(b), 1.06))
-        self.p_spine.set_note(None if d.has_spine or not d.n else NO_SPINE)
 
     def _draw_delta(self, x: np.ndarray) -> None:
         d = self.data
@@ -313,52 +370,8 @@ class ChartsPanel(PanelMixin, QWidget):
         self.c_tau_cum.setData(x, d.series("tau_cum"))
         fin = delta[np.isfinite(delta)]
         self.p_delta.set_header(f"TALON δ {fin[-1]:.2f} vs τ {d.mean_tau:.2f}" if len(fin) else "TALON δ vs τ")
-        self.p_delta.set_note(None if d.has_delta or not d.n else NO_DELTA)
         for c in (self.c_delta, self.c_tau_cum):
             c.setVisible(d.has_delta)
-
-    # -- mouse -------------------------------------------------------------------------------------
-    def _cycle_at(self, scene_pos: QPointF) -> tuple[ChartPlot, int] | None:
-        for p in self.cycle_plots:
-            if p.vb.sceneBoundingRect().contains(scene_pos):
-                i = int(round(p.vb.mapSceneToView(scene_pos).x()))
-                if 0 <= i < self.data.n:
-                    return p, i
-        return None
-
-    def _on_click(self, ev: object) -> None:
-        if ev.button() != Qt.MouseButton.LeftButton or ev.double():
-            return
-        hit = self._cycle_at(ev.scenePos())
-        if hit is not None:
-            self.model.set_cycle(hit[1])
-
-    def _on_hover(self, pos: QPointF) -> None:
-        hit = self._cycle_at(pos)
-        if hit is not None:
-            hit[0].vb.setToolTip(f"{self.cycle_tooltip(*hit)}\n{PLOT_HELP}")
-        elif self.p_heat.vb.sceneBoundingRect().contains(pos):
-            v = self.p_heat.vb.mapSceneToView(pos)
-            self.p_heat.vb.setToolTip(self.p_heat.tooltip(int(round(v.x())), int(round(v.y()))))
-
-    def cycle_tooltip(self, p: ChartPlot, i: int) -> str:
-        """What hovering cycle ``i`` of per-cycle plot ``p`` shows."""
-        d = self.data
-
-        def s(name: str) -> float:
-            return float(d.series(name)[i])
-
-        if p is self.p_tau:
-            return f"cycle {i}: τ = {s('tau'):.0f} tokens (rolling {s('tau_rolling'):.2f})"
-        if p is self.p_tps:
-            return self.p_tps.cycle_text(i, s("tps"), s("ms"), s("tps_rolling"))
-        if p is self.p_src:
-            parts = [f"{self.source_label(n)}: {a:.0f}/{v:.0f}" for n in d.sources for v, a in [d.source_counts(n)[i]]]
-            return f"cycle {i} (cumulative): " + ", ".join(parts)
-        if p is self.p_spine:
-            mode = " (bypass)" if i in d.bypass_indices else ""
-            return f"cycle {i}{mode}: spine ratio {s('spine_ratio'):.2f}, EMA p_s {s('ema_p_s'):.2f}"
-        return f"cycle {i}: δ {s('delta'):.2f}, τ running mean {s('tau_cum'):.2f}"
 
     def export_target(self) -> QWidget:
         return self.glw

@@ -101,6 +101,9 @@ class ChartData:
         f["committed"][sl] = np.fromiter((len(s.committed_ids) for s in summaries), float, m)
         f["ms"][sl] = np.fromiter((s.cycle_ms for s in summaries), float, m)
         f["n_verified"][sl] = np.fromiter((s.n_verified for s in summaries), float, m)
+        damaged = np.fromiter((bool(s.damaged) for s in summaries), bool, m)
+        for name in ("tau", "committed", "ms", "n_verified"):  # a damaged cycle has no numbers: a gap, not a zero
+            f[name][sl][damaged] = np.nan
         self._bypass[sl] = np.fromiter((s.mode == "bypass" for s in summaries), bool, m)
         states = [s.state for s in summaries]
         f["spine_ratio"][sl] = _state_floats(states, SPINE_RATIO)

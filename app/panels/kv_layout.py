@@ -117,8 +117,8 @@ def layout_kv(rec: CycleRecord, width: int, height: int, font: QFont, subtitles:
     wo = max(OLD_CELL, min(MAX_CELL, wb, (avail - elide_w - n * wb) // max(1, shown)))
     head = 2 * (fm.height() + 4)
     tick = fm.height()
-    rest = height - MARGIN - head - 3 * tick - 26 - 2 * GAP - MARGIN
-    strip_h = max(2 * tick + 4, min(72, rest // 3))
+    rest = height - MARGIN - head - 3 * tick - 26 - 2 * GAP - MARGIN - (tick + 4)  # the last line: the next root
+    strip_h = max(tick + 10, min(72, rest // 3))
     font_px = max(8, min(11, wb - 1))
     y = MARGIN + head + 4
     strip_y = {"before": y, "verify": y + strip_h + tick + GAP // 2, "after": 0}

@@ -24,10 +24,9 @@ from PySide6.QtWidgets import QToolTip, QWidget
 from specviz_core.records import CycleRecord
 
 from ..theme import ACCEPTED, GATED, SOURCE_COLORS, SOURCE_LABELS, source_color
-from .base import PanelMixin
+from .base import PanelMixin, placeholder
 from .kv_layout import MARGIN, STRIP_NAMES, STRIPS, Cell, KVLayout, OldPosition, layout_kv, old_positions, sized_font
 
-HINT = "Step a cycle (F10) or open a recording"
 STRIP_HELP = {
     "header": "Cache slot p holds context token p. The forward writes the verify block after the cache; the trim keeps\n"
               "the root and the accepted rows, moved to the slots right after the old ones, and drops the rest.",
@@ -50,7 +49,7 @@ class KVView(PanelMixin, QWidget):
         self._layout: KVLayout | None = None
         self._old: tuple[int, list[tuple[int, int, str, int]]] | None = None
         self.setMouseTracking(True)
-        self.setMinimumSize(320, 240)
+        self.setMinimumSize(280, 170)
         self.connect_model(model)
 
     # -- model events -------------------------------------------------------------------
@@ -130,6 +129,11 @@ class KVView(PanelMixin, QWidget):
                 return c
         return None
 
+    def selected_cells(self) -> list[Cell]:
+        """The cells of the selected node (its verify row, and where the trim put it)."""
+        lay, sel = self.layout_cells(), self.model.selected_node
+        return [c for c in lay.cells if c.node is not None and c.node.id == sel] if lay and sel is not None else []
+
     def cell_at(self, pos: QPoint) -> Cell | None:
         lay = self.layout_cells()
         for c in lay.cells if lay else ():
@@ -207,7 +211,8 @@ class KVView(PanelMixin, QWidget):
         lay, rec = self.layout_cells(), self.model.record
         if lay is None or rec is None:
             p.setPen(dim)
-            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, HINT)
+            p.drawText(self.rect().adjusted(8, 8, -8, -8), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
+                       placeholder(self.model))
             return
         fm = QFontMetrics(self.font())
         lh = fm.height() + 4
@@ -215,7 +220,8 @@ class KVView(PanelMixin, QWidget):
         bold.setBold(True)
         p.setFont(bold)
         p.setPen(text)
-        p.drawText(QPointF(MARGIN, MARGIN + fm.ascent()), self.counts_text())
+        p.drawText(QPointF(MARGIN, MARGIN + fm.ascent()), QFontMetrics(bold).elidedText(
+            self.counts_text(), Qt.TextElideMode.ElideRight, self.width() - 2 * MARGIN))
         p.setFont(self.font())
         self._paint_legend(p, lay, MARGIN + lh, fm, text)
 
@@ -316,8 +322,10 @@ class KVView(PanelMixin, QWidget):
             s = f"new length {rec.cache_len + len(kept):,}"
             fits = end + 3 + fm.horizontalAdvance(s) <= self.width() - MARGIN
             tick(end + 3 if fits else end - 3, y, s, right=not fits)
-        nxt = f"next root: bonus '{self.model.vocab.label(rec.bonus_token, 16)}' at position {rec.cache_len + len(kept):,}"
-        p.drawText(QPointF(MARGIN, y + fm.height() + fm.ascent() + 2), nxt + " (its KV is written by the next forward)")
+        nxt = (f"next root: bonus '{self.model.vocab.label(rec.bonus_token, 16)}' at position "
+               f"{rec.cache_len + len(kept):,} (its KV is written by the next forward)")
+        p.drawText(QPointF(MARGIN, y + fm.height() + fm.ascent() + 2),
+                   fm.elidedText(nxt, Qt.TextElideMode.ElideRight, self.width() - 2 * MARGIN))
 
     def _paint_legend(self, p: QPainter, lay: KVLayout, y: int, fm: QFontMetrics, text: QColor) -> None:
         """Colours present in the strips (how each token got there), then the kept and dropped marks."""

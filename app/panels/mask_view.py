@@ -3,6 +3,9 @@
 Row i of the verify block may attend to column j when ``record.mask[i, j]``; every row also attends to all
 ``record.cache_len`` cached positions (not drawn, said in the note). Rows carry their token, position id and
 source colour; accepted rows (root included) have a green bar and bold labels, and their cells are green.
+Labels are never drawn smaller than readable: while the cells are small only every few rows and columns are
+labelled, zooming in (Ctrl+wheel, Ctrl+plus/minus) labels them all; scrolled, the row and column labels stay
+at the panel's left and top. Hovering a cell names its row's and column's tokens and positions.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from PySide6.QtGui import (
     QColor,
     QFontMetrics,
     QHelpEvent,
+    QKeyEvent,
     QMouseEvent,
     QPainter,
     QPaintEvent,
@@ -22,11 +26,14 @@ from PySide6.QtWidgets import QFrame, QScrollArea, QStyle, QToolTip, QVBoxLayout
 from specviz_core.records import CycleRecord
 
 from ..theme import ACCEPTED, SOURCE_LABELS
-from .base import PanelMixin
-from .mask_paint import GAP, HINT, MARGIN, MaskGeometry, MaskRows, fonts, paint_mask, plain_attend
+from .base import HINT as HINT  # what the canvas says with no cycle (tests read it here)
+from .base import PanelMixin, placeholder
+from .mask_paint import GAP, MARGIN, MaskGeometry, MaskRows, fonts, paint_mask, plain_attend
 
 MIN_CELL, MAX_CELL = 7, 28
 COL_LABEL_CHARS = 8
+MIN_LABEL_PX = 8
+"""The smallest label font: rows narrower than this plus one pixel are labelled every few rows."""
 
 
 class _Canvas(QWidget):
@@ -42,7 +49,7 @@ class _Canvas(QWidget):
         try:
             panel = self.panel
             paint_mask(p, self.rect(), panel.palette(), panel.font(), panel.rows(), panel.geometry(), panel.note_text(),
-                       panel.selected_row())
+                       panel.selected_row(), panel.shown_rect())
         finally:
             p.end()
 
@@ -73,6 +80,17 @@ class _Canvas(QWidget):
         else:
             e.ignore()
 
+    def keyPressEvent(self, e: QKeyEvent) -> None:
+        step = {Qt.Key.Key_Plus: 1.25, Qt.Key.Key_Equal: 1.25, Qt.Key.Key_Minus: 0.8}.get(e.key())
+        if step and e.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            self.panel.set_zoom(self.panel.zoom * step)
+            e.accept()
+        elif e.key() == Qt.Key.Key_0 and e.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            self.panel.fit()
+            e.accept()
+        else:
+            super().keyPressEvent(e)
+
 
 class MaskView(PanelMixin, QWidget):
     """Heatmap of ``record.mask``; click a row, cell or column to select its node. Ctrl+wheel zooms."""
@@ -84,12 +102,16 @@ class MaskView(PanelMixin, QWidget):
         self.zoom = 1.0
         self._rows: MaskRows | None = None
         self._geom: tuple[tuple, MaskGeometry] | None = None
+        self._advances: dict[tuple, dict[str, int]] = {}
         self.scroll = QScrollArea(self)
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.scroll.setWidgetResizable(False)
         self.canvas = _Canvas(self)
         self.scroll.setWidget(self.canvas)
         self.scroll.viewport().installEventFilter(self)
+        for bar in (self.scroll.horizontalScrollBar(), self.scroll.verticalScrollBar()):
+            bar.valueChanged.connect(self.canvas.update)  # the label bands follow the scrolled grid
+        self.canvas.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.scroll)
@@ -108,6 +130,10 @@ class MaskView(PanelMixin, QWidget):
         self._relayout()
 
     def on_node_selected(self, node_id: int | None) -> None:
+        i = self.selected_row()
+        if i is not None:  # zoomed in, the selected row and column scroll into view
+            r = self.cell_rect(i, i)
+            self.scroll.ensureVisible(r.center().x(), r.center().y(), r.width() + 40, r.height() + 40)
         self.canvas.update()
 
     def export_target(self) -> QWidget:
@@ -160,7 +186,7 @@ class MaskView(PanelMixin, QWidget):
     def note_text(self) -> str:
         rec = self.model.record
         if rec is None:
-            return HINT
+            return placeholder(self.model)
         n = rec.n_verified
         return (f"Cycle {rec.index} ({rec.mode}): {n} × {n} in verify order; "
                 f"every row also attends to all {rec.cache_len:,} cached positions")
@@ -184,23 +210,40 @@ class MaskView(PanelMixin, QWidget):
         head = QFontMetrics(self.font()).height() + 4
         font_px, cell = 11, MIN_CELL
         for _ in range(2):  # label sizes depend on the font, the font on the cell size
-            _, bold = fonts(self.font(), font_px)
-            fm = QFontMetrics(bold)
-            label_w = max(fm.horizontalAdvance(t) for t in rows.labels) + 2
-            pos_w = fm.horizontalAdvance(str(max(rows.record.positions, default=0))) + 2
-            col_h = min(max(fm.horizontalAdvance(t) for t in rows.col_labels) + 6, 80)
+            label_w, pos_w, col_h = self._label_sizes(rows, font_px)
             left = MARGIN + label_w + GAP + pos_w + GAP + 10 + 3 + 4 + 2
             top = MARGIN + 2 * head + 4 + col_h
             fit = min((avail_w - left - MARGIN) // n, (avail_h - top - MARGIN) // n)
             cell = max(MIN_CELL, min(MAX_CELL, int(fit * self.zoom)))
-            font_px = max(8, min(12, cell - 1))
+            font_px = max(MIN_LABEL_PX, min(12, cell - 1))
+        stride = -(-(font_px + 1) // cell)  # rows per label: a label needs its font's height and a pixel
         gx, gy = left, top
         pos_x = MARGIN + label_w + GAP
         g = MaskGeometry(cell=cell, font_px=font_px, note_y=MARGIN, legend_y=MARGIN + head, label_x=MARGIN, label_w=label_w,
                       pos_x=pos_x, pos_w=pos_w, swatch_x=pos_x + pos_w + GAP, bar_x=gx - 5, gx=gx, gy=gy,
-                      width=max(gx + n * cell + MARGIN, 520), height=gy + n * cell + MARGIN)
+                      width=gx + n * cell + MARGIN, height=gy + n * cell + MARGIN, stride=stride)
         self._geom = (key, g)
         return g
+
+    def _label_sizes(self, rows: MaskRows, font_px: int) -> tuple[int, int, int]:
+        """(row label width, position width, column label height) at ``font_px``, measured once per record."""
+        key = (font_px, self.font().key())
+        sizes = rows.sizes.get(key)
+        if sizes is None:
+            fm = QFontMetrics(fonts(self.font(), font_px)[1])
+            adv = self._advances.setdefault(key, {})  # token widths, kept across cycles (tokens repeat)
+
+            def width(t: str) -> int:
+                w = adv.get(t)
+                if w is None:
+                    w = adv[t] = fm.horizontalAdvance(t)
+                return w
+
+            sizes = rows.sizes[key] = (
+                max(width(t) for t in rows.labels) + 2,
+                fm.horizontalAdvance(str(max(rows.record.positions, default=0))) + 2,
+                min(max(width(t) for t in rows.col_labels) + 6, 80))
+        return sizes
 
     def geometry(self) -> MaskGeometry | None:
         size = self.scroll.maximumViewportSize()
@@ -219,6 +262,12 @@ class MaskView(PanelMixin, QWidget):
             self.canvas.resize(w, h)
         self.canvas.update()
 
+    def shown_rect(self) -> QRect:
+        """The part of the canvas in view (canvas coordinates)."""
+        vp = self.scroll.viewport()
+        return QRect(self.scroll.horizontalScrollBar().value(), self.scroll.verticalScrollBar().value(),
+                     vp.width(), vp.height())
+
     def cell_rect(self, i: int, j: int) -> QRect:
         """Canvas rectangle of cell (row i, column j)."""
         g = self.geometry()
@@ -227,27 +276,31 @@ class MaskView(PanelMixin, QWidget):
         return QRect(g.gx + j * g.cell, g.gy + i * g.cell, g.cell, g.cell)
 
     def row_label_rect(self, i: int) -> QRect:
-        g = self.geometry()
-        return QRect(g.label_x, g.gy + i * g.cell, g.label_w, g.cell) if g else QRect()
+        """Where row ``i``'s label is drawn (it stays at the panel's left when the grid scrolls)."""
+        g, sx = self.geometry(), self.shown_rect().x()
+        return QRect(sx + g.label_x, g.gy + i * g.cell, g.label_w, g.cell) if g else QRect()
 
     def col_label_rect(self, j: int) -> QRect:
-        g = self.geometry()
-        return QRect(g.gx + j * g.cell, g.legend_y + 20, g.cell, g.gy - g.legend_y - 20) if g else QRect()
+        g, sy = self.geometry(), self.shown_rect().y()
+        return QRect(g.gx + j * g.cell, sy + g.legend_y + 20, g.cell, g.gy - g.legend_y - 20) if g else QRect()
 
     def hit(self, pos: QPoint) -> tuple[str, int, int] | None:
-        """('cell', i, j), ('row', i, -1), ('col', -1, j) or None for a canvas point."""
+        """('cell', i, j), ('row', i, -1), ('col', -1, j) or None for a canvas point (the label bands, pinned
+        at the left and top of the view, come first)."""
         g, rows = self.geometry(), self.rows()
         if g is None or rows is None:
             return None
+        shown = self.shown_rect()
+        x, y = pos.x() - shown.x(), pos.y() - shown.y()  # in the view
         n, c = len(rows.nodes), g.cell
         i = (pos.y() - g.gy) // c if pos.y() >= g.gy else -1
         j = (pos.x() - g.gx) // c if pos.x() >= g.gx else -1
+        if y < g.gy:  # the column band
+            return ("col", -1, j) if 0 <= j < n and y >= g.legend_y + 20 and x >= g.gx else None
+        if x < g.gx:  # the row band
+            return ("row", i, -1) if 0 <= i < n and x >= MARGIN else None
         if 0 <= i < n and 0 <= j < n:
             return ("cell", i, j)
-        if 0 <= i < n and MARGIN <= pos.x() < g.gx:
-            return ("row", i, -1)
-        if 0 <= j < n and g.legend_y + 20 <= pos.y() < g.gy:
-            return ("col", -1, j)
         return None
 
     # -- interaction ----------------------------------------------------------------------
@@ -266,7 +319,8 @@ class MaskView(PanelMixin, QWidget):
             if pos.y() < g.legend_y + 20:
                 return ("Row i may attend to column j (filled) or not (empty): the tree part of the attention mask,\n"
                         "rows and columns in verify order. Every row also sees the whole KV cache.\n"
-                        "Click a row, cell or column to select its node; Ctrl+wheel zooms, double-click the background fits.")
+                        "Click a row, cell or column to select its node; Ctrl+wheel or Ctrl+plus/minus zooms (small\n"
+                        "cells label every few rows; zoomed in, every row), double-click the background fits.")
             return ""
         kind, i, j = h
         rec, label = rows.record, self.model.vocab.label
@@ -274,7 +328,7 @@ class MaskView(PanelMixin, QWidget):
             a, b = rows.nodes[i], rows.nodes[j]
             verb = "attends to" if rec.mask[i, j] else "does not attend to"
             return (f"row {i} (token '{label(a.token, 24)}', pos {rec.positions[i]}) {verb} column {j} "
-                    f"(token '{label(b.token, 24)}')\nclick: select node {a.id}")
+                    f"(token '{label(b.token, 24)}', pos {rec.positions[j]})\nclick: select node {a.id}")
         node = rows.nodes[i if kind == "row" else j]
         k = i if kind == "row" else j
         status = "accepted" if rows.accepted[k] else ("rejected" if node.target_token >= 0 else "verified")

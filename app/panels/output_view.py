@@ -1,4 +1,6 @@
-"""The generated text, every token coloured by how it was committed; hover shows its cycle, click jumps there."""
+"""The generated text, every token coloured by how it was committed; hover shows its cycle, a click goes to that
+cycle and selects the node that committed the token (the bonus token included), and a node selected anywhere
+lights its token here. Tokens are decoded in sequence, so a character split across tokens shows whole."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QTextEdit, QT
 
 from specviz_core.records import CycleRecord
 from specviz_core.summary import PROMPT, CycleSummary
+from specviz_core.viewer.selection import committed_index
 from specviz_core.viewer.sources import CycleSource
+from specviz_core.vocab import TextStream
 
 from ..theme import SOURCE_COLORS, SOURCE_LABELS, source_color
 from .base import PanelMixin
@@ -42,7 +46,7 @@ class _Text(QPlainTextEdit):
     def mouseReleaseEvent(self, e: QMouseEvent) -> None:
         super().mouseReleaseEvent(e)
         if e.button() == Qt.MouseButton.LeftButton and not self.textCursor().hasSelection():
-            self.panel.jump_to(self.cursorForPosition(e.position().toPoint()).position())
+            self.panel.select_at(self.cursorForPosition(e.position().toPoint()).position())
 
 
 class OutputView(PanelMixin, QWidget):
@@ -82,11 +86,13 @@ class OutputView(PanelMixin, QWidget):
         self._n_prompt = 0
         self._span: tuple[int, int] | None = None
         self._formats: dict[str, QTextCharFormat] = {}
+        self._stream = TextStream(model.vocab)
         self.connect_model(model)
 
     # -- model callbacks --------------------------------------------------------------
     def on_session_opened(self, source: CycleSource) -> None:
         self._clear()
+        self._stream = TextStream(self.model.vocab)
         self._append_tokens(list(source.info.prompt_ids), -1, [PROMPT] * len(source.info.prompt_ids))
         self._n_prompt = len(source.info.prompt_ids)
         self._append_summaries(source.summaries())
@@ -101,6 +107,9 @@ class OutputView(PanelMixin, QWidget):
 
     def on_cycle_changed(self, record: CycleRecord) -> None:
         self._highlight()
+
+    def on_node_selected(self, node_id: int | None) -> None:
+        self._highlight(scroll=False)
 
     def set_matched_span(self, span: tuple[int, int] | None) -> None:
         """Context token indices [start, end) to underline (the spine's matched context)."""
@@ -134,7 +143,7 @@ class OutputView(PanelMixin, QWidget):
         return cursor
 
     def _insert(self, cursor: QTextCursor, tokens: list[int], cycle: int, kinds: list[str]) -> None:
-        piece = self.model.vocab.piece
+        piece = self._stream.push
         formats = self._formats
         for tok, kind in zip(tokens, kinds):
             fmt = formats.get(kind)
@@ -170,9 +179,31 @@ class OutputView(PanelMixin, QWidget):
         return f"cycle {self._cycles[i]} · {kind}\ntoken {label} (id {self._tokens[i]}), position {i}\nclick to open this cycle"
 
     def jump_to(self, pos: int) -> None:
+        """Go to the cycle that committed the token at document position ``pos``."""
         i = self.token_at(pos)
         if i is not None and self._cycles[i] >= 0:
             self.model.set_cycle(self._cycles[i])
+
+    def select_at(self, pos: int) -> None:
+        """What a click does: go to the token's cycle and select the node that committed it."""
+        i = self.token_at(pos)
+        if i is not None:
+            self.select_token(i)
+
+    def select_token(self, i: int) -> None:
+        """Select the node that committed token ``i`` (in its cycle); a prompt token selects nothing."""
+        c = self._cycles[i]
+        if c >= 0 and c < len(self._cycle_first):
+            self.model.select_committed(c, i - self._cycle_first[c])
+
+    def selected_token(self) -> int | None:
+        """Index of the token of the selected node (None when it committed none)."""
+        rec, idx = self.model.record, self.model.index
+        if rec is None or not 0 <= idx < len(self._cycle_first):
+            return None
+        k = committed_index(rec, self.model.selected_node)
+        i = None if k is None else self._cycle_first[idx] + k
+        return i if i is not None and 0 <= i < len(self._tokens) else None
 
     def shown_tokens(self) -> list[tuple[int, int, str]]:
         """(token id, cycle, kind) of every token shown, prompt first (for tests and CSV export)."""
@@ -190,7 +221,7 @@ class OutputView(PanelMixin, QWidget):
         sel.cursor = cur
         return sel
 
-    def _highlight(self) -> None:
+    def _highlight(self, scroll: bool = True) -> None:
         sels = []
         idx = self.model.index
         if 0 <= idx < len(self._cycle_first):
@@ -202,11 +233,18 @@ class OutputView(PanelMixin, QWidget):
                 color.setAlpha(70)
                 sel.format.setBackground(color)
                 sels.append(sel)
-                self.text.setTextCursor(QTextCursor(sel.cursor))
-                c = self.text.textCursor()
-                c.clearSelection()
-                self.text.setTextCursor(c)
-                self.text.ensureCursorVisible()
+                if scroll:
+                    self.text.setTextCursor(QTextCursor(sel.cursor))
+                    c = self.text.textCursor()
+                    c.clearSelection()
+                    self.text.setTextCursor(c)
+                    self.text.ensureCursorVisible()
+        tok = self.selected_token()
+        sel = self._range(tok, tok + 1) if tok is not None else None
+        if sel is not None:  # the selected node's own token, in the selection's colours
+            sel.format.setBackground(self.palette().highlight().color())
+            sel.format.setForeground(self.palette().highlightedText().color())
+            sels.append(sel)
         if self._span is not None:
             sel = self._range(*self._span)
             if sel is not None:

@@ -1,4 +1,8 @@
-"""The run panel: what to decode (model, method, every parameter, prompt) and the step/run controls."""
+"""The run panel: what to decode (model, method, every parameter, prompt) and the step/run controls.
+
+Replaying a recording, it shows that session's model, method, parameters and prompt, read-only; "New session
+from these settings" makes them editable for a live session. Live, the settings are fixed from the first cycle
+until Reset (the controller locks them)."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import dataclasses
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -30,6 +35,7 @@ from PySide6.QtWidgets import (
 from specviz_core.drafters import METHODS
 from specviz_core.errors import SpecVizError
 from specviz_core.models import DTYPES, available_devices
+from specviz_core.records import SessionInfo
 from specviz_core.session.request import CheckedRequest, SessionRequest
 from specviz_core.viewer.filters import CycleFilter
 from specviz_resources import demo_prompt
@@ -37,12 +43,24 @@ from specviz_resources import demo_prompt
 from ..theme import set_role
 from .base import PanelMixin
 from .filter_editor import FilterEditor
+from .run_params import param_value, param_widget, set_param_value
 
 DEFAULT_MODEL_LABEL = "default: SmolLM2-135M-Instruct (embedded)"
 NO_DRAFT_LABEL = "none"
 SAME_AS_TARGET = "default: the embedded model"
 DEFAULT_METHOD = "goose"
 
+
+
+def readable_when_locked(widget: QWidget) -> None:
+    """Locked settings (a live session's, or a replayed one's) stay readable: disabled text is drawn nearly as
+    strong as enabled text, not in the theme's faint grey."""
+    pal = widget.palette()
+    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText):
+        c = QColor(pal.color(QPalette.ColorGroup.Active, role))
+        c.setAlphaF(0.8)
+        pal.setColor(QPalette.ColorGroup.Disabled, role, c)
+    widget.setPalette(pal)
 
 
 class RunPanel(PanelMixin, QWidget):
@@ -90,6 +108,14 @@ class RunPanel(PanelMixin, QWidget):
         self.status.setWordWrap(True)
         set_role(self.status, "hint")
         outer.addWidget(self.status)
+        self.from_replay = QPushButton("New session from these settings")
+        self.from_replay.setToolTip("Make the replayed session's settings editable: change what you like, then Step "
+                                    "(F10) decodes a new live session with them")
+        self.from_replay.clicked.connect(self.edit_replayed)
+        self.from_replay.setVisible(False)
+        outer.addWidget(self.from_replay)
+        self.replayed: SessionInfo | None = None
+        """The session whose settings are shown read-only (None: the settings are the user's)."""
 
         # -- settings, scrollable ------------------------------------------------------------
         scroll = QScrollArea()
@@ -97,6 +123,7 @@ class RunPanel(PanelMixin, QWidget):
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         body = QWidget()
+        readable_when_locked(body)
         self.settings = QVBoxLayout(body)
         self.settings.setContentsMargins(0, 0, 0, 0)
         scroll.setWidget(body)
@@ -240,11 +267,14 @@ class RunPanel(PanelMixin, QWidget):
         while self.params_form.rowCount():
             self.params_form.removeRow(0)
         self._param_widgets.clear()
-        cls = METHODS[self.method.currentData()]
+        cls = METHODS.get(self.method.currentData())
+        if cls is None:  # a replayed session's method this version does not have
+            self.method_help.setText("A method this version of SpecViz does not know.")
+            return
         self.method_help.setText(cls.description)
         for f in dataclasses.fields(cls.params_cls):
             help_text = f.metadata.get("help", "")
-            w = _param_widget(f)
+            w = param_widget(f)
             tip = f"{help_text}\nDefault: {f.default}"
             if f.name == "budget":
                 tip += ("\nStep below the minimum for 'auto': each cycle the budget that maximises expected tokens/s "
@@ -262,7 +292,7 @@ class RunPanel(PanelMixin, QWidget):
         """The session the settings describe; raises SpecVizError with a message for the user."""
         model = self.model.currentText().strip()
         draft = self.draft_model.currentText().strip()
-        params = {name: _param_value(w) for name, w in self._param_widgets.items()}
+        params = {name: param_value(w) for name, w in self._param_widgets.items()}
         req = SessionRequest(
             method=self.method.currentData(), prompt=self.prompt.toPlainText(),
             model=None if model in ("", DEFAULT_MODEL_LABEL) else model,
@@ -297,9 +327,67 @@ class RunPanel(PanelMixin, QWidget):
 
     def set_locked(self, locked: bool) -> None:
         """While a session is open its settings are fixed; Reset unlocks them."""
-        for w in (self.model, self.draft_model, self.device, self.dtype, self.method, self.prompt, self.chat_template, self.temperature,
-                  self.seed, self.max_new_tokens, self.db, *self._param_widgets.values()):
+        if not locked:
+            self.replayed = None
+            self.from_replay.setVisible(False)
+        for w in (self.model, self.draft_model, self.device, self.dtype, self.method, self.prompt, self.chat_template,
+                  self.temperature, self.seed, self.max_new_tokens, self.db, *self._param_widgets.values()):
             w.setEnabled(not locked)
+
+    def show_replay(self, info: SessionInfo) -> None:
+        """Show a replayed session's settings, read-only, with the action that starts a new session from them."""
+        self.show_settings(info)
+        self.set_locked(True)
+        self.replayed = info
+        self.from_replay.setVisible(True)
+
+    def show_live(self) -> None:
+        """A live session opened: its settings are the ones shown (the controller has locked them)."""
+        self.replayed = None
+        self.from_replay.setVisible(False)
+
+    def edit_replayed(self) -> None:
+        """The replayed session's settings become the user's, editable; Step starts a live session with them."""
+        info = self.replayed
+        self.set_locked(False)
+        if info is not None:
+            self.status.setText(f"Settings of session {info.id} ({info.method}): edit them, then Step (F10) "
+                                "decodes a new live session.")
+
+    def show_settings(self, info: SessionInfo) -> None:
+        """Fill every field from a recorded session: model, method and every parameter, prompt, decoding."""
+        self.model.setEditText(DEFAULT_MODEL_LABEL if info.model == "default" else info.model)
+        self.draft_model.setEditText(NO_DRAFT_LABEL if not info.draft_model
+                                     else SAME_AS_TARGET if info.draft_model == "default" else info.draft_model)
+        for combo in (self.model, self.draft_model):
+            combo.lineEdit().setCursorPosition(0)  # a long path shows its beginning
+        for combo, value in ((self.device, info.device), (self.dtype, info.dtype)):
+            if combo.findText(value) < 0:
+                combo.addItem(value)  # a GPU this machine lacks still shows what the session ran on
+            combo.setCurrentText(value)
+        i = self.method.findData(info.method)
+        if i < 0:
+            self.method.addItem(info.method, info.method)
+            i = self.method.count() - 1
+        if i != self.method.currentIndex():
+            self.method.setCurrentIndex(i)  # rebuilds the editors, at their defaults
+        elif info.method in METHODS:
+            self._rebuild_params()
+        if info.method in METHODS:
+            for name, value in info.params.items():
+                w = self._param_widgets.get(name)
+                if w is not None:
+                    set_param_value(w, value)
+        self.prompt.setPlainText(info.prompt_text)
+        self.chat_template.setChecked(info.chat_template)
+        self.temperature.setValue(info.temperature)
+        self.seed.setValue(min(info.seed, self.seed.maximum()))
+        if info.max_new_tokens:
+            self.max_new_tokens.setValue(info.max_new_tokens)
+
+    def param_values(self) -> dict[str, object]:
+        """The parameters as the editors show them."""
+        return {name: param_value(w) for name, w in self._param_widgets.items()}
 
     def set_running(self, running: bool, has_session: bool) -> None:
         self.step_button.setEnabled(not running)
@@ -307,47 +395,3 @@ class RunPanel(PanelMixin, QWidget):
         self.bp_button.setEnabled(not running)
         self.pause_button.setEnabled(running)
         self.reset_button.setEnabled(has_session and not running)
-
-
-def _param_widget(f: dataclasses.Field) -> QWidget:
-    default = f.default
-    choices = f.metadata.get("choices")
-    lo, hi = f.metadata.get("minimum"), f.metadata.get("maximum")  # the bounds the CLI checks too
-    if choices:
-        w = QComboBox()
-        w.addItems([str(c) for c in choices])
-        w.setCurrentText(str(default))
-        return w
-    if isinstance(default, bool):
-        w = QCheckBox()
-        w.setChecked(default)
-        return w
-    if isinstance(default, int):
-        w = QSpinBox()
-        w.setRange(int(lo) if lo is not None else -(2**31), int(hi) if hi is not None else 2**31 - 1)
-        if f.name == "budget":  # budget=auto: below the minimum, the spin box reads "auto"
-            w.setMinimum(int(lo if lo is not None else 1) - 1)
-            w.setSpecialValueText("auto")
-        w.setValue(default)
-        return w
-    if isinstance(default, float):
-        w = QDoubleSpinBox()
-        w.setDecimals(4)
-        w.setRange(float(lo) if lo is not None else -1e9, float(hi) if hi is not None else 1e9)
-        w.setSingleStep(0.05 if abs(default) < 2 else 1.0)
-        w.setValue(default)
-        return w
-    w = QLineEdit("" if default is None else str(default))
-    return w
-
-
-def _param_value(w: QWidget):
-    if isinstance(w, QComboBox):
-        return w.currentText()
-    if isinstance(w, QCheckBox):
-        return w.isChecked()
-    if isinstance(w, QSpinBox) and w.specialValueText() and w.value() == w.minimum():
-        return "auto"
-    if isinstance(w, (QSpinBox, QDoubleSpinBox)):
-        return w.value()
-    return w.text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -17,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from specviz_core.errors import SpecVizError
+from specviz_core.errors import DamagedRecording, SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
 
@@ -83,9 +84,10 @@ class SessionsView(PanelMixin, QWidget):
             self.table.setRowCount(0)
             self.message.setText("No sessions recorded here yet.")
             return
+        damaged: list[DamagedRecording] = []
         try:
-            with Recording(self.path) as rec:
-                self.sessions = list(reversed(rec.sessions()))
+            with Recording(self.path, read_only=True) as rec:  # listing never writes
+                self.sessions = list(reversed(rec.sessions(damaged=damaged)))
         except SpecVizError as e:
             self.sessions = []
             self.table.setRowCount(0)
@@ -102,7 +104,10 @@ class SessionsView(PanelMixin, QWidget):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 item.setToolTip(f"{s.id} · {s.method} {s.params}\n{prompt[:300]}")
                 self.table.setItem(row, col, item)
-        if not self.sessions:
+        if damaged:  # listed apart: they cannot be opened
+            self.message.setText("<span style='color:#c62828'>" + "<br>".join(
+                html.escape(f"Session {d.session_id} is damaged: {d.reason}") for d in damaged) + "</span>")
+        elif not self.sessions:
             self.message.setText("No sessions recorded here yet.")
 
     def _open_selected(self) -> None:

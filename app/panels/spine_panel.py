@@ -22,10 +22,9 @@ from specviz_core.spine import SpineAnalysis, analyze_spine
 from specviz_core.viewer.session_model import SessionModel
 
 from ..theme import REJECTED, SOURCE_COLORS
-from .base import PanelMixin
+from .base import PanelMixin, placeholder
 
 log = logging.getLogger(__name__)
-HINT = "Step a cycle (F10) or open a recording"
 
 
 @dataclass
@@ -111,7 +110,7 @@ class SpinePanel(PanelMixin, QTextBrowser):
         if rec is None or self.model.source is None:
             self._explanation = Explanation()
             hint = self.palette().color(QPalette.ColorRole.PlaceholderText).name()
-            self.setHtml(f"<p style='color:{hint}'>{HINT}</p>")
+            self.setHtml(f"<p style='color:{hint}'>{html.escape(placeholder(self.model))}</p>")
         else:
             try:
                 self._explanation = self._explain(rec)

@@ -16,6 +16,8 @@ from .base import PanelMixin
 from .filter_editor import FilterEditor
 
 MODE_COLORS = {"ar": "#8a8f98", "chain": "#159a8c", "tree": "#e07b00", "bypass": "#1f77d0"}
+DAMAGED_COLOR = "#c62828"
+"""A cycle its recording could not give back: a full-height red bar."""
 
 
 class TimelineStrip(QWidget):
@@ -26,8 +28,9 @@ class TimelineStrip(QWidget):
         self.panel = panel
         self.setMinimumHeight(34)
         self.setMouseTracking(True)
-        self.setToolTip("Drag to scrub cycles; bar height = tokens committed, colour = mode")
+        self.setToolTip("Drag to scrub cycles; bar height = tokens committed, colour = mode; red = damaged")
         self._committed = np.zeros(0, dtype=np.int32)
+        self._damaged = np.zeros(0, dtype=bool)
         self._mode = np.zeros(0, dtype=np.int8)
         self._match = np.zeros(0, dtype=bool)
         self._modes = list(MODE_COLORS)
@@ -37,13 +40,24 @@ class TimelineStrip(QWidget):
         self._mode = np.fromiter((self._modes.index(s.mode) if s.mode in self._modes else 0 for s in summaries),
                                  dtype=np.int8, count=len(summaries))
         self._match = matching
+        self._damaged = np.fromiter((bool(s.damaged) for s in summaries), dtype=bool, count=len(summaries))
         self.update()
+
+    def mark_damaged(self, index: int) -> None:
+        """Cycle ``index`` turned out damaged when it was read."""
+        if 0 <= index < len(self._damaged) and not self._damaged[index]:
+            self._damaged[index] = True
+            self.update()
+
+    def damaged_indices(self) -> list[int]:
+        return [int(i) for i in np.flatnonzero(self._damaged)]
 
     def append(self, summaries: list[CycleSummary], matching: list[bool]) -> None:
         self._committed = np.concatenate([self._committed, [s.n_committed for s in summaries]]).astype(np.int32)
         self._mode = np.concatenate([self._mode, [self._modes.index(s.mode) if s.mode in self._modes else 0
                                                   for s in summaries]]).astype(np.int8)
         self._match = np.concatenate([self._match, np.asarray(matching, dtype=bool)])
+        self._damaged = np.concatenate([self._damaged, [bool(s.damaged) for s in summaries]]).astype(bool)
         self.update()
 
     def cycle_at(self, x: float) -> int:
@@ -78,6 +92,8 @@ class TimelineStrip(QWidget):
             for x in range(w):
                 if height[x]:
                     self._bar(p, x, 1, height[x], top, h, int(mode[x]), bool(match[x]))
+        for i in np.flatnonzero(self._damaged):  # over the bars: a damaged cycle has no height to show
+            p.fillRect(QRectF(int(i) * w / n, 0, max(w / n - (1 if w / n > 3 else 0), 1), h), QColor(DAMAGED_COLOR))
         idx = self.panel.model.index
         if 0 <= idx < n:
             x = (idx + 0.5) * w / n
@@ -101,8 +117,9 @@ class TimelineStrip(QWidget):
             self.panel.scrub_to(i)
         elif i >= 0:
             s = self.panel.model.summaries()[i]
-            QToolTip.showText(e.globalPosition().toPoint(),
-                              f"cycle {i} · {s.mode} · {s.n_committed} tokens ({s.n_accepted} accepted + bonus)", self)
+            text = (f"cycle {i} is damaged: {s.damaged}" if s.damaged else
+                    f"cycle {i} · {s.mode} · {s.n_committed} tokens ({s.n_accepted} accepted + bonus)")
+            QToolTip.showText(e.globalPosition().toPoint(), text, self)
 
 
 class TimelinePanel(PanelMixin, QWidget):
@@ -158,7 +175,9 @@ class TimelinePanel(PanelMixin, QWidget):
         self.strip.append(summaries, [f(s) for s in summaries])
         self._update_label()
 
-    def on_cycle_changed(self, record: CycleRecord) -> None:
+    def on_cycle_changed(self, record: CycleRecord | None) -> None:
+        if record is None and self.model.damage_text:
+            self.strip.mark_damaged(self.model.index)
         self._update_label()
         self.strip.update()
 
@@ -186,7 +205,9 @@ class TimelinePanel(PanelMixin, QWidget):
 
     def _update_label(self) -> None:
         n = self.model.n_cycles
-        self.label.setText(f"cycle {self.model.index} / {n - 1}" if n and self.model.index >= 0 else f"{n} cycles")
+        damaged = " (damaged)" if self.model.damage_text else ""
+        self.label.setText(f"cycle {self.model.index} / {n - 1}{damaged}" if n and self.model.index >= 0
+                           else f"{n} cycles")
         if self.model.filter.kind != "all":
             self.matches.setText(f"{int(self.strip._match.sum())} match")
         else:

@@ -8,7 +8,8 @@ from specviz_core.vocab import TokenText
 
 from ..theme import ACCEPTED, GATED, REJECTED, SOURCE_COLORS, SOURCE_LABELS
 
-HELP = "Wheel: zoom · drag: pan · double-click: fit · click a node: select it"
+HELP = ("Wheel: zoom · drag: pan · double-click: fit · click a node: select it · click \"+N gated\": open it · "
+        "arrows (with the focus): move along the edges, Enter: select, Esc: leave")
 
 
 def _p(p: float | None) -> str:
@@ -60,6 +61,15 @@ def node_tip(n: Node, vocab: TokenText, broken: bool) -> str:
     if broken:
         lines.append("the first rejected spine token")
     return "\n".join(lines)
+
+
+def marker_tip(hidden: list[Node], vocab: TokenText) -> str:
+    """The hover text of a "+N gated" box: the gated candidates it stands for, best first."""
+    best = sorted(hidden, key=lambda n: -n.score)
+    names = ", ".join(f"'{vocab.label(n.token)}' {_p(n.score)}" for n in best[:8])
+    more = f", … {len(best) - 8} more" if len(best) > 8 else ""
+    return (f"{len(hidden)} gated candidates (cut by the confidence gate or the budget, never verified)\n"
+            f"{names}{more}\nclick: show them")
 
 
 def bonus_tip(rec: CycleRecord, last: Node, vocab: TokenText) -> str:

@@ -1,9 +1,13 @@
 """Draft tree: the current cycle's tree, root on the left, one layer per depth.
 
 Nodes are boxes labelled with their token (whitespace visible) and filled with their source's colour; gated nodes
-are hollow and dashed; the accepted path is bold and ends in the bonus token (a double-outlined ★ box); the first
+are hollow and dashed, collapsed by default into one "+N gated" box per node (click it to open it, or show them
+all with Gated); the accepted path is bold and ends in the bonus token (a double-outlined ★ box); the first
 rejected spine node has a red outline and a callout with the token the target wanted there and its top-5.
-Wheel zooms, dragging pans, a double-click fits; clicking a node selects it in the model.
+Labels use the panel's font: Fit never shrinks them below it (a larger tree scrolls, with an overview in the
+corner); zoomed out further, labels too small to read are left out. Wheel zooms, dragging pans, a double-click
+fits; clicking a box selects it in the model; with the focus, arrows move a cursor along the edges and Enter
+selects.
 """
 
 from __future__ import annotations
@@ -12,45 +16,36 @@ import logging
 
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
 from PySide6.QtGui import (
-    QColor,
-    QFont,
-    QFontMetricsF,
     QHelpEvent,
     QMouseEvent,
     QPainter,
-    QPainterPath,
     QPalette,
     QPen,
     QResizeEvent,
     QTransform,
     QWheelEvent,
 )
-from PySide6.QtWidgets import (
-    QGraphicsItem,
-    QGraphicsScene,
-    QGraphicsSimpleTextItem,
-    QGraphicsView,
-    QToolTip,
-    QWidget,
-)
+from PySide6.QtWidgets import QApplication, QGraphicsScene, QGraphicsView, QToolTip, QWidget
 
 from specviz_core.records import CycleRecord, Node
-from specviz_core.spine import SpineAnalysis, analyze_spine
+from specviz_core.spine import analyze_spine
 from specviz_core.viewer.session_model import SessionModel
 
-from ..theme import REJECTED
-from .base import PanelMixin
-from .tree_items import NodeItem, Style, TreeHeader, make_style
-from .tree_layout import BONUS, MARGIN, MIN_W, NODE_H, layout_tree
-from .tree_text import HELP, bonus_tip, callout_text, legend_html, legend_sources, legend_tip, node_tip
+from .base import PanelMixin, placeholder
+from .tree_drawing import TreeDrawing
+from .tree_items import NodeItem, TreeHeader
+from .tree_keys import TreeKeys
+from .tree_layout import BONUS, TreeLayout, is_marker, layout_tree, marker_parent
+from .tree_minimap import TreeMinimap
+from .tree_text import HELP, bonus_tip, legend_html, legend_sources, legend_tip, marker_tip, node_tip
 
 log = logging.getLogger(__name__)
-HINT = "Step a cycle (F10) or open a recording"
-FONT_PX, PAD_X = 12, 4.0
-MAX_FIT, MIN_ZOOM, MAX_ZOOM = 1.4, 0.08, 8.0
+LABEL_CHARS = 10
+MIN_FIT, MAX_FIT, MIN_ZOOM, MAX_ZOOM = 1.0, 1.4, 0.08, 8.0
+"""Fit keeps labels at the panel's font size at least (1.0) and at most 140% of it."""
 
 
-class TreeView(PanelMixin, QGraphicsView):
+class TreeView(TreeKeys, PanelMixin, QGraphicsView):
     """The current cycle's draft tree. ``fit()`` fits it; ``node_items()`` maps node ids to their items."""
 
     title = "Draft tree"
@@ -65,29 +60,17 @@ class TreeView(PanelMixin, QGraphicsView):
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
         self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
         self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.FullViewportUpdate)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setFrameShape(QGraphicsView.Shape.NoFrame)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setMinimumSize(200, 120)
-        self.show_gated = True
-        self._font = QFont(self.font())
-        self._font.setPixelSize(FONT_PX)
-        self._fm = QFontMetricsF(self._font)
-        self._widths: dict[str, float] = {}
-        self._style: dict[tuple[str, str], Style] = {}
-        self._pool: list[NodeItem] = []
-        self._items: dict[int, NodeItem] = {}
-        self._edges = {k: self._scene.addPath(QPainterPath()) for k in ("plain", "gated", "accepted")}
-        for k, z in (("plain", 0), ("gated", 0), ("accepted", 1)):
-            self._edges[k].setZValue(z)
-        self._halo = self._scene.addPath(QPainterPath())
-        self._halo.setZValue(1.5)
-        self._leader = self._scene.addPath(QPainterPath())
-        self._leader.setZValue(0.5)
-        self._callout = self._scene.addPath(QPainterPath())
-        self._callout.setZValue(3)
-        self._callout_text = QGraphicsSimpleTextItem(self._callout)
-        self._callout_text.setFont(self._font)
+        self.show_gated = False
+        """Every gated node drawn; otherwise one "+N gated" box per node, but under the ``expanded`` ones."""
+        self.expanded: set[int] = set()
+        self.cursor_node: int | None = None
+        """The keyboard cursor's box (Enter selects it)."""
+        self.tree_layout: TreeLayout | None = None
+        self.drawing = TreeDrawing(self._scene, self.font())
+        self.drawing.set_text_color(self.palette().color(QPalette.ColorRole.Text))
         self.broken_node: Node | None = None
         """The first rejected spine node of the current cycle, if any."""
         self._auto_fit = True
@@ -96,6 +79,10 @@ class TreeView(PanelMixin, QGraphicsView):
         self.header = TreeHeader(self)
         self.header.gated.toggled.connect(self.set_show_gated)
         self.header.fit.clicked.connect(self.fit)
+        self.minimap = TreeMinimap(self.viewport())
+        self.minimap.moved.connect(self._minimap_moved)
+        for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
+            bar.valueChanged.connect(self._update_minimap)
         self.connect_model(model)
         self._redraw()
 
@@ -107,44 +94,71 @@ class TreeView(PanelMixin, QGraphicsView):
         self._redraw()
 
     def on_cycle_changed(self, record: CycleRecord) -> None:
+        self.expanded.clear()
+        self.cursor_node = None
         self._redraw()
         self.fit()
 
     def on_presentation_changed(self, on: bool) -> None:
+        # The application font has changed; this panel hears of it only at the next event loop turn.
+        self.drawing.set_font(QApplication.font())
+        self._redraw()
         self.fit()
 
     def on_node_selected(self, node_id: int | None) -> None:
         item = self._items.get(node_id) if node_id is not None else None
-        if item is None:
-            self._halo.setVisible(False)
-            return
-        path = QPainterPath()
-        path.addRoundedRect(item.mapRectToScene(item.path().boundingRect()).adjusted(-3.5, -3.5, 3.5, 3.5), 6, 6)
-        self._halo.setPath(path)
-        self._halo.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 3.0))
-        self._halo.setVisible(True)
+        if node_id is not None and self.cursor_node is not None:
+            self.cursor_node = node_id
+        self.drawing.ring(self.drawing.halo, item, QPen(self.palette().color(QPalette.ColorRole.Highlight), 3.0), 3.5)
+        self._show_cursor()
+        if item is not None:
+            self.ensureVisible(item.sceneBoundingRect(), 20, 20)
+
+    @property
+    def _items(self) -> dict[int, NodeItem]:
+        return self.drawing.items
+
+    @property
+    def _halo(self):
+        """The selection's outline (tests read it)."""
+        return self.drawing.halo
 
     # -- public -------------------------------------------------------------------------------------------------------
     def node_items(self) -> dict[int, NodeItem]:
-        """Visible node items by node id (the bonus token under ``BONUS``)."""
-        return dict(self._items)
+        """Visible node items by node id (the bonus token under ``BONUS``; not the "+N gated" boxes)."""
+        return {k: v for k, v in self._items.items() if not is_marker(k)}
+
+    def marker_items(self) -> dict[int, NodeItem]:
+        """The "+N gated" boxes, by the id of the node whose gated candidates they stand for."""
+        return {marker_parent(k): v for k, v in self._items.items() if is_marker(k)}
 
     def callout_text(self) -> str:
         """The text of the spine-break callout ('' when there is none)."""
-        return self._callout_text.text() if self._callout.isVisible() else ""
+        return self.drawing.callout.text()
 
     def legend_sources(self) -> list[str]:
         rec = self.model.record
         return legend_sources(rec) if rec is not None else []
 
+    def label_scale(self) -> float:
+        """Screen pixels per scene pixel: a label is drawn ``font_px() * label_scale()`` pixels high."""
+        return self.transform().m22()
+
+    def font_px(self) -> int:
+        """The labels' size in scene pixels: the panel font's."""
+        return self.drawing.font.pixelSize()
+
     def tooltip_for(self, node_id: int) -> str:
-        """The hover text of a node (or of the bonus token, ``BONUS``), built when asked."""
+        """The hover text of a node, of the bonus token (``BONUS``) or of a "+N gated" box, built when asked."""
         rec = self.model.record
         if rec is None:
             return ""
         nodes = rec.node_by_id
         if node_id == BONUS:
             return bonus_tip(rec, nodes[rec.accepted_path[-1] if rec.accepted_path else 0], self.model.vocab)
+        if is_marker(node_id) and self.tree_layout is not None:
+            hidden = self.tree_layout.hidden.get(marker_parent(node_id), [])
+            return marker_tip([nodes[i] for i in hidden], self.model.vocab)
         if node_id not in nodes:
             return ""
         broken = self.broken_node is not None and node_id == self.broken_node.id
@@ -152,29 +166,60 @@ class TreeView(PanelMixin, QGraphicsView):
 
     def set_show_gated(self, show: bool) -> None:
         self.show_gated = show
+        if not show:
+            self.expanded.clear()
         if self.header.gated.isChecked() != show:
             self.header.gated.setChecked(show)
         self._redraw()
         self.fit()
 
+    def expand(self, parent: int) -> None:
+        """Open the "+N gated" box under node ``parent``: draw its gated candidates."""
+        self.expanded.add(parent)
+        self._redraw()
+        if self._auto_fit:
+            self.fit()
+
     def fit(self) -> None:
-        """Fit the whole tree in the view (never zooming in past 140%); the view refits on resize until zoomed."""
+        """Fit the tree in the view at 100-140% of the panel's font; a tree too large for that is shown from the
+        accepted path, scrolls, and gets an overview. The view refits on resize until zoomed or panned."""
         self._auto_fit = True
         rect = self._scene.sceneRect()
         vp = self.viewport().rect()
         if rect.isEmpty() or vp.width() < 10 or vp.height() < 10:
             return
-        s = min(vp.width() / rect.width(), vp.height() / rect.height(), MAX_FIT)
+        fit = min(vp.width() / rect.width(), vp.height() / rect.height()) * 0.995
+        s = min(max(fit, MIN_FIT), MAX_FIT)
         self.setTransform(QTransform.fromScale(s, s))
-        self.centerOn(rect.center())
+        self.drawing.show_labels(s)
+        if s <= fit:
+            self.centerOn(rect.center())
+        else:
+            self._show_path()
+        self._update_minimap()
+
+    def _show_path(self) -> None:
+        """Show the accepted path (root to bonus token) and the spine-break callout; when they are larger than the
+        view, their end: where the path stopped is the story."""
+        path = [i for i in (0, *(self.model.record.accepted_path if self.model.record else ()), BONUS)
+                if i in self._items]
+        area, end = QRectF(), QRectF()
+        for i in path:
+            area = area.united(self._items[i].sceneBoundingRect())
+        for i in path[-2:]:  # the last accepted node and the bonus token
+            end = end.united(self._items[i].sceneBoundingRect())
+        if self.drawing.callout.visible():
+            area = area.united(self.drawing.callout.rect())
+            end = end.united(self.drawing.callout.rect())
+        vp = self.mapToScene(self.viewport().rect()).boundingRect()
+        w, h = vp.width() * 0.95, vp.height() * 0.95
+        if area.width() > w:  # the path runs left to right: keep its end
+            area.setLeft(area.right() - w)
+        if area.height() > h:
+            area = QRectF(area.left(), end.center().y() - h / 2, area.width(), h)
+        self.centerOn(area.center())
 
     # -- drawing ------------------------------------------------------------------------------------------------------
-    def _width(self, label: str) -> float:
-        w = self._widths.get(label)
-        if w is None:
-            w = self._widths[label] = max(MIN_W, self._fm.horizontalAdvance(label) + 2 * PAD_X)
-        return w
-
     def _redraw(self) -> None:
         """Rebuild the drawing; a record the panel cannot draw gives a short message, never a traceback."""
         self._error = None
@@ -183,115 +228,42 @@ class TreeView(PanelMixin, QGraphicsView):
         except Exception as exc:  # noqa: BLE001 - one odd record must not stop the other panels' updates
             log.exception("draft tree: cannot draw cycle %s", self.model.index)
             self._error = f"Cannot draw this cycle's tree ({type(exc).__name__}: {exc})"
-            for item in (*self._pool, self._halo, self._callout, self._leader, *self._edges.values()):
-                item.setVisible(False)
-            self._items = {}
+            self._hide_all()
             self.viewport().update()
+
+    def _hide_all(self) -> None:
+        self.drawing.hide()
+        self.tree_layout = None
+        self.minimap.hide()
 
     def _rebuild(self) -> None:
         rec = self.model.record
-        self._items = {}
+        d = self.drawing
         if rec is None:
-            for item in (*self._pool, self._halo, self._callout, self._leader, *self._edges.values()):
-                item.setVisible(False)
+            self._hide_all()
             self._scene.setSceneRect(QRectF(0, 0, 1, 1))
             self._set_legend(None)
             self.viewport().update()
             return
-        lay = layout_tree(rec, self.show_gated, self.model.vocab.label, self._width)
-        nodes, children, labels, pos = lay.nodes, lay.children, lay.labels, lay.pos
+        vocab = self.model.vocab
+        self.tree_layout = lay = layout_tree(rec, self.show_gated, lambda t: vocab.label(t, LABEL_CHARS),
+                                             d.box_width, d.metrics, self.expanded)
         spine = analyze_spine(rec)
         self.broken_node = broken = rec.node_by_id[spine.broken] if spine.broken is not None else None
-        while len(self._pool) < len(pos):
-            item = NodeItem(self._font)
-            self._scene.addItem(item)
-            self._pool.append(item)
-        for item, i in zip(self._pool, pos):
-            if i == BONUS:
-                key = ("bonus", "bonus")
-            else:
-                n = nodes[i]
-                key = (n.source, "gated" if n.gated else "broken" if broken is not None and i == broken.id
-                       else "accepted" if n.accepted else "plain")
-            brush, pen, fg = self._style_for(key)
-            item.node_id = i
-            item.set_label(labels[i], self._width(labels[i]), i == BONUS, fg)
-            item.setPos(*pos[i])
-            item.setBrush(brush)
-            item.setPen(pen)
-            item.setVisible(True)
-            self._items[i] = item
-        for item in self._pool[len(pos):]:
-            if item.isVisible():
-                item.setVisible(False)
-
-        # Edges: parent's right side to child's left side, grouped by style into three path items.
-        paths = {k: QPainterPath() for k in self._edges}
-        accepted = {0, *rec.accepted_path}
-        half = NODE_H / 2
-        for parent, kids in children.items():
-            ax, ay = pos[parent]
-            ax += self._width(labels[parent])
-            ay += half
-            for k in kids:
-                bx, by = pos[k]
-                by += half
-                kind = ("accepted" if k == BONUS or (k in accepted and parent in accepted)
-                        else "gated" if nodes[k].gated else "plain")
-                p = paths[kind]
-                p.moveTo(ax, ay)
-                mx = (ax + bx) / 2
-                p.cubicTo(mx, ay, mx, by, bx, by)
-        for k, item in self._edges.items():
-            item.setPath(paths[k])
-            item.setPen(self._style_for(("edge", k)))
-            item.setVisible(True)
-
+        minimap = d.build(rec, lay, broken)
         bounds = QRectF(0, 0, lay.width, lay.height)
-        bounds = self._place_callout(spine, broken, bounds)
+        item = d.items.get(broken.id) if broken is not None else None
+        bounds = d.callout.place(spine, broken, item, vocab, self.palette(), bounds, d.metrics.margin)
         self._scene.setSceneRect(bounds)
+        self.minimap.set_tree(minimap, bounds)
         self._set_legend(rec)
-        self.header.gated.setEnabled(not self.show_gated or any(n.gated for n in rec.nodes))
+        self.header.gated.setEnabled(any(n.gated for n in rec.nodes))
         self.on_node_selected(self.model.selected_node)
 
-    def _style_for(self, key: tuple[str, str]) -> Style:
-        """A node's or edge's look (see ``make_style``), cached until the palette changes."""
-        style = self._style.get(key)
-        if style is None:
-            style = self._style[key] = make_style(key, self.palette().color(QPalette.ColorRole.Text))
-        return style
-
-    def _place_callout(self, spine: SpineAnalysis, broken: Node | None, bounds: QRectF) -> QRectF:
-        """The spine-break callout sits above the tree with a leader line down to the broken node."""
-        item = self._items.get(broken.id) if broken is not None else None
-        if item is None:
-            self._callout.setVisible(False)
-            self._leader.setVisible(False)
-            return bounds
-        pal = self.palette()
-        self._callout_text.setText(callout_text(spine, broken, self.model.vocab))
-        tr = self._callout_text.boundingRect()
-        box = QRectF(0, 0, tr.width() + 12, tr.height() + 8)
-        path = QPainterPath()
-        path.addRoundedRect(box, 5, 5)
-        self._callout.setPath(path)
-        self._callout.setBrush(pal.color(QPalette.ColorRole.Base))
-        self._callout.setPen(QPen(QColor(REJECTED), 1.5))
-        self._callout_text.setBrush(pal.color(QPalette.ColorRole.Text))
-        self._callout_text.setPos(6, 4)
-        node_rect = item.mapRectToScene(item.path().boundingRect())
-        cx = max(MARGIN, node_rect.center().x() - 24)
-        cy = bounds.top() - box.height() - 14
-        self._callout.setPos(cx, cy)
-        self._callout.setToolTip("The target's top-5 tokens at the first rejected spine position (from the verify "
-                                 "row of its parent)")
-        leader = QPainterPath(QPointF(node_rect.center().x(), cy + box.height()))
-        leader.lineTo(node_rect.center().x(), node_rect.top() - 1)
-        self._leader.setPath(leader)
-        self._leader.setPen(QPen(QColor(REJECTED), 1.2, Qt.PenStyle.DashLine))
-        self._callout.setVisible(True)
-        self._leader.setVisible(True)
-        return bounds.united(QRectF(cx - MARGIN, cy - MARGIN, box.width() + 2 * MARGIN, box.height() + MARGIN))
+    def _show_cursor(self) -> None:
+        item = self._items.get(self.cursor_node) if self.cursor_node is not None and self.hasFocus() else None
+        pen = QPen(self.palette().color(QPalette.ColorRole.Highlight), 1.5, Qt.PenStyle.DashLine)
+        self.drawing.ring(self.drawing.cursor, item, pen, 6.0)
 
     def _set_legend(self, rec: CycleRecord | None) -> None:
         text = "" if rec is None else legend_html(rec, self.broken_node is not None)
@@ -299,21 +271,46 @@ class TreeView(PanelMixin, QGraphicsView):
             self.header.legend.setText(text)
             self.header.legend.setToolTip(legend_tip(rec) if rec is not None else HELP)
 
+    def _update_minimap(self, *_: object) -> None:
+        scene = self._scene.sceneRect()
+        shown = self.mapToScene(self.viewport().rect()).boundingRect()
+        big = self.tree_layout is not None and not shown.adjusted(-2, -2, 2, 2).contains(scene)
+        if big:
+            vp = self.viewport().rect()
+            self.minimap.set_room(vp.width(), vp.height())
+            self.minimap.set_view(shown)
+            self.minimap.move(vp.width() - self.minimap.width() - 6, vp.height() - self.minimap.height() - 6)
+            self.minimap.raise_()
+        self.minimap.setVisible(big and self.minimap.width() > 40 and self.minimap.height() > 24)
+
+    def _minimap_moved(self, p: QPointF) -> None:
+        self._auto_fit = False
+        self.centerOn(p)
+
     # -- interaction --------------------------------------------------------------------------------------------------
-    def drawForeground(self, painter: QPainter, rect: QRectF) -> None:
+    def message(self) -> str:
+        """The text shown in place of a tree ('' while a tree is drawn)."""
         if self.model.record is not None and self._error is None:
+            return ""
+        return self._error or placeholder(self.model)
+
+    def drawForeground(self, painter: QPainter, rect: QRectF) -> None:
+        text = self.message()
+        if not text:
             return
         painter.save()
         painter.resetTransform()
         painter.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))
         painter.drawText(self.viewport().rect().adjusted(8, 8, -8, -8),
-                         Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self._error or HINT)
+                         Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, text)
         painter.restore()
 
     def viewportEvent(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Resize:  # a scroll bar came or went
+            self._place_header()
         if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
-            item = self.itemAt(event.pos())
-            if isinstance(item, NodeItem):
+            item = self.box_at(event.pos())
+            if item is not None:
                 QToolTip.showText(event.globalPos(), self.tooltip_for(item.node_id), self.viewport())
                 return True
         return super().viewportEvent(event)
@@ -322,7 +319,9 @@ class TreeView(PanelMixin, QGraphicsView):
         cur = self.transform().m11()
         new = min(max(cur * 1.0015 ** event.angleDelta().y(), MIN_ZOOM), MAX_ZOOM)
         self.scale(new / cur, new / cur)
+        self.drawing.show_labels(new)
         self._auto_fit = False
+        self._update_minimap()
         event.accept()
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
@@ -341,11 +340,23 @@ class TreeView(PanelMixin, QGraphicsView):
                 event.button() != Qt.MouseButton.LeftButton:
             return
         event.accept()
-        item: QGraphicsItem | None = self.itemAt(event.position().toPoint())
-        if item is None:
-            self.model.select_node(None)
-        elif isinstance(item, NodeItem) and item.node_id >= 0:
-            self.model.select_node(item.node_id)
+        item = self.box_at(event.position().toPoint())
+        self.activate(item.node_id if item is not None else None)
+
+    def box_at(self, pos) -> NodeItem | None:
+        """The box under a viewport point (its label included)."""
+        item = self.itemAt(pos)
+        if item is not None and not isinstance(item, NodeItem):
+            item = item.parentItem()
+        return item if isinstance(item, NodeItem) else None
+
+    def activate(self, box: int | None) -> None:
+        """What a click or Enter does to a box: select its node (or the bonus token), open a "+N gated" box;
+        None (empty space) clears the selection."""
+        if box is not None and is_marker(box):
+            self.expand(marker_parent(box))
+        else:
+            self.model.select_node(box)
 
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
         self.fit()
@@ -354,14 +365,23 @@ class TreeView(PanelMixin, QGraphicsView):
     def resizeEvent(self, event: QResizeEvent) -> None:
         h = self.header.sizeHint().height()
         self.setViewportMargins(0, h, 0, 0)
-        self.header.setGeometry(0, 0, self.width(), h)
         super().resizeEvent(event)
+        self._place_header()
         if self._auto_fit:
             self.fit()
+        else:
+            self._update_minimap()
+
+    def _place_header(self) -> None:
+        """Above the drawing, as wide as it: the vertical scroll bar runs the view's full height beside it."""
+        self.header.setGeometry(0, 0, self.viewport().width(), self.header.sizeHint().height())
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange:
-            self._style.clear()
+            self.drawing.set_text_color(self.palette().color(QPalette.ColorRole.Text))
             self._redraw()
-
+        elif event.type() == QEvent.Type.FontChange:
+            self.drawing.set_font(self.font())
+            self._redraw()
+            self.fit()

@@ -1,4 +1,4 @@
-"""What ``specviz bench`` runs: method specs such as ``goose:budget=auto`` or ``isotropic:k=5``, checked
+"""What ``specviz bench`` runs: method specs such as ``goose:budget=auto`` or ``isotropic:branching_factor=5``, checked
 before any model is loaded."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ DEFAULT_RECORDED = ("goose:budget=auto",)
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """One benchmarked configuration: a method with parameters, e.g. ``goose:budget=auto:top_k=8``."""
+    """One benchmarked configuration: a method with parameters, e.g. ``goose:budget=auto:adjacency_top_k=8``."""
 
     label: str
     method: str
@@ -31,7 +31,7 @@ class MethodSpec:
 
 
 def parse_method_specs(text: str, extra_params: dict[str, str] | None = None) -> list[MethodSpec]:
-    """``ar,pld,goose:budget=auto,isotropic:k=5:budget=auto``; ``extra_params`` (``--param``) go to every
+    """``ar,pld,goose:budget=auto,isotropic:branching_factor=5:budget=auto``; ``extra_params`` (``--param``) go to every
     method that has them."""
     specs, seen = [], set()
     for item in (s.strip() for s in text.split(",")):

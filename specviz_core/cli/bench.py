@@ -17,7 +17,7 @@ from specviz_core.session.request import MAX_NEW_TOKENS, MAX_SEED
 REPEATS = 2
 METHODS_HELP = (
     "comma-separated method ids, each with optional :key=value parameters, e.g. "
-    "ar,pld,goose,goose:budget=auto,isotropic:k=5; reference rows: hf_prompt_lookup, hf_assisted (needs "
+    "ar,pld,goose,goose:budget=auto,isotropic:branching_factor=5; reference rows: hf_prompt_lookup, hf_assisted (needs "
     "--draft-model), hf_greedy (default: ar,pld,hf_prompt_lookup,tr,tr:budget=auto,goose,goose:budget=auto; "
     "with --draft-model also draft_tree and hf_assisted)"
 )

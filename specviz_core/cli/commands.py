@@ -1,4 +1,4 @@
-"""The ``specviz`` command: record, list, export sessions (and open the GUI).
+"""The ``specviz`` command: record, list, export and check sessions (and open the GUI).
 
 Bad input prints one line, ``specviz: error: ...``, and exits with status 2.
 """
@@ -16,6 +16,10 @@ from typing import Any
 
 from specviz_core.cli.bench import add_parser as add_bench_parser
 from specviz_core.cli.bench import cmd_bench
+from specviz_core.cli.check import add_parser as add_check_parser
+from specviz_core.cli.check import cmd_check
+from specviz_core.cli.models import add_parser as add_models_parser
+from specviz_core.cli.models import cmd_models
 from specviz_core.cli.optimize_tree import add_parser as add_optimize_tree_parser
 from specviz_core.cli.optimize_tree import cmd_optimize_tree
 from specviz_core.cli.options import (
@@ -108,19 +112,23 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     a.add_argument("--session", default=None, help="session id (default: the latest)")
     a.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
+    c = sub.add_parser("compare", help="two or more sessions side by side: numbers, outputs, acceptance",
+                       description="Compare sessions of one recording: tokens, forwards, tokens per forward, tokens/s "
+                       "and the speed-up against the first session, acceptance by source, whether the outputs are "
+                       "identical (or where they first differ) and the accepted-per-cycle distribution.")
+    c.add_argument("--db", type=Path, required=True)
+    c.add_argument("sessions", nargs="+", metavar="SESSION", help="session ids, the baseline first (two or more)")
+    c.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
+
     e = sub.add_parser("export", help="write a session as JSON lines (see docs/record-format.md)")
     e.add_argument("--db", type=Path, required=True)
     e.add_argument("--session", default=None, help="session id (default: the latest)")
     e.add_argument("--format", choices=["jsonl"], default="jsonl")
     e.add_argument("--out", type=Path, default=None, help="output file (default: standard output)")
-    mo = sub.add_parser("models", help="list the models on this machine (default, used before, Hugging Face cache)",
-                        description="List the models a session can use, without loading or downloading anything: the "
-                        "embedded default, folders used before, and causal LMs in the local Hugging Face cache "
-                        "(HF_HUB_CACHE), with parameter count and size on disk.")
-    mo.add_argument("--draft-for", default=None, metavar="MODEL",
-                    help="mark each model as a draft for this target: same tokenizer (hf_assisted, draft_tree, ...) "
-                         "or another one (hf_universal)")
-    mo.add_argument("--json", action="store_true", help="one JSON object per model")
+    e.add_argument("--strict", action="store_true",
+                   help="fail on a damaged cycle (default: skip it and say so on standard error)")
+    add_check_parser(sub)
+    add_models_parser(sub)
     add_optimize_tree_parser(sub)
     add_bench_parser(sub)
     if extra is not None:
@@ -221,48 +229,15 @@ def record_request(args: argparse.Namespace) -> Any:
     )
 
 
-DRAFT_LABELS = {"target": "(the target)", "same": "same tokenizer", "universal": "other tokenizer: hf_universal",
-                "unknown": "?"}
-
-
-def _count(n: int | None) -> str:
-    if n is None:
-        return "?"
-    return f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n / 1e3:.0f}K"
-
-
-def _bytes(n: int) -> str:
-    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB"
-
-
-def cmd_models(args: argparse.Namespace) -> int:
-    import dataclasses
-
-    from specviz_core.catalog import list_models
-
-    entries = list_models(draft_for=args.draft_for)
-    if args.json:
-        for e in entries:
-            print(json.dumps(dataclasses.asdict(e)))
-        return 0
-    width = max(len(e.name) for e in entries)
-    head = f"{'model':<{width}}  {'source':<8}  {'architecture':<24}  {'params':>7}  {'on disk':>8}  {'vocab':>7}"
-    print(head + ("  as a draft" if args.draft_for else ""))
-    for e in entries:
-        line = (f"{e.name:<{width}}  {e.source:<8}  {e.architecture[:24]:<24}  {_count(e.n_params):>7}  "
-                f"{_bytes(e.size_bytes):>8}  {e.vocab_size if e.vocab_size is not None else '?':>7}")
-        print(line + (f"  {DRAFT_LABELS[e.draft]}" if args.draft_for else ""))
-    return 0
-
-
 def cmd_sessions(args: argparse.Namespace) -> int:
     from specviz_core.metrics import session_metrics
     from specviz_core.recording.store import Recording
 
-    with Recording(args.db) as rec:
-        sessions = rec.sessions()
+    damaged: list = []
+    with Recording(args.db, read_only=True) as rec:
+        sessions = rec.sessions(damaged=damaged)
         metrics = {s.id: session_metrics(rec.cycle_summaries(s.id)) for s in sessions} if args.metrics else {}
-    if not sessions:
+    if not sessions and not damaged:
         print("no sessions")
         return 0
     mw = max(10, *(len(s.method) for s in sessions))
@@ -274,6 +249,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         if args.metrics:
             for line in metrics[s.id].lines():
                 print(f"    {line}")
+    for d in damaged:
+        print(f"{d.session_id:<12}  {'':<19}  {'':<10}  {'damaged':<11}  {d.reason}")
     return 0
 
 
@@ -283,15 +260,19 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         refuse_overwriting(args.out, [args.db])
-    with Recording(args.db) as rec:
+    skipped = None if args.strict else []
+    with Recording(args.db, read_only=True) as rec:
         if args.out is None:
-            export_jsonl(rec, args.session, sys.stdout)
+            export_jsonl(rec, args.session, sys.stdout, skipped)
         else:
             try:
                 with atomic_output(args.out) as fh:
-                    export_jsonl(rec, args.session, fh)
+                    export_jsonl(rec, args.session, fh, skipped)
             except OSError as e:
                 raise SpecVizError(f"cannot write {args.out}: {e.strerror}") from None
+    for d in skipped or ():
+        print(f"specviz: skipped cycle {d.index} of session {d.session_id}: {d.reason} (--strict fails instead)",
+              file=sys.stderr)
     return 0
 
 
@@ -300,7 +281,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from specviz_core.recording.store import Recording
     from specviz_core.session.factory import load_checked_model
 
-    with Recording(args.db) as rec:
+    with Recording(args.db, read_only=True) as rec:
         info = rec.session(args.session)
         lengths = [s.n_committed for s in rec.cycle_summaries(info.id)]
     model = None
@@ -313,6 +294,34 @@ def cmd_audit(args: argparse.Namespace) -> int:
     else:
         print(f"session {info.id} ({info.method}): {result.message}")
     return 1 if result.verdict == "divergence" else 0
+
+
+def load_comparison(db: Path, ids: Sequence[str]):
+    """The sessions ``ids`` of recording ``db`` as a :class:`~specviz_core.compare.Comparison`, and their token text
+    (ids only if the tokenizer is not on this machine)."""
+    from specviz_core.compare import compare
+    from specviz_core.recording.store import Recording
+    from specviz_core.vocab import load_token_text
+
+    if len(ids) < 2:
+        raise SpecVizError("compare needs two session ids or more")
+    with Recording(db, read_only=True) as rec:
+        known = {s.id for s in rec.sessions()}
+        missing = [i for i in ids if i not in known]
+        if missing:
+            raise SpecVizError(f"no session {', '.join(missing)} in {db} (specviz sessions --db {db} lists them)")
+        pairs = [(rec.session(i), rec.cycle_summaries(i)) for i in ids]
+    return compare(pairs), load_token_text(pairs[0][0].tokenizer)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    comparison, vocab = load_comparison(args.db, args.sessions)
+    if args.json:
+        print(json.dumps({"sessions": comparison.rows(), "first_difference": comparison.first_difference(),
+                          "same_prompt": comparison.same_prompt()}))
+    else:
+        print("\n".join(comparison.text(vocab.text)))
+    return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -328,13 +337,14 @@ def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None 
          extra_handlers: dict[str | None, Callable[[argparse.Namespace], int]] | None = None) -> int:
     parser = build_parser(extra)
     args = parser.parse_args(argv)
-    handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, None: cmd_demo,
-                "optimize-tree": cmd_optimize_tree, "bench": cmd_bench, "audit": cmd_audit, "models": cmd_models}
+    handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, "check": cmd_check,
+                None: cmd_demo, "optimize-tree": cmd_optimize_tree, "bench": cmd_bench, "audit": cmd_audit,
+                "compare": cmd_compare, "models": cmd_models}
     handlers.update(extra_handlers or {})
     try:
         return handlers[args.command](args)
     except SpecVizError as e:
-        print(f"specviz: error: {e}", file=sys.stderr)
+        print(f"specviz: error: {' '.join(str(e).splitlines())}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -93,10 +93,18 @@ def atomic_output(out: Path) -> Iterator[IO[str]]:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             yield fh
+        os.chmod(tmp, new_file_mode())  # mkstemp makes it private; a plain open would not have
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def new_file_mode() -> int:
+    """The mode ``open(path, "w")`` gives a new file under the current umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def add_device_args(p: argparse.ArgumentParser) -> None:

@@ -140,6 +140,11 @@ class Drafter(ABC):
         """Whether a session with these parameters needs a draft model (TALON's ``drafter=model``)."""
         return cls.needs_draft_model
 
+    @classmethod
+    def max_budget(cls, params: Any) -> int:
+        """The most draft nodes one cycle may verify (``budget=auto`` chooses up to this): the ``budget`` parameter."""
+        return params.budget
+
     def cycle_budget(self, ctx: DraftContext) -> int:
         """Nodes to draft this cycle: ``budget=auto``'s ceiling when it set one, else the ``budget`` parameter."""
         return ctx.budget if ctx.budget is not None else self.params.budget

@@ -1,149 +1,104 @@
-"""Goose: anisotropic spine trees (seed 004, Algorithms 1-3, Section 4, Table 5).
+"""Goose: anisotropic spine trees (seed 004), as the authors' public implementation runs it.
 
-A deep chain of context-matched tokens (the spine) with wide branches of
-adjacency-table successors forking from every spine node. Each cycle:
+The official implementation is ``2kinto/GOOSE_Speculative_Decoding`` (package ``goose/``); every
+switch of its ``GooseConfig`` is a parameter here with the same name and default (``budget`` is its
+``node_budget``: the name every SpecViz method uses, so ``--budget`` and ``budget=auto`` apply).
+Where the paper's text and that code disagree, the code is the default and the paper's reading a
+setting (docs/goose.md lists each one). Each cycle:
 
-- context matching with n-gram lengths {3, 4, 5} gives the spine (at most 20
-  tokens) and a consensus flag (two or more lengths agree on the first token);
-- a long match (>= 8 tokens) or consensus: verify the spine linearly (bypass);
-- else, if any source has candidates: BuildSpineTree (Algorithm 1);
-- else: AR fallback.
+- cycle 0 is the official prefill's last position: it yields the first token with no draft (``prefill``);
+- context matching of the longest suffix n-gram (5, 4, 3) gives the chain, copied from the first
+  occurrence, and consensus (two or more occurrences, all followed by the same token);
+- if the adjacency table has successors for the root: a tree (``spine_tree``, or ``branch_tree`` with
+  no match). Its confidence (``goose_match.match_confidence``) grows the node budget to
+  ``budget + int(confidence * (max_extended_chain - budget))``, shifts the spine ratio towards 1, and
+  above 0.6 grows the chain by repeated matching up to ``int(max_extended_chain * confidence)``;
+- else if there is a match: the chain verified as a chain (``chain``); else AR.
 
-The spine ratio r follows tiers of an EMA of spine acceptance. The walk tries
-spine children before branch children; a branch's children are branches, so once
-on a branch the walk never returns to the spine. ``isotropic`` is the paper's
-baseline: a balanced k-ary tree with the same budget and the same sources.
+The walk tries spine children before branch children; a branch's children are branches, so once on a
+branch the walk stays there. ``isotropic`` is Section 5.3's control: a balanced k-ary tree from the
+table alone, at the same budget.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from ..errors import SpecVizError
 from ..tree import DraftTree
-from .adjacency import AdjacencyTable
 from .base import DraftContext, Drafter, param
-from .pld import Match, match_ngram
+from .goose_match import CHAIN_EXTENSION_CONFIDENCE, ContextIndex, extend_chain, match_confidence, parse_lengths
+from .goose_stats import GooseCounters, path_category, shape_sample
+from .goose_table import GooseTable
+from .goose_tree import BranchRules, build_isotropic_tree, build_spine_tree, spine_ratio_tier
+
+TREE_ROUTES = ("spine_tree", "branch_tree")
 
 
 @dataclass(frozen=True)
 class GooseParams:
-    budget: int = param(60, "Node budget B: draft nodes verified per cycle, at most (root excluded).", minimum=1, maximum=1024)
-    max_spine: int = param(20, "Longest spine copied from a context match (tokens).", minimum=1, maximum=256)
-    ngram_min: int = param(3, "Shortest n-gram used for context matching.", minimum=1, maximum=16)
-    ngram_max: int = param(5, "Longest n-gram used for context matching.", minimum=1, maximum=16)
-    bypass_threshold: int = param(8, "A match this long (tokens) is verified linearly, without branches (bypass).", minimum=1, maximum=256)
-    spine_branch_ratio: float = param(0.5, "rho: share of the branch budget given to spine branches (the rest goes to root branches).", minimum=0.0, maximum=1.0)
-    max_depth: int = param(6, "D: deepest a branch grows, counted from the node it forks from.", minimum=1, maximum=64)
-    top_k: int = param(10, "K: successors kept per token in the adjacency table.", minimum=1, maximum=64)
-    prune_threshold: float = param(0.01, "Successors whose score is below this are pruned.", minimum=0.0, maximum=1.0)
-    branch_width: int = param(3, "Children of the strongest branch node in BFS extension; weaker siblings get fewer (score-relative).", minimum=1, maximum=64)
-    ema: float = param(0.3, "Smoothing coefficient of the EMA of spine acceptance.", minimum=0.0, maximum=1.0)
-    ema_init: float = param(0.3, "Initial estimate of spine acceptance p_s.", minimum=0.0, maximum=1.0)
-    bigram: bool = param(True, "Use the bigram tier of the adjacency table (keyed by the last two tokens).")
+    # The official GooseConfig, field for field (node_budget is budget).
+    budget: int = param(60, "Node budget B of a tree, the root included (the official node_budget); a confident "
+                        "cycle adds int(confidence x (max_extended_chain - budget)) nodes.", minimum=2, maximum=1024)
+    max_branch_depth: int = param(6, "D: a branch node is extended only while its depth is below this (counted from the "
+                                  "root; from the node it forks off with branch_depth_from=fork).", minimum=1, maximum=64)
+    adjacency_top_k: int = param(10, "K: successors kept per token in the adjacency table; a branch node at depth d gets "
+                                 "at most K // d children.", minimum=1, maximum=64)
+    min_score: float = param(0.01, "Successors scoring below this (softmax over the top K) are not drafted.",
+                             minimum=0.0, maximum=0.999)
+    spine_branch_ratio: float = param(0.5, "rho: share of the branch budget for branches off spine nodes (at least one "
+                                      "node); the rest goes to the root.", minimum=0.0, maximum=1.0)
+    max_chain: int = param(20, "Longest continuation one context match copies (tokens).", minimum=1, maximum=256)
+    max_extended_chain: int = param(100, "Longest chain a confident cycle grows by repeated matching; its excess over "
+                                    "budget is what a fully confident cycle adds to the budget.", minimum=1, maximum=1024)
+    long_match: int = param(8, "A match this long is confident (0.7, rising to 0.9 at 12 tokens more); a shorter one "
+                            "scores 0.6 x length / long_match.", minimum=1, maximum=256)
+    ema_alpha: float = param(0.3, "Weight of the newest rate in the EMA of spine acceptance p_s.", minimum=0.0, maximum=1.0)
+    ngram_lengths: str = param("5,4,3", "n-gram lengths of the context match, comma-separated (the longest that "
+                               "occurred before wins).")
+    spine_ratio_tiers: str = param("0.15,0.30,0.50", "Spine ratio r for EMA p_s < 0.2, < 0.4 and above, comma-separated.")
+    use_bigram: bool = param(True, "Key the adjacency table by the last two tokens as well (its bigram tier).")
+    use_context_match: bool = param(True, "Draw a spine from context matching (off: Table 2's 'w/o context-match spine').")
+    use_adjacency: bool = param(True, "Draw branches from the adjacency table (off: every match is verified as a chain).")
+    use_prefill_harvest: bool = param(True, "Seed the adjacency table from the prompt's own logits.")
+    use_confidence: bool = param(True, "Let match confidence extend the chain, grow the budget and shift the spine ratio "
+                                 "(off: Table 2's 'w/o consensus bypass').")
+    topology: str = param("spine", "spine: the anisotropic spine tree; isotropic: Section 5.3's balanced control.",
+                          choices=("spine", "isotropic"))
+    branching_factor: int = param(3, "k of the isotropic topology.", minimum=1, maximum=64)
+    # Where the paper's text reads otherwise than the code, and SpecViz's own first cycle.
+    confident_match: str = param("extend", "extend: the official code's confidence schedule; bypass: Algorithm 2, a "
+                                 "match of long_match tokens or with consensus is verified as a chain, trees at the base "
+                                 "budget.", choices=("extend", "bypass"))
+    consensus: str = param("occurrences", "occurrences: the official code's; ngram_lengths: Section 4.3's, two n-gram "
+                           "lengths agree on the next token.", choices=("occurrences", "ngram_lengths"))
+    occurrence: str = param("first", "Which earlier occurrence a match copies from (first: the official code's).",
+                            choices=("first", "last"))
+    ema_init: float = param(0.5, "Starting EMA p_s (0.5 in the official code, 0.3 in Algorithm 2).", minimum=0.0, maximum=1.0)
+    branch_depth_from: str = param("root", "Where max_branch_depth and K // depth count from: root (the official code) "
+                                   "or fork (Proposition 1's D).", choices=("root", "fork"))
+    draft_first_cycle: bool = param(False, "Draft a tree from the prompt's last token in cycle 0 (SpecViz's own first "
+                                    "cycle) instead of the official prefill's token.")
+
+    def __post_init__(self) -> None:
+        try:
+            parse_lengths(self.ngram_lengths)
+        except ValueError:
+            raise SpecVizError(f"ngram_lengths must be positive integers separated by commas, got {self.ngram_lengths!r}") from None
+        if len(tiers_of(self)) != 3 or not all(0.0 <= t <= 1.0 for t in tiers_of(self)):
+            raise SpecVizError(f"spine_ratio_tiers must be three shares in [0, 1], got {self.spine_ratio_tiers!r}")
+        if self.max_extended_chain < self.max_chain:
+            raise SpecVizError(f"max_extended_chain ({self.max_extended_chain}) cannot be shorter than max_chain ({self.max_chain})")
+        if not (self.use_context_match or self.use_adjacency):
+            raise SpecVizError("Goose needs a draft source: use_context_match or use_adjacency")
 
 
-def spine_ratio_tier(p_s: float) -> float:
-    """Table 5: p_s < 0.2 -> 0.15, < 0.4 -> 0.30, else 0.50."""
-    return 0.15 if p_s < 0.2 else 0.30 if p_s < 0.4 else 0.50
-
-
-def harmonic_allocation(total: int, n: int) -> list[int]:
-    """Algorithm 1, line 10: a_i = floor(total * (1/i) / sum_j 1/j) for spine nodes i = 1..n."""
-    if n <= 0:
-        return []
-    h = sum(1.0 / j for j in range(1, n + 1))
-    return [int(total * (1.0 / i) / h) for i in range(1, n + 1)]
-
-
-@dataclass(frozen=True)
-class ContextMatch:
-    spine: list[int]
-    """The continuation copied as the spine (<= max_spine tokens)."""
-    match: Match | None
-    """The longest n-gram match and where its continuation came from."""
-    consensus: bool
-    """Two or more n-gram lengths agree on the first continuation token."""
-
-
-def context_match(ids: np.ndarray, ngrams: range, max_spine: int) -> ContextMatch:
-    found = [m for n in ngrams if (m := match_ngram(ids, n, max_spine)) is not None]
-    if not found:
-        return ContextMatch([], None, False)
-    best = max(found, key=lambda m: m.ngram)
-    firsts = [int(ids[m.copy_start]) for m in found]
-    consensus = max(firsts.count(t) for t in set(firsts)) >= 2
-    return ContextMatch([int(t) for t in ids[best.copy_start:best.copy_end]], best, consensus)
-
-
-class SpineTreeBuilder:
-    """Algorithm 1 (BuildSpineTree), with confidence-aware BFS extension of the branches."""
-
-    def __init__(self, p: GooseParams, table: AdjacencyTable) -> None:
-        self.p = p
-        self.table = table
-
-    def successors(self, tree: DraftTree, node: int, exclude: set[int]) -> list[tuple[int, float]]:
-        prev = tree.tokens[tree.parents[node]] if node > 0 else self.root_prev
-        ids, ps, _ = self.table.lookup(tree.tokens[node], prev)
-        return [(t, s) for t, s in zip(ids, ps) if t not in exclude]
-
-    def attach(self, tree: DraftTree, node: int, width: int, exclude: set[int], budget_left: int,
-               fork_depth: int) -> list[int]:
-        """Attach up to ``width`` branch children of ``node``; candidates pruned or over budget are kept as gated."""
-        added = []
-        for tok, score in self.successors(tree, node, exclude)[:width]:
-            cut = score < self.p.prune_threshold or len(added) >= budget_left
-            nid = tree.add(node, tok, "branch", score, gated=cut)
-            self.fork[nid] = fork_depth
-            if not cut:
-                added.append(nid)
-        return added
-
-    def build(self, tree: DraftTree, spine: list[int], r: float, max_depth: int, root_prev: int) -> dict[str, Any]:
-        p = self.p
-        self.root_prev = root_prev
-        self.fork: dict[int, int] = {}
-        budget = p.budget
-        # Step 1: lay the spine.
-        b_s = min(len(spine), int(budget * r), max_depth)
-        spine_ids = [0] + tree.add_chain(spine[:b_s], "spine") if b_s else [0]
-        left = budget - b_s
-        b_r = int(left * (1 - p.spine_branch_ratio))
-        b_sb = left - b_r
-        # Step 2: root branches (excluding the spine's own first token).
-        nxt = {spine_ids[i]: (tree.tokens[spine_ids[i + 1]] if i + 1 < len(spine_ids) else -1)
-               for i in range(len(spine_ids))}
-        branches = self.attach(tree, 0, b_r, {nxt[0]}, b_r, 0)
-        # Step 3: spine branches, wider near the root (the 1/i harmonic rule).
-        alloc = harmonic_allocation(b_sb, b_s)
-        for i, a in enumerate(alloc, start=1):
-            node = spine_ids[i]
-            if a > 0 and tree.depths[node] < max_depth:
-                branches += self.attach(tree, node, a, {nxt[node]}, a, tree.depths[node])
-        used = b_s + len(branches)
-        # Step 4: BFS-extend the branches within the budget and max depth D from the fork.
-        frontier = branches
-        while frontier and used < budget:
-            nxt_frontier = []
-            best = {}
-            for nid in frontier:
-                par = tree.parents[nid]
-                best[par] = max(best.get(par, 0.0), tree.scores[nid])
-            for nid in frontier:
-                if used >= budget:
-                    break
-                if tree.depths[nid] - self.fork[nid] >= p.max_depth or tree.depths[nid] >= max_depth:
-                    continue
-                rel = tree.scores[nid] / best[tree.parents[nid]] if best[tree.parents[nid]] > 0 else 0.0
-                width = max(1, round(p.branch_width * rel))
-                kids = self.attach(tree, nid, width, set(), budget - used, self.fork[nid])
-                used += len(kids)
-                nxt_frontier += kids
-            frontier = nxt_frontier
-        return {"spine_len": b_s, "root_branches": b_r, "spine_branch_budget": b_sb, "nodes": used}
+def tiers_of(p: GooseParams) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in p.spine_ratio_tiers.replace(" ", "").split(",") if x)
+    except ValueError:
+        return ()
 
 
 class GooseDrafter(Drafter):
@@ -151,162 +106,185 @@ class GooseDrafter(Drafter):
     display_name = "Goose"
     no_draft_reason = "Goose found no context match and no adjacency-table successor"
     no_match_note = "Goose found no context match, so the tree holds only adjacency-table branches"
-    description = "Goose: a spine of context-matched tokens with adjacency-table branches at every spine node; linear bypass on confident matches."
+    description = ("Goose (the official implementation): a spine of context-matched tokens with adjacency-table branches "
+                   "at every spine node; confident matches grow the chain and the budget.")
     params_cls = GooseParams
     source_priority = ("spine", "branch")
-    bypass = True
 
     def __init__(self, params: GooseParams, target, draft_model=None) -> None:
         super().__init__(params, target, draft_model)
-        self.table = AdjacencyTable(target.vocab_size, params.top_k, target.device, bigram=params.bigram)
-        self.p_s = params.ema_init
-        self.counts = {"spine_verified": 0, "spine_accepted": 0, "branch_verified": 0, "branch_accepted": 0}
-        self.shapes: list[tuple[int, list[int], int]] = []  # per tree cycle: (m, w_i, accepted tokens + 1)
+        p = params
+        self.tiers = tiers_of(p)
+        self.rules = BranchRules(p.min_score, p.adjacency_top_k, p.max_branch_depth, p.spine_branch_ratio,
+                                 p.branching_factor, p.branch_depth_from == "fork")
+        self.index = ContextIndex(parse_lengths(p.ngram_lengths), p.occurrence, p.consensus)
+        self.vocab_size = target.vocab_size
+        self.start([])
+
+    @classmethod
+    def max_budget(cls, params: GooseParams) -> int:
+        """The most draft nodes a cycle verifies: a fully confident one's budget (its root is not charged)."""
+        return max(params.budget, params.max_extended_chain) if params.use_confidence else params.budget - 1
 
     def start(self, prompt_ids: list[int]) -> None:
-        self.p_s = self.params.ema_init
+        p = self.params
+        self.index.reset()
+        self.table = GooseTable(self.vocab_size, p.adjacency_top_k) if p.use_adjacency else None
+        self.ema = p.ema_init
+        self.cycle = -1
+        self.route = ""  # the current cycle's; "" during the prefill
+        self.counts = GooseCounters(first_forward_is_prefill=not p.draft_first_cycle)
 
     def harvest(self, tokens, logits, prev=None) -> None:
-        self.table.update(tokens, logits, prev)
+        p = self.params
+        if self.table is None or (self.route in ("", "prefill") and not p.use_prefill_harvest):
+            return
+        prevs = prev.tolist() if (prev is not None and p.use_bigram) else None
+        if prevs is not None and self.route in TREE_ROUTES:
+            prevs[0] = None  # a tree cycle stores no bigram for its root, as the official decoder
+        self.table.harvest(tokens.tolist(), logits, prevs)
 
-    def shape(self, tree: DraftTree, ctx: DraftContext, cm: ContextMatch, r: float) -> dict[str, Any]:
-        return SpineTreeBuilder(replace(self.params, budget=self.cycle_budget(ctx)), self.table).build(
-            tree, cm.spine, r, ctx.max_depth, ctx.ids[-2] if len(ctx.ids) > 1 else -1)
+    def lookup(self, token: int, prev: int | None) -> list[tuple[int, float]]:
+        return self.table.successors(token, prev if self.params.use_bigram else None) if self.table else []
 
     def draft(self, ctx: DraftContext) -> DraftTree:
         p: GooseParams = self.params
-        ids = np.asarray(ctx.ids, dtype=np.int64)
-        cm = context_match(ids, range(p.ngram_min, p.ngram_max + 1), p.max_spine)
-        r = spine_ratio_tier(self.p_s)
-        state: dict[str, Any] = {
-            "spine_ratio": r, "ema_p_s": self.p_s, "consensus": cm.consensus, "match_len": len(cm.spine),
-            "match": None if cm.match is None else {
-                "ngram": cm.match.ngram, "match_span": [cm.match.match_start, cm.match.match_end],
-                "copy_span": [cm.match.copy_start, cm.match.copy_end]},
-        }
+        self.cycle += 1
+        ids = ctx.ids
+        self.index.sync(ids)
         root = int(ids[-1])
-        if self.bypass and cm.spine and (len(cm.spine) >= p.bypass_threshold or cm.consensus) and ctx.max_depth > 0:
+        prev = int(ids[-2]) if len(ids) > 1 else None
+        state: dict[str, Any] = {"ema_p_s": self.ema}
+        if ctx.max_depth <= 0 or (self.cycle == 0 and not p.draft_first_cycle):
+            return self._finish(DraftTree(root_token=root, mode="ar"), "prefill" if ctx.max_depth > 0 else "ar", state)
+
+        tail = ids[-self.index.window:]
+        m = self.index.match(tail, p.max_chain) if p.use_context_match else None
+        chain = list(m.tokens) if m else []
+        consensus = bool(m) and self.index.consensus(tail)
+        state.update(match=m.as_state() if m else None, match_len=len(chain), consensus=consensus)
+        confidence = match_confidence(len(chain), consensus, p.long_match) if p.use_confidence else 0.0
+        bigram_prev = prev if p.use_bigram else None
+
+        if p.confident_match == "bypass" and confidence > CHAIN_EXTENSION_CONFIDENCE:
             tree = DraftTree(root_token=root, mode="bypass")
-            tree.add_chain(cm.spine[: ctx.max_depth], "spine")
-            state["spine_len"] = min(len(cm.spine), ctx.max_depth)
-        elif (cm.spine or self.table.lookup(root, state_prev(ctx))[0]) and ctx.max_depth > 0:
-            tree = DraftTree(root_token=root, mode="tree")
-            state.update(self.shape(tree, ctx, cm, r))
-            if len(tree) == 1 or tree.n_verified == 1:
-                tree.mode = "ar"
+            tree.add_chain(chain, "spine")
+            state.update(confidence=confidence, spine_len=len(chain))
+            return self._finish(tree, "bypass", state)
+        if self.table is not None and self.table.has_successors(root, bigram_prev):
+            if p.confident_match == "bypass":
+                confidence = 0.0  # Algorithm 2: trees at the base budget and the tier's ratio
+            return self._tree(ctx, root, bigram_prev, chain, confidence, state)
+        if chain:
+            tree = DraftTree(root_token=root, mode="chain")
+            tree.add_chain(chain, "spine")
+            state.update(confidence=0.0, spine_len=len(chain))
+            return self._finish(tree, "chain", state)
+        return self._finish(DraftTree(root_token=root, mode="ar"), "ar", state)
+
+    def _tree(self, ctx: DraftContext, root: int, bigram_prev: int | None, chain: list[int], confidence: float,
+              state: dict[str, Any]) -> DraftTree:
+        p: GooseParams = self.params
+        base = p.budget if ctx.budget is None else min(p.budget, ctx.budget + 1)
+        budget = base + int(confidence * max(0, p.max_extended_chain - p.budget))
+        tree = DraftTree(root_token=root, mode="tree")
+        extended = confidence > CHAIN_EXTENSION_CONFIDENCE and p.topology == "spine"
+        if extended:
+            ext = extend_chain(self.index, ctx.ids, chain, confidence, p.max_extended_chain, p.max_chain, p.long_match)
+            chain = ext.chain
+            state["extension_spans"] = [[e.copy_start, e.copy_end] for e in ext.pieces]
+        state.update(confidence=confidence, chain_extended=extended, chain_len=len(chain), node_budget=budget)
+        if p.topology == "isotropic":
+            shape = build_isotropic_tree(tree, self.lookup, budget, self.rules, bigram_prev)
         else:
-            tree = DraftTree(root_token=root, mode="ar")
-            state["spine_len"] = 0
+            tier = spine_ratio_tier(self.ema, self.tiers)
+            ratio = tier + confidence * (1.0 - tier)
+            shape = build_spine_tree(tree, self.lookup, chain, budget, ratio, self.rules, bigram_prev)
+            state.update(spine_ratio=ratio, spine_ratio_tier=tier, ratio_binding=bool(chain) and int(budget * ratio) < len(chain),
+                         spine_len=shape.spine_len, root_share=shape.root_share, spine_share=shape.spine_share)
+        if tree.n_verified < 2:  # every candidate fell below min_score: one AR step
+            tree.mode = "ar"
+            return self._finish(tree, "ar", state)
+        route = "spine_tree" if shape.spine_len else "branch_tree"
+        if extended and tree.n_verified - 1 == shape.spine_len:
+            tree.mode = "bypass"  # saturated confidence: the whole budget went to the chain
+        return self._finish(tree, route, state)
+
+    def _finish(self, tree: DraftTree, route: str, state: dict[str, Any]) -> DraftTree:
+        self.route = route
+        state["route"] = route
         tree.state = state
         return tree
 
     def accepted(self, tree: DraftTree, accepted_nodes: list[int], committed: list[int]) -> dict[str, Any]:
+        c, p = self.counts, self.params
         verified = [i for i in range(1, len(tree)) if not tree.gated[i]]
-        spine = [i for i in verified if tree.sources[i] == "spine"]
-        branch = [i for i in verified if tree.sources[i] == "branch"]
-        acc_sources = [tree.sources[i] for i in accepted_nodes]
-        n_spine_acc = acc_sources.count("spine")
-        self.counts["spine_verified"] += len(spine)
-        self.counts["spine_accepted"] += n_spine_acc
-        self.counts["branch_verified"] += len(branch)
-        self.counts["branch_accepted"] += acc_sources.count("branch")
-        out: dict[str, Any] = {}
-        if spine:
-            self.p_s = (1 - self.params.ema) * self.p_s + self.params.ema * (n_spine_acc / len(spine))
-            out["spine_broke_at"] = n_spine_acc + 1 if n_spine_acc < len(spine) else None
-        if not accepted_nodes:
-            category = "none"
-        elif "branch" not in acc_sources:
-            category = "pure_spine"
-        elif "spine" in acc_sources:
-            category = "spine_continuation"
-        else:
-            category = "pure_branch"
-        out["path"] = category
-        out["spine_continuation"] = category == "spine_continuation"
-        out["ema_p_s_after"] = self.p_s
-        if tree.mode == "tree":
-            spine_nodes = [0] + spine
-            widths = [sum(1 for c in tree.children(s) if not tree.gated[c] and tree.sources[c] == "branch")
-                      for s in spine_nodes[:-1]] if len(spine_nodes) > 1 else [
-                sum(1 for c in tree.children(0) if not tree.gated[c])]
-            self.shapes.append((len(spine), widths, len(accepted_nodes) + 1))
+        n_spine = sum(1 for i in verified if tree.sources[i] == "spine")
+        n_branch = len(verified) - n_spine
+        sources = [tree.sources[i] for i in accepted_nodes]
+        s_acc = sources.count("spine")
+        b_acc = len(sources) - s_acc
+        route = self.route
+        if route in TREE_ROUTES:  # budget=auto may have gated nodes after drafting
+            route = "spine_tree" if n_spine else "branch_tree" if n_branch else "ar"
+        elif route in ("chain", "bypass") and not verified:
+            route = "ar"
+        path = path_category(sources)
+        out: dict[str, Any] = {"route": route, "path": path, "spine_nodes": n_spine, "branch_nodes": n_branch,
+                               "spine_accepted": s_acc, "branch_accepted": b_acc,
+                               "spine_continuation": path == "spine_continuation",
+                               "continuation_tokens": b_acc if path == "spine_continuation" else 0,
+                               "spine_broke_at": s_acc + 1 if s_acc < n_spine else None}
+        if route == "spine_tree" or (route == "bypass" and p.confident_match == "bypass"):
+            self.ema = p.ema_alpha * (s_acc / n_spine) + (1.0 - p.ema_alpha) * self.ema
+        out["ema_p_s_after"] = self.ema
+
+        c.routes[route] += 1
+        c.tokens += len(committed)
+        if self.cycle == 0:
+            c.first_tokens = len(committed)
+        if route in ("prefill", "ar"):
+            return out
+        c.draft_nodes += len(verified)
+        c.spine_nodes += n_spine
+        c.branch_nodes += n_branch
+        c.spine_accepted += s_acc
+        c.branch_accepted += b_acc
+        c.bonus_tokens += 1
+        c.accepted_by_path[path] += len(sources)
+        if path == "spine_continuation":
+            c.spine_continuations += 1
+            c.spine_continuation_tokens += b_acc
+        if route in TREE_ROUTES:
+            c.extended_cycles += bool(tree.state.get("chain_extended"))
+            c.tree_branch_nodes += n_branch
+            c.tree_branch_accepted += b_acc
+            sample = shape_sample(tree, len(accepted_nodes) + 1)
+            if route == "spine_tree":
+                c.tree_spine_nodes += n_spine
+                c.tree_spine_accepted += s_acc
+                c.ratio_binding_cycles += bool(tree.state.get("ratio_binding"))
+                c.spine_shapes.append(sample)
+            else:
+                c.branch_shapes.append(sample)
         return out
 
     def stats(self) -> dict[str, Any]:
-        c = self.counts
-        p_s = c["spine_accepted"] / c["spine_verified"] if c["spine_verified"] else 0.0
-        p_t = c["branch_accepted"] / c["branch_verified"] if c["branch_verified"] else 0.0
-        out: dict[str, Any] = dict(c, p_s=p_s, p_t=p_t)
-        if self.shapes:
-            bounds = [yield_bound(p_s, p_t, m, w, self.params.max_depth) for m, w, _ in self.shapes]
-            out["yield_bound"] = float(np.mean(bounds))
-            out["measured_tree_tau"] = float(np.mean([t for _, _, t in self.shapes]))
-            out["tree_cycles"] = len(self.shapes)
-        return out
+        return self.counts.as_stats()
 
 
 @dataclass(frozen=True)
 class IsotropicParams(GooseParams):
-    k: int = param(3, "Children per node of the balanced k-ary tree.", minimum=1, maximum=64)
+    topology: str = param("isotropic", "isotropic: Section 5.3's balanced control; spine: Goose's own tree.",
+                          choices=("spine", "isotropic"))
 
 
 class IsotropicDrafter(GooseDrafter):
-    """The paper's Isotropic(k) baseline: the same budget and sources, a balanced k-ary shape, no bypass."""
+    """Section 5.3's Isotropic(k): Goose with ``topology=isotropic`` (``branching_factor`` k)."""
 
     method_id = "isotropic"
     display_name = "Isotropic"
-    description = "Isotropic(k): a balanced k-ary tree with Goose's budget and sources (spine token first where there is one), no bypass."
+    description = ("Isotropic(k): a balanced k-ary tree (branching_factor) from Goose's adjacency table at Goose's "
+                   "budget, no spine.")
     params_cls = IsotropicParams
-    bypass = False
 
-    def shape(self, tree: DraftTree, ctx: DraftContext, cm: ContextMatch, r: float) -> dict[str, Any]:
-        p: IsotropicParams = replace(self.params, budget=self.cycle_budget(ctx))
-        prev_root = state_prev(ctx)
-        spine_next = {0: 0}  # node -> index into the spine of its spine child
-        frontier, used = [0], 0
-        while frontier and used < p.budget:
-            nxt = []
-            for node in frontier:
-                if tree.depths[node] >= min(p.max_depth, ctx.max_depth) or used >= p.budget:
-                    continue
-                kids, exclude = [], set()
-                i = spine_next.get(node)
-                if i is not None and i < len(cm.spine):
-                    sid = tree.add(node, cm.spine[i], "spine", 1.0)
-                    spine_next[sid] = i + 1
-                    kids.append(sid)
-                    exclude.add(cm.spine[i])
-                    used += 1
-                prev = tree.tokens[tree.parents[node]] if node > 0 else prev_root
-                ids, ps, _ = self.table.lookup(tree.tokens[node], prev)
-                for tok, score in zip(ids, ps):
-                    if len(kids) >= p.k or used >= p.budget:
-                        break
-                    if tok in exclude or score < p.prune_threshold:
-                        continue
-                    kids.append(tree.add(node, tok, "branch", score))
-                    used += 1
-                nxt += kids
-            frontier = nxt
-        return {"spine_len": sum(1 for s in tree.sources if s == "spine"), "nodes": used}
-
-
-def state_prev(ctx: DraftContext) -> int:
-    return ctx.ids[-2] if len(ctx.ids) > 1 else -1
-
-
-def yield_bound(p_s: float, p_t: float, m: int, widths: list[int], depth: int) -> float:
-    """Proposition 1: E[tau] >= sum_{i=1..m} p_s^i + sum_{i=0..m-1} p_s^i (1 - p_s) phi_i (1 + l) + 1.
-
-    phi_i = 1 - (1 - p_t)^{w_i}; l = sum_{k=1..D-1} p_t^k. With m = 0 (no spine) the tree is
-    root branches only: the bound is phi_0 (1 + l) + 1.
-    """
-    ell = sum(p_t ** k for k in range(1, depth))
-    if m == 0:
-        w0 = widths[0] if widths else 0
-        return (1 - (1 - p_t) ** w0) * (1 + ell) + 1
-    spine = sum(p_s ** i for i in range(1, m + 1))
-    synergy = sum(p_s ** i * (1 - p_s) * (1 - (1 - p_t) ** (widths[i] if i < len(widths) else 0)) * (1 + ell)
-                  for i in range(m))
-    return spine + synergy + 1

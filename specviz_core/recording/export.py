@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import IO, Any
 
+import numpy as np
+
+from specviz_core.errors import DamagedCycle
+from specviz_core.metrics import SessionMetrics, session_metrics
 from specviz_core.recording.store import Recording
-from specviz_core.records import CycleRecord, SessionInfo
+from specviz_core.records import CycleRecord, Node, SessionInfo
 
 FORMAT_VERSION = 1
+_NODE_FIELDS = [f.name for f in fields(Node)]
 
 
-def session_line(info: SessionInfo) -> dict[str, Any]:
+def session_line(info: SessionInfo, metrics: SessionMetrics | None = None) -> dict[str, Any]:
     d = asdict(info)
     d["prompt_ids"] = list(info.prompt_ids)
     d["output_ids"] = list(info.output_ids)
     d["mean_accepted"] = info.mean_accepted
     d["tokens_per_s"] = info.tokens_per_s
+    if metrics is not None:
+        d["metrics"] = metrics.to_json()
     return {"type": "session", "format_version": FORMAT_VERSION, **d}
 
 
@@ -28,9 +35,9 @@ def cycle_line(session_id: str, c: CycleRecord) -> dict[str, Any]:
         "index": c.index,
         "mode": c.mode,
         "cache_len": c.cache_len,
-        "nodes": [asdict(n) for n in c.nodes],
+        "nodes": [{f: getattr(n, f) for f in _NODE_FIELDS} for n in c.nodes],  # asdict's deep copies cost 5x
         "verify_order": list(c.verify_order),
-        "mask": ["".join("1" if v else "0" for v in row) for row in c.mask],
+        "mask": [r.tobytes().decode("ascii") for r in c.mask.view(np.uint8) + ord("0")],  # '0'/'1' per column
         "positions": list(c.positions),
         "accepted_path": list(c.accepted_path),
         "bonus_token": c.bonus_token,
@@ -42,20 +49,24 @@ def cycle_line(session_id: str, c: CycleRecord) -> dict[str, Any]:
     }
 
 
-def export_jsonl(rec: Recording, session_id: str | None, out: IO[str]) -> int:
-    """Write one session line then one line per cycle; returns the number of cycles.
+def export_jsonl(rec: Recording, session_id: str | None, out: IO[str],
+                 damaged: list[DamagedCycle] | None = None) -> int:
+    """Write one session line then one line per cycle; returns the number of cycles written.
 
-    Everything is read in one transaction: a session being recorded meanwhile is exported as one snapshot
-    (its counts match its cycle lines)."""
+    A damaged cycle raises :class:`~specviz_core.errors.DamagedCycle` (after the lines before it), or with
+    ``damaged`` given, is added to it and skipped: its line is missing, and the session's ``output_ids`` leave out
+    its tokens where they cannot be read. Everything is read in one transaction: a session being recorded meanwhile
+    is exported as one snapshot (its counts match its cycle lines)."""
     conn = rec.db.conn
     in_tx = conn.in_transaction
     if not in_tx:
         conn.execute("BEGIN")
     try:
         info = rec.session(session_id)
-        out.write(json.dumps(session_line(info), allow_nan=False) + "\n")
+        metrics = session_metrics(rec.cycle_summaries(info.id))
+        out.write(json.dumps(session_line(info, metrics), allow_nan=False) + "\n")
         n = 0
-        for c in rec.cycles(info.id):
+        for c in rec.cycles(info.id, damaged=damaged):
             out.write(json.dumps(cycle_line(info.id, c), allow_nan=False) + "\n")
             n += 1
     finally:

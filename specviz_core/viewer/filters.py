@@ -38,6 +38,8 @@ class CycleFilter:
     def __call__(self, s: CycleSummary) -> bool:
         if self.kind == "all":
             return True
+        if s.damaged:  # nothing is known of a damaged cycle but its place
+            return False
         if self.kind == "spine_broke":
             return s.spine_broke
         if self.kind == "spine_continued":

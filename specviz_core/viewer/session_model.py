@@ -6,10 +6,12 @@ changes the current cycle, and it tells everyone when it does.
 
 from __future__ import annotations
 
+from specviz_core.errors import DamagedCycle, SpecVizError
 from specviz_core.records import CycleRecord
 from specviz_core.summary import CycleSummary
 from specviz_core.viewer.events import Event
 from specviz_core.viewer.filters import CycleFilter
+from specviz_core.viewer.selection import BONUS, committed_node
 from specviz_core.viewer.sources import CycleSource, LiveSource
 from specviz_core.vocab import TokenText
 
@@ -22,11 +24,15 @@ class SessionModel:
         self.vocab = TokenText(None)
         self.index: int = -1
         self.record: CycleRecord | None = None
+        """The current cycle's record; None with no session, or when the current cycle is damaged."""
+        self.damage_text = ""
+        """Why the current cycle cannot be shown ('Cycle 7 is damaged: ...'); '' when it can."""
         self.selected_node: int | None = None
         self.filter = CycleFilter()
         self.follow_live = True
         """While decoding, move to each new cycle as it arrives."""
-        # Events: (source), (), (record), (summaries appended), (node id or None), (filter)
+        # Events: (source), (), (record, or None for a damaged cycle), (summaries appended), (node id or None),
+        # (filter)
         self.session_opened = Event("session_opened")
         self.session_closed = Event("session_closed")
         self.cycle_changed = Event("cycle_changed")
@@ -43,6 +49,7 @@ class SessionModel:
             self.vocab = vocab
         self.index = -1
         self.record = None
+        self.damage_text = ""
         self.selected_node = None
         self.session_opened.emit(source)
         if len(source):
@@ -54,6 +61,7 @@ class SessionModel:
         self.source = None
         self.index = -1
         self.record = None
+        self.damage_text = ""
         self.selected_node = None
         self.session_closed.emit()
 
@@ -66,16 +74,24 @@ class SessionModel:
 
     # -- cycles -----------------------------------------------------------------
     def set_cycle(self, index: int) -> bool:
-        """Make cycle ``index`` current (clamped); False if there is nothing to show."""
+        """Make cycle ``index`` current (clamped); False if there is nothing to show.
+
+        A cycle its recording cannot give back is current all the same, with no record and ``damage_text``
+        saying why: the index and what the views draw never part."""
         if self.source is None or not len(self.source):
             return False
         index = max(0, min(index, len(self.source) - 1))
-        if index == self.index and self.record is not None:
+        if index == self.index and (self.record is not None or self.damage_text):
             return True
-        self.index = index
-        self.record = self.source.cycle(index)
+        try:
+            record, damage = self.source.cycle(index), ""
+        except DamagedCycle as e:
+            record, damage = None, f"Cycle {index} is damaged: {e.reason}"
+        except SpecVizError as e:
+            record, damage = None, f"Cycle {index} cannot be read: {e}"
+        self.index, self.record, self.damage_text = index, record, damage
         self.selected_node = None
-        self.cycle_changed.emit(self.record)
+        self.cycle_changed.emit(record)
         return True
 
     def step(self, delta: int) -> bool:
@@ -111,9 +127,18 @@ class SessionModel:
 
     # -- selection --------------------------------------------------------------
     def select_node(self, node_id: int | None) -> None:
+        """Select a node of the current cycle, or its bonus token (:data:`BONUS`); None (or an unknown id) clears."""
         if node_id == self.selected_node:
             return
-        if node_id is not None and (self.record is None or node_id not in self.record.node_by_id):
+        if node_id is not None and (self.record is None or (node_id not in self.record.node_by_id
+                                                            and node_id != BONUS)):
             node_id = None
         self.selected_node = node_id
         self.node_selected.emit(node_id)
+
+    def select_committed(self, cycle: int, k: int) -> bool:
+        """Go to ``cycle`` and select the node that committed its ``k``-th token (the bonus token for the last)."""
+        if not self.set_cycle(cycle) or self.record is None:
+            return False
+        self.select_node(committed_node(self.record, k))
+        return True

@@ -9,9 +9,10 @@ import dataclasses
 from collections import OrderedDict
 from typing import Protocol
 
+from specviz_core.errors import DamagedCycle, SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import CycleRecord, SessionInfo
-from specviz_core.summary import CycleSummary, summarize
+from specviz_core.summary import CycleSummary, damaged_summary, summarize
 
 
 class CycleSource(Protocol):
@@ -22,13 +23,18 @@ class CycleSource(Protocol):
 
     def __len__(self) -> int: ...
 
-    def cycle(self, index: int) -> CycleRecord: ...
+    def cycle(self, index: int) -> CycleRecord:
+        """Cycle ``index``; :class:`~specviz_core.errors.DamagedCycle` if its recording cannot give it back."""
+        ...
 
     def summaries(self) -> list[CycleSummary]: ...
 
 
 class RecordingSource:
-    """One recorded session, read on demand with a small cache of full cycles."""
+    """One recorded session, read on demand with a small cache of full cycles.
+
+    A damaged cycle keeps its place: its summary says why (``damaged``), known when the session opens where the
+    summary itself is damaged, else the first time the cycle is read."""
 
     live = False
 
@@ -47,7 +53,14 @@ class RecordingSource:
     def cycle(self, index: int) -> CycleRecord:
         rec = self._cache.get(index)
         if rec is None:
-            rec = self.recording.cycle(self.info.id, index)
+            known = self._summaries[index].damaged
+            if known:
+                raise DamagedCycle(self.recording.path, self.info.id, index, known)
+            try:
+                rec = self.recording.cycle(self.info.id, index)
+            except DamagedCycle as e:
+                self._summaries[index] = damaged_summary(index, e.reason)
+                raise
             self._cache[index] = rec
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
@@ -65,7 +78,11 @@ class RecordingSource:
         if info.method == "ar":
             return info.tokens_per_s or None, "this session is AR"
         best = None
-        for s in self.recording.sessions():
+        try:
+            sessions = self.recording.sessions(damaged=[])  # a damaged session is no baseline
+        except SpecVizError:
+            return None, ""
+        for s in sessions:
             if (s.method == "ar" and s.prompt_ids == info.prompt_ids and s.model == info.model
                     and s.device == info.device and s.n_tokens >= 8):
                 best = s

@@ -1,0 +1,121 @@
+"""The draft tree's overview: the whole tree in miniature in a corner of the view, with the part in view
+outlined, shown while the tree is larger than the view. Click or drag in it to move the view there."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPalette, QPen, QPixmap
+from PySide6.QtWidgets import QWidget
+
+MAX_W, MAX_H, PAD = 190, 130, 4
+SHARE = 0.3
+"""The overview takes at most this share of the view's width and height."""
+
+
+class TreeMinimap(QWidget):
+    """``set_tree`` the boxes (scene rectangles and fills) and the scene rectangle, ``set_view`` the part in view;
+    emits ``moved`` with the scene point to centre on."""
+
+    moved = Signal(QPointF)
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setToolTip("The whole tree: the outlined part is in view. Click or drag to move there")
+        self._boxes: list[tuple[QRectF, QColor]] = []
+        self._scene = QRectF()
+        self._view = QRectF()
+        self._scale = 1.0
+        self._room = (MAX_W, MAX_H)
+        self._picture: QPixmap | None = None
+        """The boxes drawn once per tree: a repaint only draws the outline of the part in view over it."""
+        self.hide()
+
+    def set_tree(self, boxes: list[tuple[QRectF, QColor]], scene: QRectF) -> None:
+        self._boxes, self._scene = boxes, QRectF(scene)
+        self._resize()
+
+    def set_room(self, view_w: int, view_h: int) -> None:
+        """The view's size: the overview takes a corner of it."""
+        room = (min(MAX_W, int(view_w * SHARE)), min(MAX_H, int(view_h * SHARE)))
+        if room != self._room:
+            self._room = room
+            self._resize()
+
+    def _resize(self) -> None:
+        scene = self._scene
+        if scene.isEmpty():
+            return
+        w, h = self._room
+        self._scale = max(1e-3, min((w - 2 * PAD) / scene.width(), (h - 2 * PAD) / scene.height()))
+        self.resize(round(scene.width() * self._scale) + 2 * PAD, round(scene.height() * self._scale) + 2 * PAD)
+        self._picture = None
+        self.update()
+
+    def set_view(self, visible: QRectF) -> None:
+        self._view = QRectF(visible)
+        self.update()
+
+    def view_rect(self) -> QRectF:
+        """The outlined part (scene coordinates)."""
+        return QRectF(self._view)
+
+    def _to_map(self, r: QRectF) -> QRectF:
+        s = self._scale
+        return QRectF(PAD + (r.x() - self._scene.x()) * s, PAD + (r.y() - self._scene.y()) * s,
+                      r.width() * s, r.height() * s)
+
+    def to_scene(self, p: QPointF) -> QPointF:
+        s = self._scale
+        return QPointF(self._scene.x() + (p.x() - PAD) / s, self._scene.y() + (p.y() - PAD) / s)
+
+    def _draw_tree(self) -> QPixmap:
+        pix = QPixmap(self.size())
+        pix.fill(Qt.GlobalColor.transparent)
+        p = QPainter(pix)
+        try:
+            pal = self.palette()
+            bg = QColor(pal.color(QPalette.ColorRole.Base))
+            bg.setAlpha(235)
+            p.fillRect(self.rect(), bg)
+            p.setPen(QPen(pal.color(QPalette.ColorRole.Mid), 1))
+            p.drawRect(self.rect().adjusted(0, 0, -1, -1))
+            paths: dict[int, tuple[QColor, QPainterPath]] = {}
+            for r, color in self._boxes:  # one path per colour: a few fills, not one per box
+                m = self._to_map(r)
+                path = paths.setdefault(color.rgba(), (color, QPainterPath()))[1]
+                path.addRect(m.adjusted(0, 0, 0, max(0.0, 1.5 - m.height())))
+            p.setPen(Qt.PenStyle.NoPen)
+            for color, path in paths.values():
+                p.fillPath(path, color)
+        finally:
+            p.end()
+        return pix
+
+    def changeEvent(self, e: QEvent) -> None:
+        if e.type() == QEvent.Type.PaletteChange:
+            self._picture = None
+        super().changeEvent(e)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        if self._picture is None or self._picture.size() != self.size():
+            self._picture = self._draw_tree()
+        p = QPainter(self)
+        try:
+            pal = self.palette()
+            p.drawPixmap(0, 0, self._picture)
+            p.setRenderHint(QPainter.RenderHint.Antialiasing)
+            p.setPen(QPen(pal.color(QPalette.ColorRole.Highlight), 1.5))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            p.drawRect(self._to_map(self._view.intersected(self._scene)).adjusted(0.5, 0.5, -0.5, -0.5))
+        finally:
+            p.end()
+
+    def mousePressEvent(self, e: QMouseEvent) -> None:
+        self.moved.emit(self.to_scene(e.position()))
+        e.accept()
+
+    def mouseMoveEvent(self, e: QMouseEvent) -> None:
+        if e.buttons() & Qt.MouseButton.LeftButton:
+            self.moved.emit(self.to_scene(e.position()))
+        e.accept()

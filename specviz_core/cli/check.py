@@ -1,0 +1,70 @@
+"""``specviz check``: the command line of :mod:`specviz_core.recording.check`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from specviz_core.recording.check import FileCheck, check_recording
+
+
+def add_parser(sub: Any) -> None:
+    c = sub.add_parser(
+        "check", help="report the integrity of a recording, without changing it",
+        description="Check a recording file without changing it: SQLite's own integrity check, then every session "
+                    "and every cycle against the record contract (docs/record-format.md). Prints what is damaged, "
+                    "by session and cycle. Exit status: 0 clean, 1 damaged (or not a recording), 2 a usage error.")
+    c.add_argument("--db", type=Path, required=True, help="the recording to check")
+    c.add_argument("--session", default=None, help="check only this session (default: all)")
+    c.add_argument("--quick", action="store_true",
+                   help="SQLite's quick check instead of its full integrity check (skips index consistency; faster "
+                        "on large files)")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    report = check_recording(args.db, args.session, args.quick)
+    for line in report_lines(report):
+        print(line)
+    return 0 if report.clean else 1
+
+
+def _safe(text: str) -> str:
+    return text if text.isprintable() else ascii(text)
+
+
+def report_lines(r: FileCheck) -> list[str]:
+    if r.error:
+        return [r.error, f"{r.path} is damaged: it cannot be read as a recording"]
+    kind = "quick check" if r.quick else "integrity check"
+    lines = [f"{r.path}: SQLite {kind}: {'ok' if r.sqlite == ['ok'] else 'FAILED'}"]
+    if r.sqlite != ["ok"]:
+        lines += [f"  {_safe(x)}" for x in r.sqlite]
+    n_cycles = n_damaged = 0
+    for s in r.sessions:
+        head = f"session {_safe(s.id)}"
+        if s.info is None:
+            lines.append(f"{head}: damaged: {_safe(s.damaged[0][1])}")
+            continue
+        head += f" ({_safe(s.info.method)}, {s.info.status})"
+        bad = s.damaged_cycles
+        n_cycles += s.n_cycles
+        n_damaged += len(bad)
+        if not s.damaged:
+            lines.append(f"{head}: {s.n_cycles} cycles ok")
+            continue
+        lines.append(f"{head}: {s.n_cycles - len(bad)} of {s.n_cycles} cycles ok" +
+                     (f"; damaged: {', '.join(map(str, bad))}" if bad else ""))
+        lines += [f"  {'session' if i is None else f'cycle {i}'}: {_safe(why)}" for i, why in s.damaged]
+    if r.clean:
+        lines.append(f"{r.path} is clean: {len(r.sessions)} session{'s' * (len(r.sessions) != 1)}, "
+                     f"{n_cycles} cycles")
+    else:
+        in_sessions = sum(1 for s in r.sessions if s.damaged_cycles)
+        sessions = sum(1 for s in r.sessions if any(i is None for i, _ in s.damaged))
+        what = [f"{n_damaged} damaged cycle{'s' * (n_damaged != 1)} in {in_sessions} "
+                f"session{'s' * (in_sessions != 1)}"] if n_damaged else []
+        what += [f"{sessions} damaged session{'s' * (sessions != 1)}"] if sessions else []
+        what += ["SQLite's check failed"] if r.sqlite != ["ok"] else []
+        lines.append(f"{r.path} is damaged: {', '.join(what)}")
+    return lines

@@ -1,0 +1,161 @@
+"""The draft tree at any size: a ~200-node TALON cycle in the default window keeps every drawn label readable and
+apart, gated candidates collapse into "+N gated" boxes, the overview and the keyboard work."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
+from PySide6.QtGui import QFontInfo, QFontMetricsF, QWheelEvent
+
+from app.panels.tree_layout import BONUS, is_marker
+from gui_records import keep_none_alive, word_vocab
+from gui_trees import talon_cycle, talon_source
+
+keep_none_alive()
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
+    from app.main_window import MainWindow
+
+    w = MainWindow(tmp_path / "sessions.db", restore_layout=False)
+    qtbot.addWidget(w)
+    w.resize(1500, 940)
+    w.show()
+    qtbot.waitExposed(w)
+    w.proportion_docks()
+    w.model.open(talon_source(), word_vocab())
+    yield w
+    w.close()
+
+
+def drawn_labels(tree) -> list[tuple[QRectF, object]]:
+    """(viewport rectangle, item) of every box in view whose label is drawn."""
+    view = QRectF(tree.viewport().rect())
+    out = []
+    for item in tree._items.values():
+        if item.isVisible() and item.label_shown(tree.label_scale()):
+            r = tree.viewportTransform().mapRect(item.mapRectToScene(item.rect))  # the box the label is drawn in
+            if r.intersects(view):
+                out.append((r, item))
+    return out
+
+
+def test_the_talon_cycle_is_about_200_nodes() -> None:
+    rec = talon_cycle()
+    assert rec.n_verified == 61 and 190 <= len(rec.nodes) <= 210
+
+
+@pytest.mark.parametrize("show_gated", [False, True])
+def test_talon_200_nodes_after_fit_labels_are_apart_and_at_least_the_base_size(window, show_gated) -> None:
+    tree = window.tree
+    tree.set_show_gated(show_gated)
+    tree.header.fit.click()
+    base = QFontInfo(tree.font()).pixelSize()
+    labels = drawn_labels(tree)
+    assert len(labels) >= 30, "a good part of the tree is in view"
+    for r, item in labels:
+        assert item.font.pixelSize() * tree.label_scale() >= base - 1e-6
+        assert QFontMetricsF(item.font).horizontalAdvance(item.text()) <= item.rect.width()  # the text fits its box
+    for (a, ia), (b, ib) in itertools.combinations(labels, 2):
+        assert not a.intersects(b), (ia.text(), ib.text())
+    if show_gated:
+        return
+    # Collapsed (the default), the accepted path and the bonus token are in view.
+    rec = window.model.record
+    view = QRectF(tree.viewport().rect())
+    for i in (0, *rec.accepted_path, BONUS):
+        assert view.contains(tree.mapFromScene(tree.node_items()[i].sceneBoundingRect()).boundingRect().toRectF())
+
+
+def test_gated_nodes_collapse_per_parent_and_open_on_click(window, qtbot) -> None:
+    tree, rec = window.tree, window.model.record
+    assert not tree.show_gated and not tree.header.gated.isChecked()
+    gated_by_parent: dict[int, int] = {}
+    for n in rec.nodes:
+        if n.gated:
+            gated_by_parent[n.parent] = gated_by_parent.get(n.parent, 0) + 1
+    markers = tree.marker_items()
+    assert {p: int(m.text().split()[0][1:]) for p, m in markers.items()} == gated_by_parent
+    assert set(tree.node_items()) == {n.id for n in rec.nodes if not n.gated} | {BONUS}
+    parent = max(gated_by_parent, key=gated_by_parent.get)
+    item = markers[parent]
+    tree.ensureVisible(item.sceneBoundingRect())
+    pos = tree.mapFromScene(item.sceneBoundingRect().center())
+    qtbot.mouseClick(tree.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    assert parent not in tree.marker_items()
+    assert {n.id for n in rec.nodes if n.gated and n.parent == parent} <= set(tree.node_items())
+    assert "gated candidates" in tree.tooltip_for(next(k for k in tree._items if is_marker(k)))
+    tree.set_show_gated(True)  # the Gated toggle opens them all
+    assert set(tree.node_items()) == {n.id for n in rec.nodes} | {BONUS} and not tree.marker_items()
+
+
+def test_overview_shows_when_the_tree_is_larger_than_the_view(window) -> None:
+    tree = window.tree
+    tree.set_show_gated(True)
+    assert tree.minimap.isVisible()
+    assert tree.minimap.view_rect().width() < tree.sceneRect().width() or \
+        tree.minimap.view_rect().height() < tree.sceneRect().height()
+    window.resize(2560, 1440)
+    window.proportion_docks()
+    tree.set_show_gated(False)
+    tree.fit()
+    if not tree.minimap.isVisible():  # everything fits: the whole tree is in view
+        view = tree.mapToScene(tree.viewport().rect()).boundingRect()
+        assert view.adjusted(-2, -2, 2, 2).contains(tree.sceneRect())
+
+
+def test_zoomed_out_labels_are_left_out_but_tooltips_stay(window) -> None:
+    tree = window.tree
+    pos = QPointF(tree.viewport().rect().center())
+    wheel = QWheelEvent(pos, QPointF(tree.viewport().mapToGlobal(pos.toPoint())), QPoint(), QPoint(0, -800),
+                        Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False)
+    tree.wheelEvent(wheel)
+    assert tree.label_scale() < 0.5
+    assert not drawn_labels(tree)
+    assert not any(item.label.isVisible() for item in tree._items.values())
+    tree.fit()
+    assert all(item.label.isVisible() for item in tree._items.values())
+    node = window.model.record.accepted_path[0]
+    assert "node" in tree.tooltip_for(node)
+
+
+def test_keyboard_moves_along_the_edges_and_enter_selects(window, qtbot) -> None:
+    tree, rec = window.tree, window.model.record
+    tree.setFocus()
+    qtbot.keyClick(tree, Qt.Key.Key_Right)  # the first arrow puts the cursor on the root
+    assert tree.cursor_node == 0
+    qtbot.keyClick(tree, Qt.Key.Key_Right)  # a child: the accepted one
+    assert tree.cursor_node == rec.accepted_path[0]
+    qtbot.keyClick(tree, Qt.Key.Key_Down)
+    below = tree.cursor_node
+    assert below != rec.accepted_path[0] and tree.tree_layout.parent[below] == 0
+    qtbot.keyClick(tree, Qt.Key.Key_Up)
+    assert tree.cursor_node == rec.accepted_path[0]
+    qtbot.keyClick(tree, Qt.Key.Key_Left)
+    assert tree.cursor_node == 0
+    for _ in range(len(rec.accepted_path) + 1):
+        qtbot.keyClick(tree, Qt.Key.Key_Right)
+    assert tree.cursor_node == BONUS
+    assert window.model.selected_node is None
+    qtbot.keyClick(tree, Qt.Key.Key_Return)
+    assert window.model.selected_node == BONUS
+    index = window.model.index
+    qtbot.keyClick(tree, Qt.Key.Key_Right)  # with the focus, arrows stay in the tree: no cycle change
+    assert window.model.index == index
+
+
+def test_presentation_mode_scales_the_tree_labels(window) -> None:
+    tree = window.tree
+    before = tree.font_px()
+    window.toggle_presentation()
+    try:
+        assert tree.font_px() >= round(before * 1.4)
+        assert all(item.font.pixelSize() == tree.font_px() for item in tree._items.values())
+        assert tree.label_scale() >= 1.0
+    finally:
+        window.toggle_presentation()
+    assert tree.font_px() == before
