@@ -18,6 +18,10 @@ MODES = ("ar", "chain", "tree", "bypass")
 #: Node sources. ``root`` is the anchor; ``ar`` marks a bonus-only cycle.
 SOURCES = ("root", "spine", "branch", "draft", "ngram", "recycle", "table")
 
+#: What became of a candidate a source offered below a node (``state["offers"]``, see ``DraftTree.offer``):
+#: drafted (verified), cut by a confidence gate, cut by the budget or a depth limit, or left out by the tree's width.
+FATES = ("drafted", "gate", "budget", "width")
+
 #: Session statuses.
 STATUSES = ("running", "complete", "interrupted", "failed")
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from .records import CycleRecord
 from .spine import analyze_spine
+from .why import stop_cause
 
 #: How a committed token got into the output, besides a drafted node's own source.
 BONUS = "bonus"
@@ -54,6 +55,10 @@ class CycleSummary:
     draft ran out there, else the target rejected them all. None in recordings made before it was stored."""
     damaged: str = ""
     """Why the cycle could not be read from its recording ('' when it was): a damaged cycle has no numbers."""
+    cause: str = ""
+    """Why the cycle stopped: a key of :data:`specviz_core.why.CAUSES` ('' in recordings made before it was stored)."""
+    headroom: dict[str, int] = field(default_factory=dict)
+    """Per source (and ``"*"`` for all): tokens it would have supplied with unlimited width (:mod:`specviz_core.why`)."""
 
     @property
     def route(self) -> str:
@@ -93,6 +98,8 @@ class CycleSummary:
             "src": {k: list(v) for k, v in self.by_source.items()},
             "dr": self.depth_rank,
             "fr": self.frontier,
+            "ca": self.cause,
+            "hr": self.headroom,
         }
 
 
@@ -113,6 +120,8 @@ def summary_from_row(index: int, mode: str, n_verified: int, n_accepted: int, co
         depth_rank=extra["dr"],
         state=state,
         frontier=extra.get("fr"),
+        cause=str(extra.get("ca") or ""),
+        headroom=dict(extra.get("hr") or {}),
     )
 
 
@@ -141,6 +150,7 @@ def summarize(record: CycleRecord) -> CycleSummary:
             c[1] += nid in accepted
 
     stop = record.accepted_path[-1] if record.accepted_path else record.verify_order[0]
+    why = stop_cause(record)
     spine = analyze_spine(record)
     n_committed = len(record.committed_ids)
     kinds = [nodes[a].source for a in record.accepted_path][:n_committed]
@@ -155,6 +165,8 @@ def summarize(record: CycleRecord) -> CycleSummary:
         depth_rank=[[d, r, v[0], v[1]] for (d, r), v in by_depth_rank.items()],
         state=dict(record.state),
         frontier=len(children.get(stop, ())),
+        cause=why.kind,
+        headroom=why.headroom,
     )
 
 

@@ -8,11 +8,16 @@ mask and the position ids, and later turns the tree into immutable
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
+
+
+#: Candidates kept in an offer beyond the last drafted one.
+OFFER_EXTRA = 6
 
 
 @dataclass
@@ -35,6 +40,13 @@ class DraftTree:
     tokens removed (the sampling walk removes them again when it tries the next child)."""
     state: dict[str, Any] = field(default_factory=dict)
     """Method state worth recording for this cycle (match span, draft forwards, ...)."""
+    offers: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    """What each source offered below a node, keyed by node id: see :meth:`offer`. The engine records the offers
+    at the nodes of the accepted path, so "why did this cycle stop" is decided from recorded data."""
+    lazy_offers: Callable[[list[int]], None] | None = None
+    """Optional: fills :attr:`offers` for the given node ids. The engine calls it with the accepted path right
+    after the walk, before the target's rows are harvested, so a drafter whose lists are table rows reads them as
+    they were when it drafted, and pays only for the nodes that are recorded."""
 
     def __post_init__(self) -> None:
         if not self.tokens:
@@ -69,6 +81,25 @@ class DraftTree:
             parent = self.add(parent, t, source, 1.0 if scores is None else scores[i])
             ids.append(parent)
         return ids
+
+    def offer(self, node: int, source: str, tokens: list[int], scores: list[float], fates: list[str],
+              threshold: float | None = None, note: str = "") -> None:
+        """Record a source's candidate list below ``node``, best first, and the fate of each candidate
+        (``records.FATES``): ``drafted`` (a verified child), ``gate`` (cut by a confidence gate: ``threshold`` is what
+        its score was compared with), ``budget`` (cut by the node budget or a depth limit), ``width`` (not drafted:
+        the tree's width at this node was smaller). Kept: every drafted candidate and up to
+        :data:`OFFER_EXTRA` more."""
+        if not (len(tokens) == len(scores) == len(fates)):
+            raise ValueError("an offer's tokens, scores and fates differ in length")
+        last = max((i for i, f in enumerate(fates) if f == "drafted"), default=-1)
+        n = max(last + 1, 0) + OFFER_EXTRA
+        entry: dict[str, Any] = {"source": source, "tokens": [int(t) for t in tokens[:n]],
+                                 "scores": [round(float(x), 6) for x in scores[:n]], "fates": list(fates[:n])}
+        if threshold is not None:
+            entry["threshold"] = round(float(threshold), 6)
+        if note:
+            entry["note"] = note
+        self.offers.setdefault(node, []).append(entry)
 
     def children(self, node: int) -> list[int]:
         return [i for i, p in enumerate(self.parents) if p == node]

@@ -18,7 +18,7 @@ from transformers import DynamicCache
 
 from .. import kv
 from ..attention import tree_masks
-from ..tree import DraftTree
+from ..tree import OFFER_EXTRA, DraftTree
 from .base import DraftContext, Drafter, param
 
 
@@ -128,19 +128,24 @@ class DraftTreeDrafter(Drafter):
         run_rows: list[int] = []  # node ids in draft-cache row order
         max_depth = min(p.depth, ctx.max_depth)
         for depth in range(1, max_depth + 1):
-            probs = torch.softmax(logits, dim=-1).topk(p.width, dim=-1)  # [f, W]
+            # The top W are drafted; a few more are read so a record can say what the width left out.
+            top = torch.softmax(logits, dim=-1).topk(min(p.width + OFFER_EXTRA, logits.shape[-1]), dim=-1)  # [f, W+]
+            top_ids, top_q = top.indices.tolist(), top.values.tolist()
             cand = []
             for i, parent in enumerate(frontier):
-                for tok, q in zip(probs.indices[i].tolist(), probs.values[i].tolist()):
+                for tok, q in zip(top_ids[i][: p.width], top_q[i][: p.width]):
                     cand.append((path_score[parent] * q, parent, tok, q))
             cand.sort(key=lambda c: -c[0])
             room = self.cycle_budget(ctx) - used
-            new_nodes = []
+            new_nodes, fate = [], {}
             for rank, (score, parent, tok, q) in enumerate(cand):
                 nid = tree.add(parent, tok, "draft", q, gated=rank >= room or tree.gated[parent])
                 path_score[nid] = score
+                fate[(parent, tok)] = "budget" if tree.gated[nid] else "drafted"
                 if not tree.gated[nid]:
                     new_nodes.append(nid)
+            for i, parent in enumerate(frontier):
+                tree.offer(parent, "draft", top_ids[i], top_q[i], [fate.get((parent, t), "width") for t in top_ids[i]])
             used += len(new_nodes)
             if depth == max_depth or not new_nodes:
                 break

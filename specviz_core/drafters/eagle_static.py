@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..tree import DraftTree
 from .base import DraftContext, param
 from .next_token import SourcedDrafter
-from .talon import DRAFTER_HELP, add_layer, pool_of
+from .talon import DRAFTER_HELP, add_layer, fates_of, offer_layer, pool_of
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,9 @@ class EagleStaticDrafter(SourcedDrafter):
             pool = pool_of(frontier, [(ws[: p.top_k], qs[: p.top_k]) for ws, qs in cands], score)
             if not pool:
                 break
+            # A parent offers its top-K (the rest: width); the layer keeps the K best of them (the rest: budget).
+            offer_layer(tree, self.source.node_source, frontier, cands, score,
+                        fates_of(pool[: p.top_k], [], pool[p.top_k:]), None)
             frontier = add_layer(tree, pool[: p.top_k], pool[p.top_k:], self.source.node_source, score, p.gated_shown)
             layered += frontier
             if d < depth:

@@ -29,6 +29,7 @@ from ..errors import SpecVizError
 from ..tree import DraftTree
 from .base import DraftContext, Drafter, param
 from .goose_match import CHAIN_EXTENSION_CONFIDENCE, ContextIndex, extend_chain, match_confidence, parse_lengths
+from .goose_offers import offer_goose
 from .goose_stats import GooseCounters, path_category, shape_sample
 from .goose_table import GooseTable
 from .goose_tree import BranchRules, build_isotropic_tree, build_spine_tree, spine_ratio_tier
@@ -166,6 +167,7 @@ class GooseDrafter(Drafter):
         confidence = match_confidence(len(chain), consensus, p.long_match) if p.use_confidence else 0.0
         bigram_prev = prev if p.use_bigram else None
 
+        self._offer_args = (chain, 0, bigram_prev)
         if p.confident_match == "bypass" and confidence > CHAIN_EXTENSION_CONFIDENCE:
             tree = DraftTree(root_token=root, mode="bypass")
             tree.add_chain(chain, "spine")
@@ -194,6 +196,7 @@ class GooseDrafter(Drafter):
             chain = ext.chain
             state["extension_spans"] = [[e.copy_start, e.copy_end] for e in ext.pieces]
         state.update(confidence=confidence, chain_extended=extended, chain_len=len(chain), node_budget=budget)
+        self._offer_args = (chain, budget, bigram_prev)
         if p.topology == "isotropic":
             shape = build_isotropic_tree(tree, self.lookup, budget, self.rules, bigram_prev)
         else:
@@ -214,6 +217,12 @@ class GooseDrafter(Drafter):
         self.route = route
         state["route"] = route
         tree.state = state
+        args = getattr(self, "_offer_args", None)
+        if args is not None and route != "prefill":
+            chain, budget, prev = args
+            lookup = self.lookup if self.table is not None else None
+            tree.lazy_offers = lambda nodes: offer_goose(tree, nodes, chain, lookup, self.rules, budget, prev)
+        self._offer_args = None
         return tree
 
     def accepted(self, tree: DraftTree, accepted_nodes: list[int], committed: list[int]) -> dict[str, Any]:

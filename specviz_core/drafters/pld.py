@@ -70,7 +70,14 @@ class PLDDrafter(Drafter):
             tree.state = {"match": None}
             return tree
         tree = DraftTree(root_token=int(ids[-1]), mode="chain")
-        tree.add_chain([int(t) for t in ids[m.copy_start:m.copy_end]], source="ngram")
+        nodes = [0] + tree.add_chain([int(t) for t in ids[m.copy_start:m.copy_end]], source="ngram")
+        # The copy offers one token per node; past its end, the next context token was left out by the length cap.
+        for i, nid in enumerate(nodes):
+            j = m.copy_start + i
+            if j < len(ids):
+                tree.offer(nid, "ngram", [int(ids[j])], [1.0], ["drafted" if i < len(nodes) - 1 else "budget"])
+            else:  # the copy reached the end of the context: nothing more to offer
+                tree.offer(nid, "ngram", [], [], [])
         tree.state = {
             "match": {"ngram": m.ngram, "match_span": [m.match_start, m.match_end], "copy_span": [m.copy_start, m.copy_end]},
         }

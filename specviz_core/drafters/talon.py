@@ -61,6 +61,23 @@ def add_layer(tree: DraftTree, kept: list[tuple[float, int, int]], cut: list[tup
     return new
 
 
+def offer_layer(tree: DraftTree, source: str, frontier: list[int], cands: list[Candidates], score: dict[int, float],
+                fate: dict[tuple[int, int], str], threshold: float | None) -> None:
+    """Record each frontier node's candidate list (path scores) and what became of each candidate."""
+    for v, (ws, qs) in zip(frontier, cands):
+        tree.offer(v, source, list(ws), [score[v] * q for q in qs], [fate.get((v, w), "width") for w in ws],
+                   threshold=threshold)
+
+
+def fates_of(kept: list[tuple[float, int, int]], gated: list[tuple[float, int, int]],
+             budget_cut: list[tuple[float, int, int]]) -> dict[tuple[int, int], str]:
+    """(parent, token) -> fate for a layer's pool: kept, cut by the gate, cut by the budget (the rest: width)."""
+    fate = {(v, w): "gate" for _, v, w in gated}
+    fate.update({(v, w): "budget" for _, v, w in budget_cut})
+    fate.update({(v, w): "drafted" for _, v, w in kept})
+    return fate
+
+
 def grow_talon(tree: DraftTree, source: NextTokenSource, root: Candidates, p: TalonParams, max_depth: int
                ) -> dict[str, Any]:
     """Algorithm 2 on ``tree`` (root only); ``root`` is the root's next-token candidates. Returns shape stats."""
@@ -72,15 +89,19 @@ def grow_talon(tree: DraftTree, source: NextTokenSource, root: Candidates, p: Ta
         pool = pool_of(frontier, cands, score)
         if not pool:
             break
-        if depth == 0:  # robust initialization
-            kept, cut = pool[: p.top_k], pool[p.top_k:]
+        if depth == 0:  # robust initialization: the root's width is K
+            kept, cut, gate_cut, threshold = pool[: p.top_k], pool[p.top_k:], [], None
         else:  # confidence gating, relative to the layer's anchor m_d
             m_d = pool[0][0]
-            n_pass = sum(1 for c in pool if c[0] >= p.mu * m_d)
+            threshold = p.mu * m_d
+            n_pass = sum(1 for c in pool if c[0] >= threshold)
             kept, cut = pool[:n_pass], pool[n_pass:]
+            gate_cut = cut
         room = p.budget - used
+        budget_cut = kept[room:]
         if len(kept) > room:  # the budget cut, by path score
             kept, cut = kept[:room], kept[room:] + cut
+        offer_layer(tree, source.node_source, frontier, cands, score, fates_of(kept, gate_cut, budget_cut), threshold)
         frontier = add_layer(tree, kept, cut, source.node_source, score, p.gated_shown)
         gated += min(len(cut), p.gated_shown)
         used += len(frontier)

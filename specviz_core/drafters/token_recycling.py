@@ -92,4 +92,21 @@ class TokenRecyclingDrafter(Drafter):
                     node_of[path] = tree.add(parent, tok, "recycle", prob)
         if len(tree) == 1:
             tree.mode = "ar"
+        tree.lazy_offers = lambda nodes: self._offer(tree, node_of, nodes)
         return tree
+
+    def _offer(self, tree: DraftTree, node_of: dict[tuple[int, ...], int], nodes: list[int]) -> None:
+        """Each node's table row, with the ranks the template drafted below it; the template's other ranks are
+        its width, and below a leaf its size or depth ended the tree (the budget)."""
+        ranks: dict[int, set[int]] = {}
+        for path, nid in node_of.items():
+            if path:
+                ranks.setdefault(node_of[path[:-1]], set()).add(path[-1])
+        toks = torch.tensor([tree.tokens[n] for n in nodes], device=self.table.ids.device)
+        ids, probs, filled = self.table.ids[toks].tolist(), self.table.probs[toks].tolist(), self.table.filled[toks].tolist()
+        for n, row_ids, row_p, ok in zip(nodes, ids, probs, filled):
+            if not ok:
+                continue
+            used = ranks.get(n)
+            fates = ["drafted" if r in used else "width" for r in range(len(row_ids))] if used else ["budget"] * len(row_ids)
+            tree.offer(n, "recycle", row_ids, row_p, fates)

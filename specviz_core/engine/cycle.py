@@ -166,6 +166,8 @@ class Engine:
             walk = sampling_walk(block, probs.cpu(), kids, tree, self.generator)
         else:
             walk = greedy_walk(block, argmax, kids)
+        if tree.lazy_offers is not None:  # before the harvest rewrites the tables the drafter read
+            tree.lazy_offers([0, *(int(block.order[r]) for r in walk.accepted_rows)])
         self._sync()
         t3 = self.clock()
 
@@ -184,6 +186,9 @@ class Engine:
         self.ids.extend(committed)
         state = dict(tree.state)
         state.update(self.drafter.accepted(tree, accepted_nodes, committed))
+        path_offers = {str(n): tree.offers[n] for n in (0, *accepted_nodes) if n in tree.offers}
+        if path_offers:  # what each source offered where the walk went: "why did it stop" reads it
+            state["offers"] = path_offers
         self._sync()
         t5 = self.clock()
 

@@ -13,7 +13,8 @@ import math
 from itertools import chain
 from typing import Any
 
-from specviz_core.records import SOURCES, STATUSES
+from specviz_core.records import FATES, SOURCES, STATUSES
+from specviz_core.why import CAUSES
 
 #: Token ids, positions and counts fit in 32 bits; anything larger is damage, not data.
 MAX_INT = 2**31 - 1
@@ -190,6 +191,11 @@ def check_summary(extra: dict[str, Any], n_committed: int) -> None:
         raise RowError(f"summary: src is not per-source [verified, accepted] counts ({show(src)})")
     if type(dr) is not list or not _int_rows(dr, 4):
         raise RowError(f"summary: dr is not [depth, rank, verified, accepted] rows ({show(dr)})")
+    ca, hr = extra.get("ca", ""), extra.get("hr", {})
+    if ca not in CAUSES and ca != "":
+        raise RowError(f"summary: ca {show(ca)} is not a stop cause ({', '.join(CAUSES)})")
+    if type(hr) is not dict or any(type(v) is not int for v in hr.values()):
+        raise RowError(f"summary: hr is not per-source token counts ({show(hr)})")
 
 
 def _int_rows(rows: Any, width: int) -> bool:
@@ -214,7 +220,30 @@ def check_state(state: Any) -> dict[str, Any]:
             ok = False
         if not ok:
             raise RowError(f"state: match is not {{ngram, match_span, copy_span}} ({show(m)})")
+    offers = state.get("offers")
+    if offers is not None and not _offers_ok(offers):
+        raise RowError(f"state: offers is not node -> [{{source, tokens, scores, fates}}] ({show(offers)})")
     return state
+
+
+def _offers_ok(offers: Any) -> bool:
+    """``state["offers"]`` as :meth:`DraftTree.offer` writes it (what "why did it stop" reads)."""
+    if type(offers) is not dict:
+        return False
+    for node, lists in offers.items():
+        if not node.isdigit() or type(lists) is not list:
+            return False
+        for o in lists:
+            if type(o) is not dict or type(o.get("source")) is not str:
+                return False
+            toks, scores, fates = o.get("tokens"), o.get("scores"), o.get("fates")
+            if not (type(toks) is list and type(scores) is list and type(fates) is list
+                    and len(toks) == len(scores) == len(fates)):
+                return False
+            if any(type(t) is not int for t in toks) or any(f not in FATES for f in fates) \
+                    or any(type(x) not in (int, float) for x in scores):
+                return False
+    return True
 
 
 def check_timings(t: Any) -> dict[str, float]:
