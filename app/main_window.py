@@ -36,7 +36,6 @@ from .panels.timeline import TimelinePanel
 from .panels.tree_view import TreeView
 from .window_layout import LAYOUT_VERSION, DockLayout
 
-SPINE_METHODS = ("goose", "pld")
 """Methods whose cycles have a context-copied spine to explain."""
 
 
@@ -336,9 +335,9 @@ class MainWindow(DockLayout, QMainWindow):
             self.run_panel.show_live()
         else:
             self.run_panel.show_replay(source.info)
-        # "Why did the spine break" speaks of context-copied spines: other methods open on their charts.
+        # "Why did this cycle stop" answers for every method, so it opens in front.
         if self._normal_state is None:
-            self.docks["spine" if source.info.method in SPINE_METHODS else "charts"].raise_()
+            self.docks["spine"].raise_()
         self._update_title()
 
     # -- misc ---------------------------------------------------------------------------------------------------------

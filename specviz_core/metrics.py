@@ -9,10 +9,11 @@ target and do not count. :data:`DEFINITIONS` is the one text of each definition:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .summary import CycleSummary
+from .why import CAUSES
 
 DEFINITIONS: dict[str, str] = {
     "draft_acceptance_rate": "accepted draft tokens / drafted tokens; the bonus token is not counted (vLLM, "
@@ -23,6 +24,12 @@ DEFINITIONS: dict[str, str] = {
                               "(vLLM's per-position rate; position 1 is the first token after the root).",
     "conditional_acceptance_at_position": "cycles that accepted position i / cycles that reached it (accepted "
                                           "position i-1 and had a verified draft node at position i).",
+    "stop_causes": "cycles by why the walk stopped where the target's token w was not a verified child: gated, "
+                   "cut by the budget (or a depth limit, or the tree ended there), offered but not drafted (the "
+                   "tree's width), no source offered it.",
+    "headroom": "hindsight within each cycle: the draft tokens plus the target's next token w that some source "
+                "offered along the target's path, width unlimited; headroom minus accepted = tokens the tree's "
+                "shape and budget left on the table (one per cycle at most: the token after w is not known).",
 }
 
 
@@ -63,6 +70,19 @@ class SessionMetrics:
     accepted: int
     """Accepted draft tokens (the bonus excluded)."""
     positions: tuple[PositionRate, ...]
+    causes: dict[str, int] = field(default_factory=dict)
+    """Cycles per stop cause (:data:`specviz_core.why.CAUSES`), over cycles whose recording stored one."""
+    headroom: int = 0
+    """Sum over those cycles of the headroom of all sources together."""
+    headroom_accepted: int = 0
+    """Accepted draft tokens over the same cycles (what the headroom is compared with)."""
+    headroom_by_source: dict[str, int] = field(default_factory=dict)
+    """Per source, the sum of its own headroom."""
+
+    @property
+    def lost_to_shape(self) -> int:
+        """Tokens a source offered that the tree's width, gate or budget kept from the target (within the cycle)."""
+        return self.headroom - self.headroom_accepted
 
     @property
     def draft_acceptance_rate(self) -> float | None:
@@ -80,6 +100,8 @@ class SessionMetrics:
             "acceptance_at_position": [
                 {"position": p.position, "accepted": p.accepted, "reached": p.reached,
                  "unconditional": p.unconditional, "conditional": p.conditional} for p in self.positions],
+            "stop_causes": dict(self.causes), "headroom": self.headroom, "headroom_accepted": self.headroom_accepted,
+            "headroom_by_source": dict(self.headroom_by_source),
         }
 
     def lines(self, max_positions: int = 8) -> list[str]:
@@ -95,6 +117,11 @@ class SessionMetrics:
             out.append("accepted / drafting     " + "".join(f"{p.unconditional:>7.3f}" for p in shown))
             out.append("accepted / reached      " + "".join(
                 f"{'n/a' if p.conditional is None else format(p.conditional, '.3f'):>7}" for p in shown))
+        if self.causes:
+            out.append("stopped because          " + ", ".join(f"{CAUSES[c]} {n}" for c, n in self.causes.items()))
+            out.append(f"headroom                 {self.headroom} tokens in reach, {self.headroom_accepted} accepted: "
+                       f"{self.lost_to_shape} left by the tree's shape and budget; the cycles that stopped with no "
+                       f"source offering the target's token ({self.causes.get('not_offered', 0)}) are draft quality")
         return out
 
 
@@ -104,10 +131,20 @@ def session_metrics(summaries: Iterable[CycleSummary]) -> SessionMetrics:
     accepted_at: list[int] = []
     reached_at: list[int] = []
     reached_known = True
+    causes = {c: 0 for c in CAUSES}
+    room = room_acc = 0
+    by_source: dict[str, int] = {}
     for s in summaries:
         if s.damaged:  # unreadable in its recording: nothing to count
             continue
         cycles += 1
+        if s.cause:
+            causes[s.cause] += 1
+            room += s.headroom.get("*", 0)
+            room_acc += s.n_accepted
+            for src, n in s.headroom.items():
+                if src != "*":
+                    by_source[src] = by_source.get(src, 0) + n
         n_draft = s.n_verified - 1
         if n_draft <= 0:
             continue
@@ -126,4 +163,5 @@ def session_metrics(summaries: Iterable[CycleSummary]) -> SessionMetrics:
     positions = tuple(
         PositionRate(i + 1, accepted_at[i], reached_at[i] if reached_known else None, drafting)
         for i in range(len(accepted_at)))
-    return SessionMetrics(cycles, drafting, drafted, accepted, positions)
+    known = {c: n for c, n in causes.items() if n} if any(causes.values()) else {}
+    return SessionMetrics(cycles, drafting, drafted, accepted, positions, known, room, room_acc, by_source)

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import torch
 
-
 #: Candidates kept in an offer beyond the last drafted one.
 OFFER_EXTRA = 6
 

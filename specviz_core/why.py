@@ -103,8 +103,8 @@ class StopCause:
         src = f"the {self.source} source" if self.source else "a source"
         rank = f" at rank {self.rank}" if self.rank else ""
         if self.kind == "gated":
-            sc = f" (score {self.score:.3g}" + (f" < threshold {self.threshold:.3g})" if self.threshold is not None
-                                                 else ")") if self.score is not None else ""
+            sc = f" (score {self.score:.3g}" + (f", below the threshold {self.threshold:.3g})"
+                                                 if self.threshold is not None else ")") if self.score is not None else ""
             return f"{head}; {src} had it{rank} but the confidence gate cut it{sc}." + _tail(self.detail)
         if self.kind == "budget":
             if self.source is None:
@@ -216,4 +216,57 @@ def headroom(record: CycleRecord, stop: int, wanted: int) -> dict[str, int]:
             best = max(best, run)
         out[s] = best
     out["*"] = len(record.accepted_path) + (1 if offered[-1] else 0)
+    return out
+
+
+_ROUTES = {
+    "prefill": "the first token comes from the prompt's last row, with no draft (the official decoder's prefill)",
+    "spine_tree": "a spine tree: the context match's chain as the spine, adjacency-table branches around it",
+    "branch_tree": "a branch tree: no context match, branches from the adjacency table alone",
+    "chain": "the match verified as a chain (the table had no successors for the root)",
+    "bypass": "the chain alone: confidence gave it the whole budget",
+    "ar": "one AR step: no match and no table successors (or all below min_score)",
+}
+_PATHS = {"pure_spine": "spine tokens only", "spine_continuation": "spine, then a branch where it broke",
+          "pure_branch": "branch tokens only"}
+
+
+def method_notes(state: dict[str, Any]) -> list[str]:
+    """What a cycle's method state says about why it drafted what it did, in plain sentences: Goose's route,
+    confidence, budget and path; transformers' reason for ending the draft and its schedule."""
+    out = []
+    route = state.get("route")
+    if route in _ROUTES:
+        bits = [f"Route: {_ROUTES[route]}."]
+        if "confidence" in state and route not in ("prefill", "ar"):
+            c = f"Match confidence {float(state['confidence']):.2f}"
+            if state.get("chain_extended"):
+                c += (f"; above 0.6, so the chain grew by repeated matching from {state.get('match_len', '?')} to "
+                      f"{state.get('chain_len', '?')} tokens")
+            if "node_budget" in state:
+                c += f"; node budget {state['node_budget']} (root included)"
+            bits.append(c + ".")
+        if "spine_ratio" in state and state.get("spine_len"):
+            binding = " It cut the chain." if state.get("ratio_binding") else ""
+            tier = state.get("spine_ratio_tier")
+            bits.append(f"Spine ratio r = {float(state['spine_ratio']):.2f}"
+                        + (f" (tier {float(tier):.2f})" if tier is not None else "")
+                        + f": {state['spine_len']} spine nodes.{binding}")
+        path = state.get("path")
+        if path in _PATHS:
+            won = state.get("continuation_tokens", 0)
+            bits.append(f"Accepted path: {_PATHS[path]}"
+                        + (f" ({won} branch token{'s' if won != 1 else ''} won after the break)." if won else "."))
+        out.append(" ".join(bits))
+    stop = state.get("draft_stop_text")
+    if stop:
+        s = f"Drafting stopped: {stop}"
+        if "num_assistant_tokens" in state:
+            s += f" (num_assistant_tokens {state['num_assistant_tokens']}"
+            thr = state.get("assistant_confidence_threshold")
+            s += (f", threshold {float(thr):.2f}" if thr is not None else "") + ")"
+            nxt = state.get("num_assistant_tokens_next")
+            if nxt is not None and nxt != state["num_assistant_tokens"]:
+                s += f"; the schedule moves it to {nxt}"
+        out.append(s.rstrip(".") + ".")
     return out

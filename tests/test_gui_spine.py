@@ -79,11 +79,14 @@ def test_ar_cycle_and_span_reset(qtbot) -> None:
 
 def test_bypass_cycle_says_why(qtbot) -> None:
     panel, _ = open_panel(qtbot, goose_session(spine_len=12, spine_accepted=12, branch_continues=0, mode="bypass",
-                                               state={"consensus": True, "match_len": 12}))
+                                               state={"consensus": True, "match_len": 12, "route": "bypass",
+                                                      "confidence": 1.0, "chain_len": 12, "node_budget": 100}))
     text = " ".join(panel.explanation().split())
-    assert "Linear bypass: the match was long (12 ≥ 8 tokens) and two or more n-gram lengths agreed" in text
-    assert "verified alone as a chain, without branches" in text
+    assert "Route: the chain alone: confidence gave it the whole budget." in text
+    assert "Match confidence 1.00; node budget 100 (root included)." in text
     assert "the target accepted all 12 spine tokens" in text
+    # All 12 accepted and the chain ended there: the tree ended at a leaf, so the budget is the cause.
+    assert "Why it stopped (cut by the budget)" in text
 
 
 def test_pld_copy_is_a_spine(qtbot) -> None:

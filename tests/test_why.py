@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import make_engine, plain_logits, tiny_llama
 
+from helpers import make_engine, plain_logits, tiny_llama
 from specviz_core.drafters.next_token import NextTokenSource
 from specviz_core.why import CAUSES, offers_at, stop_cause
 
@@ -207,3 +207,34 @@ def test_every_cycle_of_a_default_model_session_has_one_consistent_cause(smol, m
             assert c.offers and c.wanted in offered
         check_headroom(rec, c)
     assert len(kinds) >= 2, kinds
+
+
+def test_causes_round_trip_through_a_recording_and_the_filters(tmp_path, capsys, tiny, one_thread):
+    """The cause stored with each summary is the one the record gives when read back; the timeline's filters and
+    `sessions --metrics` count the same cycles."""
+    from specviz_core.metrics import session_metrics
+    from specviz_core.recording.store import Recording
+    from specviz_core.session.factory import session_info
+    from specviz_core.session.request import check_method
+    from specviz_core.summary import summarize
+    from specviz_core.viewer.filters import CycleFilter
+
+    e = make_engine(tiny, "tr", PROMPT, 40)
+    records = list(e.cycles())
+    db = tmp_path / "w.db"
+    with Recording(db, create=True) as rec:
+        writer = rec.new_session(session_info(tiny, check_method("tr", {}), PROMPT, max_new_tokens=40))
+        for r in records:
+            writer.append(r)
+        writer.finish("complete")
+    with Recording(db, read_only=True) as rec:
+        sid = rec.sessions()[0].id
+        stored = rec.cycle_summaries(sid)
+        back = [rec.cycle(sid, i) for i in range(len(stored))]
+    want = [stop_cause(r).kind for r in back]
+    assert [s.cause for s in stored] == want == [summarize(r).cause for r in records]
+    for kind in set(want):
+        assert CycleFilter.parse(f"stop_{kind}").matching(stored) == [i for i, k in enumerate(want) if k == kind]
+    m = session_metrics(stored)
+    assert sum(m.causes.values()) == len(stored)
+    assert m.headroom >= m.headroom_accepted == sum(r.n_accepted for r in records)

@@ -1,6 +1,8 @@
-"""Why did the spine break: a few plain sentences about the current cycle's spine.
+"""Why did this cycle stop: a few plain sentences about the current cycle, for every method.
 
-A spine is the chain of context-copied tokens from the root: Goose's ``spine`` nodes or PLD's ``ngram`` nodes. The
+First the cause the core gives (:mod:`specviz_core.why`: gated, cut by the budget, offered but not drafted, no source
+offered it) with the token the target wanted, then what the method's own state says (Goose's route and confidence,
+why transformers' assistant stopped drafting), then the spine's story where there is one. A spine is the chain of context-copied tokens from the root: Goose's ``spine`` nodes or PLD's ``ngram`` nodes. The
 panel says where it was copied from (the matched n-gram and the copied span of the context), how much of it the target
 accepted, what it proposed where it broke against what the target wanted (with both probabilities and the top-5), and
 whether a branch carried the accepted path on. ``span_changed`` tells the output view which context tokens matched.
@@ -20,6 +22,7 @@ from specviz_core.drafters import METHODS, Drafter
 from specviz_core.records import CycleRecord, Node
 from specviz_core.spine import SpineAnalysis, analyze_spine
 from specviz_core.viewer.session_model import SessionModel
+from specviz_core.why import method_notes, stop_cause
 
 from ..theme import REJECTED, SOURCE_COLORS
 from .base import PanelMixin, placeholder
@@ -45,15 +48,17 @@ class SpinePanel(PanelMixin, QTextBrowser):
     or None) whenever it changes.
     """
 
-    title = "Why did the spine break"
+    title = "Why did this cycle stop"
     span_changed = Signal(object)
 
     def __init__(self, model: SessionModel, parent: QWidget | None = None) -> None:
         QTextBrowser.__init__(self, parent)
         self.setOpenLinks(False)
         self.anchorClicked.connect(self._on_link)
-        self.setToolTip("Why the spine (Goose's context-matched chain, PLD's copied n-gram) stopped being accepted "
-                        "this cycle.\nClick a node link to select that node in the tree.")
+        self.setToolTip("Why this cycle stopped where it did: the token the target wanted and why the tree did not "
+                        "hold it (gated, cut by the budget, offered but not drafted, or offered by no source),\n"
+                        "then the spine's story where there is one (Goose's context-matched chain, PLD's copied "
+                        "n-gram).\nClick a node link to select that node in the tree.")
         self._explanation = Explanation()
         self._flat: list[int] = []
         self._cum: list[int] = [0]
@@ -130,13 +135,14 @@ class SpinePanel(PanelMixin, QTextBrowser):
         nodes = rec.node_by_id
         head = f"<b>Cycle {rec.index}</b> · {name} · {rec.mode}"
         out = Explanation()
+        why = [c for c in [self._cause(rec)] if c] + [html.escape(t) for t in method_notes(rec.state)]
         if not spine.chain:
-            out.paragraphs = [f"{head}<br>{self._no_spine(rec, method, name)}"]
+            out.paragraphs = [f"{head}<br>{self._no_spine(rec, method, name)}", *why]
             return out
         n = len(spine.chain)
         kind = " (PLD's copied n-gram continuation)" if nodes[spine.chain[0]].source == "ngram" else ""
         st = rec.state
-        paras = [f"{head} · a spine of {n} token{_s(n)}{kind}"]
+        paras = [f"{head} · a spine of {n} token{_s(n)}{kind}", *why]
         match = spine.match
         if match is not None:
             (ms, me), (cs, ce) = out.matched, out.copied = match.matched, match.copied
@@ -147,15 +153,6 @@ class SpinePanel(PanelMixin, QTextBrowser):
                 f"{self._quote(self.context_tokens(cs, ce))}, after matching the {match.ngram}-gram "
                 f"{self._quote(self.context_tokens(ms, me))} at tokens {ms}–{me - 1}: the context ended with the "
                 f"same {match.ngram} token{_s(match.ngram)}.")
-        if rec.mode == "bypass":
-            reasons = []
-            threshold = int(info.params.get("bypass_threshold", 8))
-            if int(st.get("match_len", n)) >= threshold:
-                reasons.append(f"the match was long ({st.get('match_len', n)} ≥ {threshold} tokens)")
-            if st.get("consensus"):
-                reasons.append("two or more n-gram lengths agreed on the next token (consensus)")
-            paras.append("<b>Linear bypass:</b> " + (" and ".join(reasons) or "the match was trusted")
-                         + ", so the spine was verified alone as a chain, without branches.")
         n_acc = spine.n_accepted
         if spine.broken is None:
             paras.append(f"<b>Accepted:</b> the target accepted all {n} spine tokens; "
@@ -184,6 +181,25 @@ class SpinePanel(PanelMixin, QTextBrowser):
                          f"(EMA of spine acceptance p_s {ema}).</small>")
         out.paragraphs = paras
         return out
+
+    def _cause(self, rec: CycleRecord) -> str:
+        """The core's cause in one sentence, its tokens as chips, and the headroom beside what was accepted."""
+        cause = stop_cause(rec)
+        if rec.mode == "ar" and cause.kind == "not_offered" and not cause.offers:
+            return ""  # an AR cycle: the paragraph above says it all
+        marks: list[str] = []
+
+        def mark(t: int) -> str:
+            marks.append(self._chip(t, None))
+            return f"\x00{len(marks) - 1}\x00"
+
+        text = html.escape(cause.sentence(mark))
+        for i, chip in enumerate(marks):
+            text = text.replace(f"\x00{i}\x00", chip)
+        room = cause.headroom.get("*", 0)
+        extra = (f"<br><small>Headroom: with unlimited width this cycle's sources had {room} of the target's tokens "
+                 f"in reach; it accepted {rec.n_accepted}.</small>") if room > rec.n_accepted else ""
+        return f"<b>Why it stopped ({html.escape(cause.label)}):</b> {text}{extra}"
 
     def _break(self, spine: SpineAnalysis, broken: Node) -> str:
         listing = ", ".join(f"{self._chip(t, None)} {p:.3f}" for t, p in spine.topk)

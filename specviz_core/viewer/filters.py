@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from specviz_core.errors import SpecVizError
 from specviz_core.summary import CycleSummary
+from specviz_core.why import CAUSES
 
 #: Filter kinds, with a label for menus.
 KINDS: dict[str, str] = {
@@ -17,6 +18,7 @@ KINDS: dict[str, str] = {
     "accepted_le": "Accepted ≤ k",
     "accepted_ge": "Accepted ≥ k",
     "mode": "Mode is …",
+    **{f"stop_{c}": f"Stopped: {label}" for c, label in CAUSES.items()},
 }
 #: Kinds that compare with ``k``, and kinds that take a ``mode`` (one of ``records.MODES``).
 K_KINDS = frozenset({"accepted_le", "accepted_ge"})
@@ -50,6 +52,8 @@ class CycleFilter:
             return s.n_accepted <= self.k
         if self.kind == "accepted_ge":
             return s.n_accepted >= self.k
+        if self.kind.startswith("stop_"):
+            return s.cause == self.kind[5:]
         return s.mode == self.mode
 
     def label(self) -> str:
@@ -65,7 +69,7 @@ class CycleFilter:
 
     @classmethod
     def parse(cls, text: str) -> CycleFilter:
-        """``spine_broke``, ``bypass``, ``accepted<=2``, ``accepted>=4``, ``mode=ar``..."""
+        """``spine_broke``, ``bypass``, ``accepted<=2``, ``accepted>=4``, ``mode=ar``, ``stop_budget``..."""
         t = text.strip().replace(" ", "")
         if t.startswith("accepted<="):
             return cls("accepted_le", k=_int(t[10:], text))
