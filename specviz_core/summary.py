@@ -54,6 +54,11 @@ class CycleSummary:
     draft ran out there, else the target rejected them all. None in recordings made before it was stored."""
     damaged: str = ""
     """Why the cycle could not be read from its recording ('' when it was): a damaged cycle has no numbers."""
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    """The cycle's timings by stage (draft, forward, walk, trim, harvest, build, record), ms; read from the row."""
+    accepted_rows: tuple[int, ...] | None = None
+    """Verify-order row of each accepted node, in path order (the root is row 0): how far into the verify block
+    the accepted path reached. None in recordings made before it was stored."""
 
     @property
     def route(self) -> str:
@@ -93,6 +98,7 @@ class CycleSummary:
             "src": {k: list(v) for k, v in self.by_source.items()},
             "dr": self.depth_rank,
             "fr": self.frontier,
+            "rows": list(self.accepted_rows) if self.accepted_rows is not None else None,
         }
 
 
@@ -113,7 +119,16 @@ def summary_from_row(index: int, mode: str, n_verified: int, n_accepted: int, co
         depth_rank=extra["dr"],
         state=state,
         frontier=extra.get("fr"),
+        timings_ms=dict(timings_ms),
+        accepted_rows=_rows(extra.get("rows")),
     )
+
+
+def _rows(value: Any) -> tuple[int, ...] | None:
+    """A stored ``rows`` list, or None when absent or not a list of non-negative ints (never fails a read)."""
+    if type(value) is not list or any(type(v) is not int or v < 0 for v in value):
+        return None
+    return tuple(value)
 
 
 def summarize(record: CycleRecord) -> CycleSummary:
@@ -155,6 +170,8 @@ def summarize(record: CycleRecord) -> CycleSummary:
         depth_rank=[[d, r, v[0], v[1]] for (d, r), v in by_depth_rank.items()],
         state=dict(record.state),
         frontier=len(children.get(stop, ())),
+        timings_ms=dict(record.timings_ms),
+        accepted_rows=tuple(order[a] for a in record.accepted_path if a in order),
     )
 
 
