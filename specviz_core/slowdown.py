@@ -21,6 +21,7 @@ verify-block rows to forward ms (a :class:`~specviz_core.engine.cost_curve.CostC
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -223,14 +224,23 @@ def session_cost(summaries: Iterable[CycleSummary], curve: Curve | None, ar_forw
 
 def _budgets(cyc: list[CycleSummary], parts: list[tuple[float, float, float]], curve: Curve, t_ar: float
              ) -> list[BudgetPoint]:
-    """The curve's prediction for every budget from 1 to the largest tree's (cycles recorded with accepted rows)."""
+    """The curve's prediction for every budget from 1 to the largest tree's (cycles recorded with accepted rows).
+
+    Rows rise along the accepted path (every node comes after its parent), so a cut at budget b keeps exactly the
+    accepted nodes in rows 1..b: tokens(b) counts accepted rows up to b. Linear in the cycles, not in budgets x
+    cycles, so a 10,000-cycle session is explained at once."""
     known = [(s, p) for s, p in zip(cyc, parts) if s.accepted_rows is not None]
-    top = max((s.n_verified for s, _ in known), default=1) - 1
-    out = []
+    if not known:
+        return []
+    rows_at = Counter(r for s, _ in known for r in s.accepted_rows or ())
+    sizes = Counter(s.n_verified for s, _ in known)
+    other = sum(d + k for _, (d, _, k) in known)
+    m, top = len(known), max(sizes) - 1
+    out, tok = [], float(m) + rows_at.get(0, 0)
     for b in range(1, top + 1):
-        tok = sum(kept_tokens(s.accepted_rows or (), min(b + 1, s.n_verified)) for s, _ in known)
-        ms = sum(d + curve(min(b + 1, s.n_verified)) + k for s, (d, _, k) in known)
-        out.append(BudgetPoint(b, tok / len(known), ms / len(known), tok * t_ar / ms if ms > 0 else 0.0))
+        tok += rows_at.get(b, 0)
+        ms = other + sum(c * curve(min(b + 1, n)) for n, c in sizes.items())
+        out.append(BudgetPoint(b, tok / m, ms / m, tok * t_ar / ms if ms > 0 else 0.0))
     return out
 
 
