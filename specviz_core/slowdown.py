@@ -14,8 +14,9 @@ The unit is ``t_ar``, the time plain decoding spends per token: one plain 1-toke
 with tau the tokens a cycle commits (accepted + bonus). For a session, the sums over its cycles. The measured
 verify-cost curve of the device (:mod:`specviz_core.engine.cost_curve`) predicts what each cycle would have
 cost with its tree cut to its first ``b`` verified nodes in verify order (every node comes after its parent,
-so that is a tree), keeping the accepted path's nodes within it and the draft and bookkeeping times as measured:
-the budget with the best predicted speed-up is the one reported. No torch here: the curve is any callable from
+so that is a tree), keeping the accepted path's nodes within it and the draft and bookkeeping times as measured,
+against the curve's own 1-token forward (both timed alike, whatever the machine's load when the session ran): the
+budget with the best predicted speed-up is the one reported. No torch here: the curve is any callable from
 verify-block rows to forward ms (a :class:`~specviz_core.engine.cost_curve.CostCurve`).
 """
 
@@ -120,7 +121,8 @@ def cycle_cost(record: CycleRecord | CycleSummary, curve: Curve | None, ar_forwa
     rows, tokens = record.n_verified, len(record.committed_ids)
     best_b = best_x = None
     if curve is not None and acc_rows is not None and rows > 1:
-        preds = [(kept_tokens(acc_rows, b + 1) * t_ar / (draft + curve(b + 1) + book), b) for b in range(1, rows)]
+        u = float(curve(1))  # the curve against its own 1-token forward
+        preds = [(kept_tokens(acc_rows, b + 1) * u / (draft + curve(b + 1) + book), b) for b in range(1, rows)]
         best_x, best_b = max(preds, key=lambda p: (p[0], -p[1]))
     cost = CycleCost(record.index, rows, tokens, draft, forward, book, t_ar,
                      float(curve(rows)) if curve is not None else None, best_b, best_x)
@@ -176,7 +178,8 @@ class SessionCost:
     measured_speedup: float
     """tau * t_ar / mean t_cycle, from the measured timings."""
     curve_speedup: float | None
-    """The same with each forward replaced by the curve's (how fast these trees are where the curve was measured)."""
+    """The same with each forward replaced by the curve's, in units of the curve's own 1-token forward (how fast
+    these trees are under the conditions the curve was measured in)."""
     budgets: list[BudgetPoint] = field(default_factory=list)
     best: BudgetPoint | None = None
     sentence: str = ""
@@ -188,6 +191,17 @@ class SessionCost:
     @property
     def cycle_ms(self) -> float:
         return self.draft_ms + self.forward_ms + self.bookkeeping_ms
+
+    @property
+    def headline(self) -> str:
+        """The sentence in one short line (for a narrow panel; the sentence says the rest)."""
+        if not self.cycles:
+            return self.sentence
+        text = (f"{self.measured_speedup:.2f}× plain decoding: {round(self.mean_rows)}-row verify "
+                f"{self.forward_ms / self.ar_forward_ms:.1f}× t_ar, {self.tau:.2f} tokens/forward")
+        if self.best is not None:
+            text += f"; best budget {self.best.budget}: {self.best.speedup:.2f}× (cost curve)"
+        return text
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -213,9 +227,10 @@ def session_cost(summaries: Iterable[CycleSummary], curve: Curve | None, ar_forw
     tokens = sum(s.n_committed for s in cyc)
     measured = tokens * t_ar / (draft + forward + book)
     curve_x = budgets = best = None
-    if curve is not None:
-        curve_x = tokens * t_ar / sum(d + curve(s.n_verified) + b for s, (d, _, b) in zip(cyc, parts))
-        budgets = _budgets(cyc, parts, curve, t_ar)
+    if curve is not None:  # the curve against its own 1-token forward: both timed alike, whatever the load now
+        u = float(curve(1))
+        curve_x = tokens * u / sum(d + curve(s.n_verified) + b for s, (d, _, b) in zip(cyc, parts))
+        budgets = _budgets(cyc, parts, curve, u)
         best = max(budgets, key=lambda p: (p.speedup, -p.budget)) if budgets else None
     cost = SessionCost(n, tokens, sum(s.n_verified for s in cyc) / n, draft / n, forward / n, book / n, t_ar,
                        ar_source, measured, curve_x, budgets or [], best)
@@ -248,8 +263,9 @@ def _session_sentence(c: SessionCost) -> str:
     rows = round(c.mean_rows)
     verify_x, over_x = c.forward_ms / c.ar_forward_ms, (c.draft_ms + c.bookkeeping_ms) / c.ar_forward_ms
     what = "verify" if rows > 1 else "forward"
-    text = (f"A {rows}-row {what} costs {verify_x:.1f}x a 1-token forward ({c.forward_ms:.1f} vs "
-            f"{c.ar_forward_ms:.1f} ms, t_ar from {c.ar_source}); draft and bookkeeping add {over_x:.1f}x; "
+    unit = "a 1-token forward" if c.ar_source.startswith("the cost curve") else "a plain decoding step"
+    text = (f"A {rows}-row {what} costs {verify_x:.1f}x {unit} ({c.forward_ms:.1f} vs "
+            f"{c.ar_forward_ms:.1f} ms: {c.ar_source}); draft and bookkeeping add {over_x:.1f}x; "
             f"{c.tau:.2f} tokens per forward: net {c.tau:.2f} / {verify_x + over_x:.2f} = {c.measured_speedup:.2f}x")
     if c.curve_speedup is not None:
         text += f" (the cost curve predicts {c.curve_speedup:.2f}x for these trees)"

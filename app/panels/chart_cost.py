@@ -123,14 +123,14 @@ class CostActions(QWidget):
 
 
 def session_sentence(summaries: list[CycleSummary], points: list[tuple[int, float]] | None,
-                     ar_tokens_per_s: float | None, ar_note: str) -> tuple[str, float | None, float | None]:
-    """(the session's sentence, t_ar ms, measured speed-up) for the charts; ('', None, None) with nothing to say."""
+                     ar_tokens_per_s: float | None, ar_note: str) -> tuple[str, str, float | None, float | None]:
+    """(headline, sentence, t_ar ms, measured speed-up) for the charts; ('', '', None, None) with nothing to say."""
     curve = curve_of(points)
     ar_ms = 1000.0 / ar_tokens_per_s if ar_tokens_per_s else None
     if (curve is None and ar_ms is None) or not any(s.timings_ms for s in summaries):
-        return "", None, None
+        return "", "", None, None
     cost = session_cost(summaries, curve, ar_ms, ar_note or "the AR baseline")
-    return cost.sentence, cost.ar_forward_ms, cost.measured_speedup if cost.cycles else None
+    return cost.headline, cost.sentence, cost.ar_forward_ms, cost.measured_speedup if cost.cycles else None
 
 
 def update_why(source: CycleSource | None, points: list[tuple[int, float]] | None, speed: SpeedPlot, plot: CostPlot,
@@ -139,9 +139,11 @@ def update_why(source: CycleSource | None, points: list[tuple[int, float]] | Non
     summaries = source.summaries() if source is not None else []
     is_ar = source is not None and source.info.method == "ar"
     # An AR session is its own baseline: it is the unit, so its speed-up says nothing.
-    text, t_ar, speedup = session_sentence(summaries, points, None if is_ar else speed.ar_tokens_per_s,
-                                           speed.ar_note)
-    actions.sentence.setText(text)
+    head, text, t_ar, speedup = session_sentence(summaries, points, None if is_ar else speed.ar_tokens_per_s,
+                                                 speed.ar_note)
+    actions.sentence.setText(head)  # one short line: the panel is narrow at 1100x700; hover for the arithmetic
+    actions.sentence.setToolTip(f"{text}\n\nspeed-up = τ × t_ar / t_cycle (docs/metrics.md)" if text else "")
+    plot.vb.setToolTip(f"{text}\n\n{PART_HELP}" if text else PART_HELP)
     plot.draw(data, t_ar, speedup)
     actions.show_state(has_session=bool(summaries), is_ar=is_ar, has_baseline=speed.ar_tokens_per_s is not None,
                        has_curve=bool(points))
