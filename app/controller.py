@@ -51,6 +51,8 @@ class SessionController(QObject):
     _run = Signal(object, object)
     _reset = Signal()
     _baseline = Signal()
+    _record_baseline = Signal(object, str, object)
+    _measure_curve = Signal(object, object)
 
     progress = Signal(str, float)
     """(stage, fraction in 0..1 or -1 when unknown) while the engine loads; stage ``ready`` when done."""
@@ -66,6 +68,8 @@ class SessionController(QObject):
     """Bad input or a failed run, for the user (never a traceback); '' when a new start clears it."""
     baseline_changed = Signal(object, str)
     """(AR tokens/s or None, where it comes from): what the charts measure speed-up against."""
+    cost_curve_changed = Signal(object)
+    """A verify-cost curve was measured for the session's model and device (its stored dict)."""
     autoplay_changed = Signal(bool)
     sessions_changed = Signal()
     """A session was recorded or finished: the recording file changed."""
@@ -120,6 +124,10 @@ class SessionController(QObject):
             self._run.connect(w.run)
             self._reset.connect(w.reset)
             self._baseline.connect(w.measure_baseline)
+            self._record_baseline.connect(w.record_baseline)
+            self._measure_curve.connect(w.measure_cost_curve)
+            w.baseline_recorded.connect(lambda _info: self.sessions_changed.emit())
+            w.cost_curve_ready.connect(self.cost_curve_changed)
             w.progress.connect(self.progress)
             w.session_started.connect(self._on_session_started)
             w.cycle_ready.connect(self._on_cycle_ready)
@@ -128,7 +136,8 @@ class SessionController(QObject):
             w.busy_changed.connect(self._on_busy)
             w.error.connect(self._fail)
             w.request_done.connect(self._on_request_done)
-            for sig in (self._begin, self._step, self._run, self._reset, self._baseline):
+            for sig in (self._begin, self._step, self._run, self._reset, self._baseline, self._record_baseline,
+                        self._measure_curve):
                 sig.connect(self._on_request_sent)
         return self._thread
 
@@ -214,6 +223,29 @@ class SessionController(QObject):
         self.busy_changed.emit(self._busy, False)
         self.session_status.emit(NO_SESSION)
         self.baseline_changed.emit(None, "")
+
+    # -- measuring, for the charts ----------------------------------------------------------------------------------
+    def _measuring_ok(self) -> bool:
+        if self.model.source is None:
+            self.notice.emit("Open a recording or step a session first.", 5000)
+            return False
+        if self._busy:
+            self.notice.emit("The engine is busy: pause first, then measure.", 5000)
+            return False
+        return True
+
+    def record_ar_baseline(self) -> None:
+        """Record a plain (AR) session of the current session's prompt, model and device into its recording; every
+        speed-up is then measured against it."""
+        if self._measuring_ok():
+            source = self.model.source
+            db = str(source.recording.path) if isinstance(source, RecordingSource) else str(self.settings.db_path())
+            self._record_baseline.emit(source.info, db, self._ticket())
+
+    def measure_cost_curve(self) -> None:
+        """Measure the verify-cost curve of the current session's model on its device (kept for next time)."""
+        if self._measuring_ok():
+            self._measure_curve.emit(self.model.source.info, self._ticket())
 
     # -- worker callbacks (UI thread) ---------------------------------------------------------------------------------
     def _on_session_started(self, info: SessionInfo, tokenizer: object) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from app import worker_jobs as jobs
 from specviz_core.errors import SpecVizError
 from specviz_core.models import LoadedModel
 from specviz_core.recording.store import Recording
@@ -56,6 +57,10 @@ class EngineWorker(QObject):
     """The final SessionInfo (complete / interrupted / failed)."""
     baseline_ready = Signal(float, str)
     """(AR tokens/s on this prompt, how it was measured)."""
+    baseline_recorded = Signal(object)
+    """The SessionInfo of an AR session recorded as the baseline (the recording gained a session)."""
+    cost_curve_ready = Signal(object)
+    """A verify-cost curve measured and kept (the dict of :mod:`specviz_core.engine.cost_curve`)."""
     busy_changed = Signal(bool)
     error = Signal(str)
     """A message for the user (never a traceback)."""
@@ -218,6 +223,51 @@ class EngineWorker(QObject):
             finally:
                 self.busy_changed.emit(False)
         self.baseline_ready.emit(tps, f"AR measured on this prompt ({BASELINE_TOKENS} tokens, {info.device})")
+
+    @Slot(object, str, object)
+    def record_baseline(self, info: SessionInfo, db_path: str, ticket: Ticket) -> None:
+        """Record an AR session of ``info``'s prompt, model and device to ``db_path``: the charts' speed-up baseline."""
+        try:
+            self._job(ticket, lambda target: self._record_baseline(target, info, db_path, ticket), info)
+        finally:
+            self.request_done.emit()
+
+    def _record_baseline(self, target: LoadedModel, info: SessionInfo, db_path: str, ticket: Ticket) -> None:
+        rec, close = jobs.open_recording(self.recording, db_path)
+        try:
+            ar = jobs.record_ar_session(target, info, rec, self.progress.emit, lambda: self._paused(ticket))
+        finally:
+            if close:
+                rec.close()
+        self.baseline_recorded.emit(ar)
+        if ar.n_tokens:
+            self.baseline_ready.emit(ar.tokens_per_s, f"AR session {ar.id} on the same prompt ({ar.n_tokens} tokens)")
+
+    @Slot(object, object)
+    def measure_cost_curve(self, info: SessionInfo, ticket: Ticket) -> None:
+        """Measure and keep the verify-cost curve of ``info``'s model on its device."""
+        try:
+            self._job(ticket, lambda target: self.cost_curve_ready.emit(jobs.measure_curve(target, self.progress.emit)),
+                      info)
+        finally:
+            self.request_done.emit()
+
+    def _job(self, ticket: Ticket, work, info: SessionInfo) -> None:
+        """Load ``info``'s target (if needed), then ``work(target)``; errors become one-line messages."""
+        if self._paused(ticket):
+            return
+        self.busy_changed.emit(True)
+        try:
+            target = jobs.target_for(self._models, info, lambda s, f: self.progress.emit(s, -1.0 if f is None else f))
+            work(target)
+        except SpecVizError as e:
+            self.error.emit(str(e))
+        except Exception as e:  # out of memory, a model folder gone since the recording...: a message, not a crash
+            self.error.emit(f"could not measure: {type(e).__name__}: {e}")
+            traceback.print_exc()
+        finally:
+            self.progress.emit("ready", 1.0)
+            self.busy_changed.emit(False)
 
     # -- internals ----------------------------------------------------------------
     def _loop(self, ticket: Ticket, max_cycles: int | None, breakpoint: CycleFilter | None) -> None:

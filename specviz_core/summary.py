@@ -59,6 +59,11 @@ class CycleSummary:
     """Why the cycle stopped: a key of :data:`specviz_core.why.CAUSES` ('' in recordings made before it was stored)."""
     headroom: dict[str, int] = field(default_factory=dict)
     """Per source (and ``"*"`` for all): tokens it would have supplied with unlimited width (:mod:`specviz_core.why`)."""
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    """The cycle's timings by stage (draft, forward, walk, trim, harvest, build, record), ms; read from the row."""
+    accepted_rows: tuple[int, ...] | None = None
+    """Verify-order row of each accepted node, in path order (the root is row 0): how far into the verify block
+    the accepted path reached. None in recordings made before it was stored."""
 
     @property
     def route(self) -> str:
@@ -100,6 +105,7 @@ class CycleSummary:
             "fr": self.frontier,
             "ca": self.cause,
             "hr": self.headroom,
+            "rows": list(self.accepted_rows) if self.accepted_rows is not None else None,
         }
 
 
@@ -122,7 +128,16 @@ def summary_from_row(index: int, mode: str, n_verified: int, n_accepted: int, co
         frontier=extra.get("fr"),
         cause=str(extra.get("ca") or ""),
         headroom=dict(extra.get("hr") or {}),
+        timings_ms=dict(timings_ms),
+        accepted_rows=_rows(extra.get("rows")),
     )
+
+
+def _rows(value: Any) -> tuple[int, ...] | None:
+    """A stored ``rows`` list, or None when absent or not a list of non-negative ints (never fails a read)."""
+    if type(value) is not list or any(type(v) is not int or v < 0 for v in value):
+        return None
+    return tuple(value)
 
 
 def summarize(record: CycleRecord) -> CycleSummary:
@@ -167,6 +182,8 @@ def summarize(record: CycleRecord) -> CycleSummary:
         frontier=len(children.get(stop, ())),
         cause=why.kind,
         headroom=why.headroom,
+        timings_ms=dict(record.timings_ms),
+        accepted_rows=tuple(order[a] for a in record.accepted_path if a in order),
     )
 
 

@@ -40,6 +40,7 @@ def tiny_dir(tmp_path_factory):
 
 def test_bench_writes_the_results_schema_and_checks_every_method_against_ar(tiny_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path / "data"))  # the cost curve is kept there
     prompt = tmp_path / "p.txt"
     prompt.write_text("w2 w3 w4 w5 w2 w3 w4 w5 w6 w7 w2 w3 w4")
     out = tmp_path / "results.json"
@@ -75,6 +76,7 @@ def test_bench_writes_the_results_schema_and_checks_every_method_against_ar(tiny
 
 def test_bench_samples_with_a_temperature_and_prints_a_row_per_prompt(tiny_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path / "data"))  # the cost curve is kept there
     prompt = tmp_path / "p.txt"
     prompt.write_text("w2 w3 w4 w5 w2 w3 w4 w5 w6 w7 w2 w3 w4")
     out = tmp_path / "results.json"

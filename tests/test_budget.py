@@ -158,6 +158,7 @@ def test_auto_is_parsed_out_and_only_for_methods_with_a_budget():
 @pytest.fixture
 def curve_cache(tmp_path, monkeypatch, tiny):
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
     curve = measure_cost_curve(tiny, sizes=(1, 4, 16, 64), cache_len=32, reps=1, warmup=1)
     save_cost_curve(curve)
     return curve

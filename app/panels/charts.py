@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.panels.base import PanelMixin
+from app.panels.chart_cost import CostActions, CostPlot, update_why
 from app.panels.chart_plot import ChartPlot, HeatmapPlot
 from app.panels.chart_speed import SpeedPlot
 from app.panels.charts_data import WINDOW, ChartData, cost_points
@@ -71,6 +72,7 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         self._method = ""
         self._syncing_x = False
         self._source_curves: dict[str, pg.PlotDataItem] = {}
+        self._why_speedup: float | None = None
 
         self.glw = pg.GraphicsLayoutWidget()
         self.hint = QLabel(HINT)
@@ -94,6 +96,9 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         self.pop_out.clicked.connect(self.pop_out_requested.emit)
         bar.addWidget(self.pop_out)
         outer.addLayout(bar)
+        self.actions = CostActions()
+        """The "why slower" sentence and the Measure AR baseline / Measure cost curve buttons."""
+        outer.addWidget(self.actions)
         stack_host = QWidget()
         outer.addWidget(stack_host, 1)
         self._stack = QStackedLayout(stack_host)
@@ -104,9 +109,11 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         self._layout(3)
         self._timer = QTimer(self, singleShot=True, interval=REDRAW_MS)
         self._timer.timeout.connect(self._redraw)
+        self._why_timer = QTimer(self, singleShot=True, interval=300)  # the sentence reads every cycle: not per frame
+        self._why_timer.timeout.connect(self._update_why)
         self._apply_palette()
-        self.set_ar_baseline(None)
         self.connect_model(model)
+        self.set_ar_baseline(None)
         if model.source is not None:
             self.on_session_opened(model.source)
             if model.record is not None:
@@ -123,9 +130,11 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         self.p_delta = ChartPlot("TALON δ vs τ", cyc, "per target forward", PLOT_HELP)
         self.p_cost = ChartPlot("verify cost", "block size N (tokens)", "forward ms",
                                 "Target forward time against the verify block size N; the line is this cycle's N")
-        self.plots = [self.p_tau, self.p_src, self.p_tps, self.p_heat, self.p_spine, self.p_delta, self.p_cost]
-        self.by_name = dict(zip(("tau", "sources", "tps", "heat", "spine", "delta", "cost"), self.plots))
-        self.cycle_plots = [self.p_tau, self.p_tps, self.p_src, self.p_spine, self.p_delta]
+        self.p_why = CostPlot(PLOT_HELP)
+        self.plots = [self.p_tau, self.p_src, self.p_tps, self.p_heat, self.p_spine, self.p_delta, self.p_cost,
+                      self.p_why]
+        self.by_name = dict(zip(("tau", "sources", "tps", "heat", "spine", "delta", "cost", "why"), self.plots))
+        self.cycle_plots = [self.p_tau, self.p_tps, self.p_src, self.p_spine, self.p_delta, self.p_why]
         # pyqtgraph's x link aligns screen positions, wrong for plots of different widths: copy the range instead.
         for p in self.cycle_plots:
             p.vb.sigXRangeChanged.connect(self._sync_x)
@@ -166,7 +175,8 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         """Work out which charts apply; True if that changed."""
         d = self.data
         shown = applicable(self._method, has_sources=bool(d.sources), has_heat=bool(d.heat_verified.sum()),
-                           has_spine=d.has_spine, has_delta=d.has_delta, has_cost=bool(self.cost_points))
+                           has_spine=d.has_spine, has_delta=d.has_delta, has_cost=bool(self.cost_points),
+                           has_timings=d.has_timings)
         if self.solo not in shown:
             self.solo = None
         changed = shown != self.shown
@@ -245,9 +255,10 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         """The AR rate (tokens/s) to compare against, measured on the same prompt; None: no baseline."""
         self.p_tps.set_baseline(tokens_per_s, note)
         self._draw_tps()
+        self._update_why()
 
-    def set_cost_curve(self, points: list[tuple[int, float]] | None) -> None:
-        """Forward ms against verify block size N, from ``specviz bench``; None: not measured."""
+    def set_cost_curve(self, points: list[tuple[int, float]] | dict | None) -> None:
+        """Forward ms against verify block size N (pairs, or a stored curve's dict); None: not measured."""
         self.cost_points = cost_points(points)
         if self.cost_points:
             n, ms = np.array(self.cost_points, dtype=float).T
@@ -257,6 +268,7 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         self.n_line.setVisible(bool(self.cost_points) and self.model.record is not None)
         if self._set_shown():
             self._layout(self.columns)
+        self._update_why()
 
     # -- model events ---------------------------------------------------------------------------
     def on_session_opened(self, source: CycleSource) -> None:
@@ -267,12 +279,13 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         self._stack.setCurrentWidget(self.scroll if self.data.n else self.hint)
         if load_cost_curve is not None:
             try:
-                pts = cost_points(load_cost_curve(source.info.model, source.info.device))
+                info = source.info
+                pts = cost_points(load_cost_curve(info.model, info.device, getattr(info, "dtype", None) or None))
             except Exception:  # noqa: BLE001 - a missing or broken measurement is "not measured"
                 pts = None
-            if pts:
-                self.set_cost_curve(pts)
+            self.set_cost_curve(pts)  # a curve of another model or device does not apply
         self._redraw()
+        self._update_why()
 
     def on_session_closed(self) -> None:
         self._timer.stop()
@@ -317,8 +330,17 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         self._draw_spine(x)
         self._draw_delta(x)
         self.p_heat.set_counts(d.heat_verified, d.heat_accepted)
+        self.p_why.draw(d, self.p_why.t_ar, None if self.p_why.t_ar is None else self._why_speedup)
+        if not self._why_timer.isActive():
+            self._why_timer.start()
         if self._set_shown():
             self._layout(self.columns)
+
+    def _update_why(self) -> None:
+        """The session's "why slower" sentence and breakdown (after the data or the baseline or curve changed)."""
+        self._why_timer.stop()
+        self._why_speedup = update_why(self.model.source, self.cost_points, self.p_tps, self.p_why, self.data,
+                                       self.actions)
 
     def _draw_tps(self) -> None:
         d = self.data

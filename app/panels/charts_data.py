@@ -54,11 +54,11 @@ class ChartData:
         self._src: dict[str, np.ndarray] = {}     # source -> [capacity, 2] cumulative (verified, accepted)
         self.heat_verified = np.zeros((0, 0))     # [depth, rank] summed over cycles
         self.heat_accepted = np.zeros((0, 0))
-        self.has_spine = self.has_delta = False
+        self.has_spine = self.has_delta = self.has_timings = False
 
     # -- growth ------------------------------------------------------------------
     _SERIES = ("tau", "committed", "ms", "n_verified", "tau_rolling", "tps", "tps_rolling", "tau_cum",
-               "spine_ratio", "ema_p_s", "delta", "steps")
+               "spine_ratio", "ema_p_s", "delta", "steps", "draft_ms", "forward_ms", "book_ms")
     _SUMMED = ("tau", "committed", "ms", "steps")
 
     def _reserve(self, n: int) -> None:
@@ -102,7 +102,12 @@ class ChartData:
         f["ms"][sl] = np.fromiter((s.cycle_ms for s in summaries), float, m)
         f["n_verified"][sl] = np.fromiter((s.n_verified for s in summaries), float, m)
         damaged = np.fromiter((bool(s.damaged) for s in summaries), bool, m)
-        for name in ("tau", "committed", "ms", "n_verified"):  # a damaged cycle has no numbers: a gap, not a zero
+        # The time breakdown (:func:`specviz_core.slowdown.split_timings`): bookkeeping is all but draft and forward.
+        f["draft_ms"][sl] = np.fromiter((s.timings_ms.get("draft", 0.0) for s in summaries), float, m)
+        f["forward_ms"][sl] = np.fromiter((s.timings_ms.get("forward", 0.0) for s in summaries), float, m)
+        f["book_ms"][sl] = f["ms"][sl] - f["draft_ms"][sl] - f["forward_ms"][sl]
+        self.has_timings = self.has_timings or any(s.timings_ms for s in summaries)
+        for name in ("tau", "committed", "ms", "n_verified", "draft_ms", "forward_ms", "book_ms"):  # a damaged cycle has no numbers: a gap, not a zero
             f[name][sl][damaged] = np.nan
         self._bypass[sl] = np.fromiter((s.mode == "bypass" for s in summaries), bool, m)
         states = [s.state for s in summaries]

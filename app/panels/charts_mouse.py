@@ -59,5 +59,7 @@ class ChartsMouse:
         if p is self.p_spine:
             mode = " (bypass)" if i in d.bypass_indices else ""
             return f"cycle {i}{mode}: spine ratio {s('spine_ratio'):.2f}, EMA p_s {s('ema_p_s'):.2f}"
+        if p is self.p_why:
+            return self.p_why.cycle_text(d, i)
         return f"cycle {i}: δ {s('delta'):.2f}, τ running mean {s('tau_cum'):.2f}"
 

@@ -18,6 +18,8 @@ from specviz_core.cli.bench import add_parser as add_bench_parser
 from specviz_core.cli.bench import cmd_bench
 from specviz_core.cli.check import add_parser as add_check_parser
 from specviz_core.cli.check import cmd_check
+from specviz_core.cli.explain import add_parser as add_explain_parser
+from specviz_core.cli.explain import cmd_explain
 from specviz_core.cli.models import add_parser as add_models_parser
 from specviz_core.cli.models import cmd_models
 from specviz_core.cli.optimize_tree import add_parser as add_optimize_tree_parser
@@ -129,6 +131,7 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
                    help="fail on a damaged cycle (default: skip it and say so on standard error)")
     add_check_parser(sub)
     add_models_parser(sub)
+    add_explain_parser(sub)
     add_optimize_tree_parser(sub)
     add_bench_parser(sub)
     if extra is not None:
@@ -339,7 +342,7 @@ def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None 
     args = parser.parse_args(argv)
     handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, "check": cmd_check,
                 None: cmd_demo, "optimize-tree": cmd_optimize_tree, "bench": cmd_bench, "audit": cmd_audit,
-                "compare": cmd_compare, "models": cmd_models}
+                "compare": cmd_compare, "models": cmd_models, "explain": cmd_explain}
     handlers.update(extra_handlers or {})
     try:
         return handlers[args.command](args)

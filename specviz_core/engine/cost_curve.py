@@ -1,11 +1,11 @@
 """The verify-cost curve: how long one target forward over a verify block of N tokens takes here.
 
 Measured on the current device with a realistic cache (a few hundred committed
-tokens) and stored as a small JSON file in the user cache, one per model, device
-and dtype, so the GUI can plot it and ``budget=auto`` can weigh a bigger tree's
+tokens) and stored as a small JSON file in the user data folder (``SPECVIZ_DATA`` moves
+it, as it moves ``sessions.db``), one per model, device and dtype, so the GUI can plot it and ``budget=auto`` can weigh a bigger tree's
 extra accepted tokens against its extra forward time.
 
-File format (``<cache>/cost_curves/<model>__<device>__<dtype>.json``)::
+File format (``<data>/cost_curves/<model>__<device>__<dtype>.json``)::
 
     {"version": 1, "model": "default", "model_path": "...", "device": "cpu", "device_name": "...",
      "dtype": "float32", "threads": 2, "cache_len": 256, "reps": 5, "measured_at": "2025-...Z",
@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
+from specviz_core.catalog import data_dir
 from specviz_core.models import (
     DEFAULT_MODEL,
     DEFAULT_MODEL_NAME,
@@ -108,11 +109,13 @@ def device_key(device: str | torch.device | None) -> str:
     return dev.type
 
 
-def curve_path(model_name: str | None, device: str | torch.device | None, dtype: str | torch.dtype | None = None) -> Path:
+def curve_path(model_name: str | None, device: str | torch.device | None, dtype: str | torch.dtype | None = None,
+               root: Path | None = None) -> Path:
+    """Where the curve of this model, device and dtype is kept: ``<data folder>/cost_curves/`` (or under ``root``)."""
     dev = torch.device(device) if device is not None else pick_device(None)
     dt = pick_dtype(dev, None) if dtype is None else (pick_dtype(dev, dtype) if isinstance(dtype, str) else dtype)
     dt_name = str(dt).removeprefix("torch.")
-    return cache_dir() / "cost_curves" / f"{model_key(model_name)}__{device_key(dev)}__{dt_name}.json"
+    return (root or data_dir()) / "cost_curves" / f"{model_key(model_name)}__{device_key(dev)}__{dt_name}.json"
 
 
 def load_cost_curve(model_name: str | None, device: str | torch.device | None,
@@ -121,14 +124,15 @@ def load_cost_curve(model_name: str | None, device: str | torch.device | None,
 
     The dict has the keys described in the module docstring; plot ``ms`` against ``n``.
     """
-    path = curve_path(model_name, device, dtype)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION or not data.get("n"):
-        return None
-    return data
+    # Curves measured before they moved to the data folder were kept in the user cache: still found there.
+    for root in (None, cache_dir()):
+        try:
+            data = json.loads(curve_path(model_name, device, dtype, root).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("version") == FORMAT_VERSION and data.get("n"):
+            return data
+    return None
 
 
 def save_cost_curve(curve: dict[str, Any]) -> Path:
@@ -208,11 +212,12 @@ def measure_cost_curve(
     }
 
 
-def ensure_cost_curve(target: LoadedModel, quick: bool = True) -> dict[str, Any]:
-    """The stored curve for ``target``, measuring (and storing) one first if there is none."""
-    curve = load_cost_curve(target.name, target.device, target.dtype)
+def ensure_cost_curve(target: LoadedModel, quick: bool = True, force: bool = False,
+                      progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """The stored curve for ``target``, measuring (and storing) one first if there is none (or ``force``)."""
+    curve = None if force else load_cost_curve(target.name, target.device, target.dtype)
     if curve is None:
-        curve = measure_cost_curve(target, QUICK_SIZES if quick else SIZES, reps=3 if quick else 5)
+        curve = measure_cost_curve(target, QUICK_SIZES if quick else SIZES, reps=3 if quick else 5, progress=progress)
         try:
             save_cost_curve(curve)
         except OSError:

@@ -43,7 +43,7 @@ class RecordedRun:
             record = self.engine.step()
             summary = summarize(record)
             record = self.writer.append(record, summary)
-            summary = replace(summary, cycle_ms=float(sum(record.timings_ms.values())))  # the record time too
+            summary = replace(summary, cycle_ms=float(sum(record.timings_ms.values())), timings_ms=dict(record.timings_ms))  # the record time too
         except SpecVizError as e:
             self._fail(str(e))
             raise

@@ -1,0 +1,93 @@
+"""`specviz explain`: why a recorded session is (or is not) faster than plain decoding on this machine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from specviz_core.errors import SpecVizError
+
+
+def add_parser(sub: Any) -> None:
+    x = sub.add_parser("explain", help="why a session is (or is not) faster than plain decoding: the time arithmetic",
+                       description="Split a session's cycle time into draft, verify forward and bookkeeping, in units "
+                       "of one plain 1-token forward (from the device's measured verify-cost curve, or the AR session "
+                       "of the same prompt when the recording has one), and say with the cost curve which draft "
+                       "budget would have been fastest (definitions: docs/metrics.md).")
+    x.add_argument("--db", type=Path, required=True)
+    x.add_argument("--session", default=None, help="session id (default: the latest)")
+    x.add_argument("--measure", action="store_true",
+                   help="measure the cost curve of the session's model and device first if none is kept (loads the "
+                        "model; about a minute on a CPU)")
+    x.add_argument("--cycles", action="store_true", help="also print one line per cycle")
+    x.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def _measure(info: Any, quiet: bool) -> dict[str, Any]:
+    from specviz_core.audit import audit_device
+    from specviz_core.engine.cost_curve import ensure_cost_curve
+    from specviz_core.session.factory import load_checked_model
+
+    def stage(text: str, fraction: float | None) -> None:
+        if not quiet:
+            print(f"[specviz] {text}", file=sys.stderr, flush=True)
+
+    target = load_checked_model(info.model, audit_device(info.device), info.dtype, stage)
+    bar = None
+    if not quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=1, desc="cost curve", unit="round", file=sys.stderr, leave=False)
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+    try:
+        return ensure_cost_curve(target, quick=False, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from specviz_core.engine.cost_curve import CostCurve, load_cost_curve
+    from specviz_core.recording.store import Recording
+    from specviz_core.slowdown import cycle_cost, session_cost
+    from specviz_core.viewer.sources import RecordingSource
+
+    with Recording(args.db, read_only=True) as rec:
+        source = RecordingSource(rec, args.session)
+        info, summaries = source.info, source.summaries()
+        ar_tps, ar_note = source.ar_baseline()
+    stored = load_cost_curve(info.model, info.device, info.dtype)
+    if stored is None and args.measure:
+        stored = _measure(info, args.json)
+    curve = CostCurve.from_dict(stored) if stored is not None else None
+    ar_ms = 1000.0 / ar_tps if ar_tps and info.method != "ar" else None
+    if curve is None and ar_ms is None:
+        raise SpecVizError(f"no cost curve kept for {info.model} on {info.device} ({info.dtype}) and no AR session of "
+                           "this prompt in the recording: add --measure to measure the curve (loads the model)")
+    cost = session_cost(summaries, curve, ar_ms, ar_note)
+    cycles = [cycle_cost(s, curve, cost.ar_forward_ms) for s in summaries if not s.damaged and s.timings_ms]
+    if args.json:
+        out = {"session": info.id, "method": info.method, **cost.to_json()}
+        if args.cycles:
+            out["cycle_costs"] = [c.to_json() for c in cycles]
+        print(json.dumps(out))
+        return 0
+    print(f"session {info.id} ({info.method}, {info.device}, {info.dtype}): {cost.cycles} cycles, {cost.tokens} tokens")
+    print(f"  per cycle: draft {cost.draft_ms:.1f} ms + verify forward {cost.forward_ms:.1f} ms + bookkeeping "
+          f"{cost.bookkeeping_ms:.1f} ms = {cost.cycle_ms:.1f} ms; t_ar {cost.ar_forward_ms:.1f} ms")
+    print(f"  {cost.sentence}")
+    if curve is None:
+        print("  (no cost curve kept for this model and device: --measure measures one)")
+    if args.cycles:
+        for c in cycles:
+            print(f"  cycle {c.index}: {c.sentence}")
+    return 0

@@ -1,0 +1,84 @@
+"""The charts' actions and time breakdown: "Measure AR baseline" records an AR session that every speed-up then uses,
+"Measure cost curve" measures and keeps the device's curve, and the breakdown draws each cycle's recorded timings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from specviz_core.engine.cost_curve import load_cost_curve
+from specviz_core.recording.store import Recording
+
+
+@pytest.fixture
+def replayed(qtbot, window, tmp_path, monkeypatch):
+    """A finished tiny-model Goose session, recorded live and opened again as a replay (no AR session yet)."""
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path / "data"))  # a curve measured here stays here
+    w = window
+    w.run_panel.max_new_tokens.setValue(24)
+    w.controller.run()
+    qtbot.waitUntil(lambda: w.model.n_cycles > 0 and w.controller.live_done and w.controller.idle, timeout=120000)
+    info = w.model.source.info
+    db = w.run_panel.db_path()
+    assert w.controller.open_session(str(db), info.id)
+    w.docks["charts"].raise_()
+    return w, db, info
+
+
+def test_measure_ar_baseline_records_an_ar_session_and_the_speed_up_uses_it(qtbot, replayed):
+    w, db, info = replayed
+    charts = w.charts
+    assert charts.p_tps.ar_tokens_per_s is None
+    assert charts.actions.baseline.isVisibleTo(charts)
+    qtbot.mouseClick(charts.actions.baseline, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: charts.p_tps.ar_tokens_per_s is not None and w.controller.idle, timeout=120000)
+    with Recording(db, read_only=True) as rec:
+        ars = [s for s in rec.sessions() if s.method == "ar"]
+        assert len(ars) == 1
+        ar = ars[0]
+        summaries = rec.cycle_summaries(ar.id)
+    assert ar.status == "complete" and ar.prompt_ids == info.prompt_ids and ar.model == info.model
+    assert ar.device == info.device and ar.n_tokens >= 8
+    # The baseline is that session's own speed: its tokens over its cycles' time.
+    own = 1000.0 * sum(s.n_committed for s in summaries) / sum(s.cycle_ms for s in summaries)
+    assert charts.p_tps.ar_tokens_per_s == pytest.approx(own, rel=1e-6)
+    assert charts.p_tps.c_speed.isVisible() and "× AR overall" in charts.p_tps.title
+    assert not charts.actions.baseline.isVisibleTo(charts)
+    assert f"AR session {ar.id}" in charts.actions.sentence.toolTip()
+    # Opening the session again finds the recorded baseline.
+    assert w.controller.open_session(str(db), info.id)
+    assert charts.p_tps.ar_tokens_per_s == pytest.approx(own, rel=1e-6)
+
+
+def test_measure_cost_curve_keeps_it_and_the_charts_use_it(qtbot, replayed):
+    w, db, info = replayed
+    charts = w.charts
+    assert load_cost_curve(info.model, info.device, info.dtype) is None
+    assert charts.actions.curve.isVisibleTo(charts) and "cost" not in charts.shown
+    qtbot.mouseClick(charts.actions.curve, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: charts.cost_points is not None and w.controller.idle, timeout=120000)
+    stored = load_cost_curve(info.model, info.device, info.dtype)
+    assert stored is not None and charts.cost_points == sorted(zip(stored["n"], stored["ms"]))
+    assert "cost" in charts.shown and not charts.actions.curve.isVisibleTo(charts)
+    assert "the cost curve predicts" in charts.actions.sentence.toolTip()
+
+
+def test_the_breakdown_draws_each_cycles_recorded_timings(qtbot, replayed):
+    w, db, info = replayed
+    charts = w.charts
+    charts.set_cost_curve([(1, 2.0), (8, 3.0), (64, 9.0)])
+    assert "why" in charts.shown
+    with Recording(db, read_only=True) as rec:
+        records = list(rec.cycles(info.id))
+    total, book, draft = charts.p_why.c_parts
+    t = [r.timings_ms for r in records]
+    # Step curves: one value per cycle, the last repeated to close its bar.
+    np.testing.assert_allclose(total.yData[:-1], [sum(x.values()) for x in t])
+    np.testing.assert_allclose(book.yData[:-1], [x["draft"] + x["forward"] for x in t])  # drawn over the total
+    np.testing.assert_allclose(draft.yData[:-1], [x["draft"] for x in t])
+    assert charts.p_why.ar_line.value() == pytest.approx(2.0)  # no AR baseline: the curve's 1-token forward
+    tokens = sum(len(r.committed_ids) for r in records)
+    ms = sum(sum(x.values()) for x in t)
+    assert f"{tokens * 2.0 / ms:.2f}x" in charts.actions.sentence.toolTip()
+    assert charts.actions.sentence.text().startswith(f"{tokens * 2.0 / ms:.2f}× plain decoding")

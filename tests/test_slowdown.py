@@ -1,0 +1,139 @@
+"""Why slower than plain decoding: the time arithmetic against numbers computed here from the records' timings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import make_engine
+from specviz_core.engine.cost_curve import load_cost_curve, measure_cost_curve, save_cost_curve
+from specviz_core.recording.store import Recording, new_session_id
+from specviz_core.records import SessionInfo
+from specviz_core.session.run import Prepared, RecordedRun
+from specviz_core.slowdown import cycle_cost, session_cost
+
+PROMPT = [3, 4, 5, 6, 3, 4, 5, 6, 3, 4]
+
+
+def line(rows: float) -> float:
+    """A stand-in cost curve: 10 ms plus 0.5 ms a row."""
+    return 10.0 + 0.5 * rows
+
+
+@pytest.fixture(scope="module")
+def recorded(tiny, tmp_path_factory):
+    path = tmp_path_factory.mktemp("slowdown") / "s.db"
+    info = SessionInfo(id=new_session_id(), model="tiny", tokenizer="tiny", method="tr", params={},
+                       prompt_ids=tuple(PROMPT), prompt_text="", temperature=0.0, seed=0, device="cpu",
+                       dtype="float32", max_new_tokens=40)
+    with Recording(path, create=True) as rec:
+        run = RecordedRun(Prepared(make_engine(tiny, "tr", PROMPT, 40), info), rec)
+        list(run.run())
+    with Recording(path, read_only=True) as rec:
+        records = list(rec.cycles(info.id))
+        summaries = rec.cycle_summaries(info.id)
+    assert any(r.n_accepted for r in records), "the session must accept something for the test to mean anything"
+    return records, summaries
+
+
+def hindsight(records, t_ar):
+    """Per budget b: (tokens, ms) summed over cycles with every tree cut to its first b verified nodes."""
+    top = max(r.n_verified for r in records) - 1
+    out = {}
+    for b in range(1, top + 1):
+        tokens = ms = 0.0
+        for r in records:
+            kept = set(r.verify_order[: b + 1])
+            n = 0
+            while n < len(r.accepted_path) and r.accepted_path[n] in kept:
+                n += 1
+            t = r.timings_ms
+            tokens += n + 1
+            ms += sum(t.values()) - t["forward"] + line(min(b + 1, r.n_verified))
+        out[b] = (tokens, ms)
+    return out
+
+
+def test_the_cycle_sentence_is_the_paper_arithmetic(recorded):
+    records, _ = recorded
+    t_ar = line(1)
+    checked = 0
+    for r in records:
+        if r.n_verified < 2:
+            continue
+        t = r.timings_ms
+        total = sum(t.values())
+        tau = len(r.committed_ids)
+        speedup = tau * t_ar / total
+        c = cycle_cost(r, line)
+        assert f"{r.n_verified}-row verify took {t['forward']:.1f} ms = {t['forward'] / t_ar:.1f}x" in c.sentence
+        assert f"the cost curve says {line(r.n_verified) / t_ar:.1f}x" in c.sentence
+        assert f"{tau} / {total / t_ar:.2f} = {speedup:.2f}x plain decoding" in c.sentence
+        assert c.speedup == pytest.approx(speedup)
+        # In hindsight: this one cycle's tree cut to its best budget (ties go to the smaller budget).
+        best = max(hindsight([r], t_ar).items(), key=lambda kv: (kv[1][0] * t_ar / kv[1][1], -kv[0]))
+        b, (tok, ms) = best
+        assert f"cut to its first {b} node" in c.sentence and f"predicts {tok * t_ar / ms:.2f}x" in c.sentence
+        checked += 1
+    assert checked
+
+
+def test_a_given_ar_time_is_the_unit(recorded):
+    records, summaries = recorded
+    r = next(r for r in records if r.n_verified > 1)
+    c = cycle_cost(r, None, 25.0)
+    assert f"{len(r.committed_ids) * 25.0 / sum(r.timings_ms.values()):.2f}x plain decoding" in c.sentence
+    assert "cost curve" not in c.sentence
+    # A summary read from the recording carries the same timings as its record.
+    assert cycle_cost(summaries[r.index], line).sentence == cycle_cost(r, line).sentence
+
+
+def test_the_session_sentence_and_best_budget(recorded):
+    records, summaries = recorded
+    t_ar = line(1)
+    tokens = sum(len(r.committed_ids) for r in records)
+    ms = sum(sum(r.timings_ms.values()) for r in records)
+    forward = sum(r.timings_ms["forward"] for r in records) / len(records)
+    s = session_cost(summaries, line)
+    assert s.cycles == len(records) and s.tokens == tokens
+    assert f"costs {forward / t_ar:.1f}x a 1-token forward" in s.sentence
+    assert f"{tokens / len(records):.2f} tokens per forward" in s.sentence
+    assert f"= {tokens * t_ar / ms:.2f}x" in s.sentence
+    curve_ms = sum(sum(r.timings_ms.values()) - r.timings_ms["forward"] + line(r.n_verified) for r in records)
+    assert f"the cost curve predicts {tokens * t_ar / curve_ms:.2f}x for these trees" in s.sentence
+    b, (tok, bms) = max(hindsight(records, t_ar).items(), key=lambda kv: (kv[1][0] / kv[1][1], -kv[0]))
+    assert s.best is not None and s.best.budget == b
+    assert s.best.speedup == pytest.approx(tok * t_ar / bms)
+    assert f"budget {b}" in s.sentence and f"{tok * t_ar / bms:.2f}x" in s.sentence
+
+
+def test_old_recordings_without_accepted_rows_get_no_budget(recorded):
+    from dataclasses import replace
+
+    _, summaries = recorded
+    s = session_cost([replace(x, accepted_rows=None) for x in summaries], line)
+    assert s.best is None and not s.budgets and "no budget prediction" in s.sentence
+
+
+_LOAD = ("import json; from specviz_core.engine.cost_curve import load_cost_curve as L; "
+         "print(json.dumps([L('tiny', 'cpu', 'float32'), L('other', 'cpu', 'float32'), "
+         "L('tiny', 'cuda:0', 'float32'), L('tiny', 'cpu', 'float16')]))")
+
+
+def test_a_stored_curve_is_found_again_after_a_restart_for_the_same_model_and_device_only(tiny, tmp_path,
+                                                                                           monkeypatch):
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
+    curve = measure_cost_curve(tiny, sizes=(1, 4, 8), cache_len=16, reps=1, warmup=0)
+    path = save_cost_curve(curve)
+    assert path.is_relative_to(tmp_path / "data")  # kept in the data folder, which SPECVIZ_DATA moves
+    out = subprocess.run([sys.executable, "-c", _LOAD], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ), check=True)
+    same, other_model, other_device, other_dtype = json.loads(out.stdout)
+    assert same is not None and same["n"] == [1, 4, 8] and same["ms"] == curve["ms"]
+    assert other_model is None and other_device is None and other_dtype is None
+    assert load_cost_curve("tiny", "cpu", "float32")["ms"] == curve["ms"]
