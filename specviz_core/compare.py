@@ -154,3 +154,35 @@ def compare(sessions: Sequence[tuple[SessionInfo, Sequence[CycleSummary]]]) -> C
     if len(sessions) < 2:
         raise ValueError("a comparison needs two sessions or more")
     return Comparison(tuple(Compared(info, tuple(s)) for info, s in sessions))
+
+
+def fork_tree(sessions: Sequence[SessionInfo]) -> list[tuple[SessionInfo, int]]:
+    """The sessions in their order, each fork right after its parent: (session, how many forks deep). A fork whose
+    parent is not among them stays in its place at depth 0."""
+    ids = {s.id for s in sessions}
+    children: dict[str, list[SessionInfo]] = {}
+    for s in sessions:
+        if s.parent_session in ids and s.parent_session != s.id:
+            children.setdefault(s.parent_session, []).append(s)
+    out: list[tuple[SessionInfo, int]] = []
+    seen: set[str] = set()
+
+    def visit(s: SessionInfo, depth: int) -> None:
+        if s.id in seen:
+            return
+        seen.add(s.id)
+        out.append((s, depth))
+        for c in children.get(s.id, ()):
+            visit(c, depth + 1)
+
+    for s in sessions:
+        if s.parent_session not in ids or s.parent_session == s.id:
+            visit(s, 0)
+    for s in sessions:  # a cycle of parents (a damaged file): still listed
+        visit(s, 0)
+    return out
+
+
+def fork_label(info: SessionInfo) -> str:
+    """``fork of S@C`` for a fork, else ''."""
+    return f"fork of {info.parent_session}@{info.fork_cycle}" if info.parent_session else ""
