@@ -20,7 +20,8 @@ from specviz_core.errors import SpecVizError
 from specviz_core.models import LoadedModel
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
-from specviz_core.session.factory import build_engine, load_models, prepare
+from specviz_core.session.factory import build_engine, load_draft, load_models, prepare
+from specviz_core.session.fork import ForkedRun, ForkMismatch, fork_request, load_prefix, parent_choice, prepare_fork
 from specviz_core.session.request import CheckedRequest, check_method
 from specviz_core.session.run import RecordedRun
 from specviz_core.viewer.filters import CycleFilter
@@ -29,6 +30,16 @@ from specviz_core.viewer.filters import CycleFilter
 BASELINE_TOKENS = 16
 #: How long closing the window waits for the engine thread: the forward or load stage in flight, nothing more.
 STOP_WAIT_MS = 10_000
+
+
+@dataclass(frozen=True)
+class ForkStart:
+    """A fork to start instead of a new session: session ``parent_id`` of the recording, from ``cycle``, with
+    ``changes`` (the keyword arguments of :func:`~specviz_core.session.fork.fork_request`)."""
+
+    parent_id: str
+    cycle: int
+    changes: dict
 
 
 @dataclass(frozen=True)
@@ -61,6 +72,8 @@ class EngineWorker(QObject):
     """A message for the user (never a traceback)."""
     request_done = Signal()
     """Every slot called through a queued signal emits this once when it returns."""
+    fork_mismatch = Signal(str)
+    """A fork's re-run cycle differs from its recording: the fork waits for ``fork_choice``."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -106,12 +119,15 @@ class EngineWorker(QObject):
         finally:
             self.request_done.emit()
 
-    def _begin(self, checked: CheckedRequest, db_path: str, ticket: Ticket) -> None:
+    def _begin(self, checked: CheckedRequest | ForkStart, db_path: str, ticket: Ticket) -> None:
         self.busy_changed.emit(True)
+        fork = checked if isinstance(checked, ForkStart) else None
         try:
             self._finish_current("interrupted", "reset by the user")
             if self._cancelled(ticket):
                 return
+            if fork is not None:
+                parent, checked = self._fork_parent(fork, db_path)
             req = checked.request
             key = (req.model, req.draft_model, req.device, req.dtype, req.method, tuple(sorted(req.params.items())))
             models = self._models.get(key[:4])
@@ -138,9 +154,14 @@ class EngineWorker(QObject):
                     self.recording.close()
                 Path(db_path).parent.mkdir(parents=True, exist_ok=True)
                 self.recording = Recording(db_path, create=True)
-            self.run_ = RecordedRun(prepare(checked, target, draft), self.recording)
+            if fork is not None:
+                self.run_ = self._fork_run(fork, parent, checked, target, draft)
+            else:
+                self.run_ = RecordedRun(prepare(checked, target, draft), self.recording)
             self.progress.emit("ready", 1.0)
             self.session_started.emit(self.run_.info, target.tokenizer)
+            if fork is not None:
+                self._rerun(ticket)
         except SpecVizError as e:
             self.run_ = None
             self.error.emit(str(e))
@@ -219,6 +240,68 @@ class EngineWorker(QObject):
                 self.busy_changed.emit(False)
         self.baseline_ready.emit(tps, f"AR measured on this prompt ({BASELINE_TOKENS} tokens, {info.device})")
 
+    @Slot(bool, object)
+    def fork_choice(self, go_on: bool, ticket: Ticket) -> None:
+        """After a failed check: go on from the re-run state, or end the fork as failed."""
+        try:
+            run = self.run_
+            if isinstance(run, ForkedRun) and not run.writer.finished:
+                if go_on:
+                    run.continue_anyway()
+                    self._rerun(ticket)
+                else:
+                    run.stop()
+                    self.session_finished.emit(self._final_info(run))
+        finally:
+            self.request_done.emit()
+
+    # -- forks ----------------------------------------------------------------------
+    def _fork_parent(self, fork: ForkStart, db_path: str) -> tuple[SessionInfo, CheckedRequest]:
+        from specviz_core.audit import audit_device
+
+        with Recording(db_path, read_only=True) as rec:
+            parent = rec.session(fork.parent_id)
+        device, dtype = audit_device(parent.device), parent.dtype
+        return parent, fork_request(parent, **fork.changes, device=device, dtype=dtype)
+
+    def _fork_run(self, fork: ForkStart, parent: SessionInfo, checked: CheckedRequest, target: LoadedModel,
+                  draft: LoadedModel | None) -> ForkedRun:
+        assert self.recording is not None
+        old = parent_choice(parent)
+        parent_draft = load_draft(target, parent.draft_model, checked.request.device, checked.request.dtype,
+                                  same_tokenizer=old.cls.draft_shares_tokenizer) if old.wants_draft_model else None
+        recorded = load_prefix(self.recording, parent, fork.cycle)
+        prepared = prepare_fork(parent, checked, fork.cycle, target, parent_draft, draft)
+        return ForkedRun(prepared, self.recording, parent, recorded, checked, draft)
+
+    def _rerun(self, ticket: Ticket) -> None:
+        """Re-run a fork's cycles before its fork cycle, with a progress bar; stops at the first difference."""
+        run = self.run_
+        assert isinstance(run, ForkedRun)
+        self.busy_changed.emit(True)
+        try:
+            while run.rerun_left and not self._paused(ticket):
+                n = run.engine.cycle_index
+                self.progress.emit(f"re-running cycle {n} of {run.fork_cycle} and checking it", n / run.fork_cycle)
+                try:
+                    cycle = run.step()
+                except ForkMismatch as e:
+                    self.progress.emit("ready", 1.0)
+                    self.fork_mismatch.emit(str(e))
+                    return
+                self.cycles_done += 1
+                self.cycle_ready.emit(cycle)
+            self.progress.emit("ready", 1.0)
+        except SpecVizError as e:
+            self.error.emit(str(e))
+        except Exception as e:
+            self.error.emit(f"the fork failed: {type(e).__name__}: {e}")
+            traceback.print_exc()
+        finally:
+            self.busy_changed.emit(False)
+        if run.writer.finished:
+            self.session_finished.emit(self._final_info(run))
+
     # -- internals ----------------------------------------------------------------
     def _loop(self, ticket: Ticket, max_cycles: int | None, breakpoint: CycleFilter | None) -> None:
         run = self.run_
@@ -236,6 +319,8 @@ class EngineWorker(QObject):
                     break
                 if breakpoint is not None and breakpoint(cycle.summary):
                     break
+        except ForkMismatch as e:  # a fork stepped through its re-run cycles: the user chooses
+            self.fork_mismatch.emit(str(e))
         except SpecVizError as e:
             self.error.emit(str(e))
         except Exception as e:
