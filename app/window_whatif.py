@@ -1,16 +1,20 @@
-"""The window's what-if actions: fork the session shown from a cycle (docs/fork.md).
+"""The window's what-if actions: fork the session shown from a cycle (docs/fork.md), compare sessions.
 
 A mixin of :class:`~app.main_window.MainWindow`: the timeline's context menu, the Run panel's Fork… button and
 Run → Fork from this cycle… open the fork dialog pre-filled from the session; the controller starts the fork, whose
 re-run of the parent's cycles shows in the status bar's progress bar; a failed check asks Continue anyway or Stop.
+Run → Compare sessions… (Ctrl+Shift+C) picks sessions of the open recording and shows them in a Compare window;
+clicking a token there opens that cycle of that session here.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QListWidget, QListWidgetItem, QMessageBox, QVBoxLayout
 
+from specviz_core.compare import fork_label, fork_tree
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 
@@ -27,8 +31,12 @@ class WhatIfActions:
         self._fork_rerunning = False
         self.fork_action = self._action("&Fork from this cycle…", "Ctrl+Shift+F", lambda: self.fork_from(),
                                         "Continue the session shown from the current cycle with other settings")
+        self.compare_action = self._action("&Compare sessions…", "Ctrl+Shift+C", self.compare_dialog,
+                                           "Sessions of the open recording side by side")
+        self.compare_windows: list = []
         run_menu.addSeparator()
         run_menu.addAction(self.fork_action)
+        run_menu.addAction(self.compare_action)
         self.timeline.fork_requested.connect(self.fork_from)
         self.run_panel.fork_requested.connect(lambda: self.fork_from())
         c = self.controller
@@ -101,3 +109,75 @@ class WhatIfActions:
         self.fork_box = box
         self.run_panel.show_message(text)
         box.open()
+
+    # -- compare ------------------------------------------------------------------------------------------------
+    def compare_dialog(self) -> QDialog | None:
+        """Choose sessions of the open recording (the one shown, its parent and AR sessions of its prompt are
+        ticked), then :meth:`compare`."""
+        db = self._session_file() or self.sessions.path
+        if db is None or not Path(db).exists():
+            self.show_error("No recording open: open one (Ctrl+O) or record a session first.")
+            return None
+        try:
+            with Recording(db, read_only=True) as rec:
+                sessions = [s for s, _ in fork_tree(rec.sessions())]
+        except SpecVizError as e:
+            self.show_error(str(e))
+            return None
+        cur = self.model.source.info if self.model.source is not None else None
+        dialog = QDialog(self)
+        dialog.setWindowTitle("Compare sessions")
+        layout = QVBoxLayout(dialog)
+        layout.addWidget(QLabel("Sessions to compare (two or more; an AR session goes first as the baseline):"))
+        self.compare_list = QListWidget()
+        for s in sessions:
+            item = QListWidgetItem(f"{s.id}  {s.method}  {s.n_tokens} tokens  {s.tokens_per_s:.1f} tok/s  "
+                                   f"{fork_label(s) or ' '.join(s.prompt_text.split())[:40]}")
+            item.setData(Qt.ItemDataRole.UserRole, s.id)
+            ticked = cur is not None and (s.id in (cur.id, cur.parent_session) or (
+                s.method == "ar" and s.prompt_ids == cur.prompt_ids))
+            item.setCheckState(Qt.CheckState.Checked if ticked else Qt.CheckState.Unchecked)
+            self.compare_list.addItem(item)
+        layout.addWidget(self.compare_list)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Compare")
+        buttons.accepted.connect(dialog.accept)
+        buttons.rejected.connect(dialog.reject)
+        layout.addWidget(buttons)
+        methods = {s.id: s.method for s in sessions}
+
+        def chosen() -> None:
+            ids = [self.compare_list.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.compare_list.count())
+                   if self.compare_list.item(i).checkState() == Qt.CheckState.Checked]
+            self.compare(Path(db), sorted(ids, key=lambda i: methods[i] != "ar"))  # stable: AR first
+
+        dialog.accepted.connect(chosen)
+        self.compare_chooser = dialog
+        dialog.open()
+        return dialog
+
+    def compare(self, db: Path, ids: list[str]):
+        """A Compare window on sessions ``ids`` of ``db`` (the first is the baseline)."""
+        from specviz_core.cli.commands import load_comparison
+
+        from .compare_view import CompareWindow
+
+        try:
+            comparison, vocab = load_comparison(db, ids)
+        except SpecVizError as e:
+            self.show_error(str(e))
+            return None
+        window = CompareWindow(comparison, vocab, self)
+        window.view.cycle_requested.connect(lambda sid, c: self._open_cycle(db, sid, c))
+        self.compare_windows.append(window)
+        window.show()
+        return window
+
+    def _open_cycle(self, db: Path, session_id: str, cycle: int) -> None:
+        src = self.model.source
+        if src is None or src.info.id != session_id:
+            if not self.controller.open_session(str(db), session_id):
+                return
+        self.model.set_cycle(cycle)
+        self.raise_()
+        self.activateWindow()

@@ -69,6 +69,24 @@ class Compared:
         """How many cycles accepted 0, 1, 2, ... draft tokens."""
         return Counter(s.n_accepted for s in self.summaries)
 
+    def cycle_starts(self) -> list[int]:
+        """The output position where each cycle's first token landed (a cycle boundary), in cycle order."""
+        out, n = [], 0
+        for s in self.summaries:
+            out.append(n)
+            n += s.n_committed
+        return out
+
+    @property
+    def fork_position(self) -> int | None:
+        """For a fork: the output position its own settings start at (the tokens before came from the parent's
+        settings, re-run), so parent and fork align there; None for a session that is not a fork."""
+        c = self.info.fork_cycle
+        if self.info.parent_session is None or c is None:
+            return None
+        starts = self.cycle_starts()
+        return starts[c] if c < len(starts) else len(self.output)
+
     def token_cycles(self) -> list[tuple[int, str, int, bool]]:
         """Per output position: (token, how it was committed, cycle index, first token of its cycle)."""
         out = []
