@@ -49,6 +49,32 @@ def add_commands(sub) -> None:
     s.add_argument("--prompt", default=None, help="prompt for --live (default: the window's demo prompt)")
     s.add_argument("--model", default=None, help="model folder for --live (default: the embedded model)")
     add_race_parser(sub)
+    c = sub.choices["compare"]  # the core's compare, plus a picture of the Compare view
+    c.add_argument("--out", type=Path, default=None, help="write the Compare view as a PNG here")
+    c.add_argument("--size", default="1100x700", help="PNG size WxH (default 1100x700)")
+    c.add_argument("--presentation", action="store_true", help="the PNG in presentation mode (large fonts)")
+    c.add_argument("--theme", choices=("system", "light", "dark"), default="light", help="colour theme (default light)")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    if args.out is None:
+        return core_cli.cmd_compare(args)
+    size = parse_size(args.size, ((640, 400), (7680, 4320)))
+    if args.out.suffix.lower() != ".png":
+        raise SpecVizError(f"--out must end in .png, got {args.out.name}")
+    check_writable(args.out)
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    comparison, vocab = core_cli.load_comparison(args.db, args.sessions)
+    from .compare_view import render_png
+    from .gui import make_app
+
+    make_app(theme=args.theme)
+    try:
+        render_png(comparison, vocab, args.out, size, args.presentation)
+    except OSError as e:
+        raise SpecVizError(str(e)) from None
+    print(args.out)
+    return 0
 
 
 def add_race_parser(sub) -> None:
@@ -172,7 +198,7 @@ def cmd_screenshot(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     handlers = {"gui": cmd_gui, "screenshot": cmd_screenshot, "bench": bench_cli.cmd_bench, "race": cmd_race,
-                None: cmd_gui}
+                "compare": cmd_compare, None: cmd_gui}
     return core_cli.main(argv, extra=add_commands, extra_handlers=handlers)
 
 

@@ -22,7 +22,7 @@ from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import LiveSource, RecordingSource
 from specviz_core.vocab import TokenText, load_token_text
 
-from .worker import EngineWorker, WorkerThread
+from .worker import EngineWorker, ForkStart, WorkerThread
 
 AUTOPLAY_SPEEDS = {"0.5 cycles/s": 2000, "1 cycle/s": 1000, "2 cycles/s": 500, "5 cycles/s": 200, "10 cycles/s": 100}
 DEFAULT_SPEED = "2 cycles/s"
@@ -53,6 +53,7 @@ class SessionController(QObject):
     _baseline = Signal()
     _record_baseline = Signal(object, str, object)
     _measure_curve = Signal(object, object)
+    _fork_choice = Signal(bool, object)
 
     progress = Signal(str, float)
     """(stage, fraction in 0..1 or -1 when unknown) while the engine loads; stage ``ready`` when done."""
@@ -73,6 +74,8 @@ class SessionController(QObject):
     autoplay_changed = Signal(bool)
     sessions_changed = Signal()
     """A session was recorded or finished: the recording file changed."""
+    fork_mismatch = Signal(str)
+    """A fork's re-run cycle differs from its recording: answer with :meth:`fork_choice`."""
 
     def __init__(self, model: SessionModel, settings: RunSettings, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -128,6 +131,8 @@ class SessionController(QObject):
             self._measure_curve.connect(w.measure_cost_curve)
             w.baseline_recorded.connect(lambda _info: self.sessions_changed.emit())
             w.cost_curve_ready.connect(self.cost_curve_changed)
+            self._fork_choice.connect(w.fork_choice)
+            w.fork_mismatch.connect(self.fork_mismatch)
             w.progress.connect(self.progress)
             w.session_started.connect(self._on_session_started)
             w.cycle_ready.connect(self._on_cycle_ready)
@@ -137,7 +142,7 @@ class SessionController(QObject):
             w.error.connect(self._fail)
             w.request_done.connect(self._on_request_done)
             for sig in (self._begin, self._step, self._run, self._reset, self._baseline, self._record_baseline,
-                        self._measure_curve):
+                        self._measure_curve, self._fork_choice):
                 sig.connect(self._on_request_sent)
         return self._thread
 
@@ -176,6 +181,28 @@ class SessionController(QObject):
         self._awaiting_session = True
         self._begin.emit(req, str(self.settings.db_path()), self._ticket())
         return True
+
+    def fork(self, start: ForkStart, db_path: str | Path) -> bool:
+        """Start a fork (a live session that re-runs and checks its parent's first cycles, then goes on with other
+        settings); the session open now, live or replayed, is closed. False (with a message) while busy."""
+        if self._busy:
+            self.error.emit("Pause the running session before forking.")
+            return False
+        self.error.emit("")
+        self._set_autoplay(False)
+        self._engine()
+        self._live_info = None
+        self._live_done = False
+        self.settings_locked.emit(True)
+        self._awaiting_session = True
+        self.model.follow_live = True
+        self._begin.emit(start, str(db_path), self._ticket())
+        return True
+
+    def fork_choice(self, go_on: bool) -> None:
+        """After a failed reproducibility check: go on from the re-run state, or stop (the fork is saved failed)."""
+        if self._thread is not None:
+            self._fork_choice.emit(go_on, self._ticket())
 
     def _ticket(self):
         return self._engine().worker.ticket()

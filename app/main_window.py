@@ -35,11 +35,12 @@ from .panels.spine_panel import SpinePanel
 from .panels.timeline import TimelinePanel
 from .panels.tree_view import TreeView
 from .window_layout import LAYOUT_VERSION, DockLayout
+from .window_whatif import WhatIfActions
 
 """Methods whose cycles have a context-copied spine to explain."""
 
 
-class MainWindow(DockLayout, QMainWindow):
+class MainWindow(WhatIfActions, DockLayout, QMainWindow):
     """The shell: the draft tree in the middle, panels in docks around it, menus, toolbars, presentation, export.
 
     What is shown is the :class:`SessionModel`'s; which session it holds is the :class:`SessionController`'s.
@@ -179,6 +180,7 @@ class MainWindow(DockLayout, QMainWindow):
         self.reset_action = self._action("Rese&t", "Ctrl+R", self.controller.reset, "End the session; it stays recorded")
         for a in (self.step_action, self.run_action, self.pause_action, self.bp_action, self.reset_action):
             r.addAction(a)
+        self._build_whatif(r)
 
         g = m.addMenu("&Go")
         self.prev_action = self._action("&Previous cycle", "Left", lambda: self.model.step(-1))

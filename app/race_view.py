@@ -160,6 +160,7 @@ class RaceWindow(QWidget):
 
         self.setWindowTitle("SpecViz race — Space: pause · R: restart · +/-: slower/faster · F11: full screen")
         self.view = RaceView(race, vocab, self, base_pt=base_pt)
+        self._base_pt = base_pt
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
@@ -190,6 +191,11 @@ class RaceWindow(QWidget):
 
     def toggle_full_screen(self) -> None:
         self.showNormal() if self.isFullScreen() else self.showFullScreen()
+
+    def resizeEvent(self, e) -> None:  # noqa: N802
+        """Full screen on a projector: the text grows with the window (as the GIF's does with its size)."""
+        self.view.set_base_pt(max(self._base_pt, self.height() / 45))
+        super().resizeEvent(e)
 
     def _tick(self) -> None:
         self.ms += 1000 / self.FPS / self.slowdown

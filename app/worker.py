@@ -17,11 +17,13 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from app import worker_jobs as jobs
+from app.worker_fork import ForkStart, ForkWorkerMixin
 from specviz_core.errors import SpecVizError
 from specviz_core.models import LoadedModel
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
 from specviz_core.session.factory import build_engine, load_models, prepare
+from specviz_core.session.fork import ForkedRun, ForkMismatch
 from specviz_core.session.request import CheckedRequest, check_method
 from specviz_core.session.run import RecordedRun
 from specviz_core.viewer.filters import CycleFilter
@@ -44,7 +46,7 @@ class Cancelled(Exception):
     """A load stopped by Reset or close at a stage boundary."""
 
 
-class EngineWorker(QObject):
+class EngineWorker(ForkWorkerMixin, QObject):
     """Owns the models, the engine and the recording connection; lives on its own QThread."""
 
     progress = Signal(str, float)
@@ -66,6 +68,8 @@ class EngineWorker(QObject):
     """A message for the user (never a traceback)."""
     request_done = Signal()
     """Every slot called through a queued signal emits this once when it returns."""
+    fork_mismatch = Signal(str)
+    """A fork's re-run cycle differs from its recording: the fork waits for ``fork_choice``."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -111,12 +115,15 @@ class EngineWorker(QObject):
         finally:
             self.request_done.emit()
 
-    def _begin(self, checked: CheckedRequest, db_path: str, ticket: Ticket) -> None:
+    def _begin(self, checked: CheckedRequest | ForkStart, db_path: str, ticket: Ticket) -> None:
         self.busy_changed.emit(True)
+        fork = checked if isinstance(checked, ForkStart) else None
         try:
             self._finish_current("interrupted", "reset by the user")
             if self._cancelled(ticket):
                 return
+            if fork is not None:
+                parent, checked = self._fork_parent(fork, db_path)
             req = checked.request
             key = (req.model, req.draft_model, req.device, req.dtype, req.method, tuple(sorted(req.params.items())))
             models = self._models.get(key[:4])
@@ -143,9 +150,14 @@ class EngineWorker(QObject):
                     self.recording.close()
                 Path(db_path).parent.mkdir(parents=True, exist_ok=True)
                 self.recording = Recording(db_path, create=True)
-            self.run_ = RecordedRun(prepare(checked, target, draft), self.recording)
+            if fork is not None:
+                self.run_ = self._fork_run(fork, parent, checked, target, draft)
+            else:
+                self.run_ = RecordedRun(prepare(checked, target, draft), self.recording)
             self.progress.emit("ready", 1.0)
             self.session_started.emit(self.run_.info, target.tokenizer)
+            if fork is not None:
+                self._rerun(ticket)
         except SpecVizError as e:
             self.run_ = None
             self.error.emit(str(e))
@@ -269,6 +281,21 @@ class EngineWorker(QObject):
             self.progress.emit("ready", 1.0)
             self.busy_changed.emit(False)
 
+    @Slot(bool, object)
+    def fork_choice(self, go_on: bool, ticket: Ticket) -> None:
+        """After a failed check: go on from the re-run state, or end the fork as failed."""
+        try:
+            run = self.run_
+            if isinstance(run, ForkedRun) and not run.writer.finished:
+                if go_on:
+                    run.continue_anyway()
+                    self._rerun(ticket)
+                else:
+                    run.stop()
+                    self.session_finished.emit(self._final_info(run))
+        finally:
+            self.request_done.emit()
+
     # -- internals ----------------------------------------------------------------
     def _loop(self, ticket: Ticket, max_cycles: int | None, breakpoint: CycleFilter | None) -> None:
         run = self.run_
@@ -286,6 +313,8 @@ class EngineWorker(QObject):
                     break
                 if breakpoint is not None and breakpoint(cycle.summary):
                     break
+        except ForkMismatch as e:  # a fork stepped through its re-run cycles: the user chooses
+            self.fork_mismatch.emit(str(e))
         except SpecVizError as e:
             self.error.emit(str(e))
         except Exception as e:

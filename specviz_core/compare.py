@@ -69,6 +69,24 @@ class Compared:
         """How many cycles accepted 0, 1, 2, ... draft tokens."""
         return Counter(s.n_accepted for s in self.summaries)
 
+    def cycle_starts(self) -> list[int]:
+        """The output position where each cycle's first token landed (a cycle boundary), in cycle order."""
+        out, n = [], 0
+        for s in self.summaries:
+            out.append(n)
+            n += s.n_committed
+        return out
+
+    @property
+    def fork_position(self) -> int | None:
+        """For a fork: the output position its own settings start at (the tokens before came from the parent's
+        settings, re-run), so parent and fork align there; None for a session that is not a fork."""
+        c = self.info.fork_cycle
+        if self.info.parent_session is None or c is None:
+            return None
+        starts = self.cycle_starts()
+        return starts[c] if c < len(starts) else len(self.output)
+
     def token_cycles(self) -> list[tuple[int, str, int, bool]]:
         """Per output position: (token, how it was committed, cycle index, first token of its cycle)."""
         out = []
@@ -154,3 +172,35 @@ def compare(sessions: Sequence[tuple[SessionInfo, Sequence[CycleSummary]]]) -> C
     if len(sessions) < 2:
         raise ValueError("a comparison needs two sessions or more")
     return Comparison(tuple(Compared(info, tuple(s)) for info, s in sessions))
+
+
+def fork_tree(sessions: Sequence[SessionInfo]) -> list[tuple[SessionInfo, int]]:
+    """The sessions in their order, each fork right after its parent: (session, how many forks deep). A fork whose
+    parent is not among them stays in its place at depth 0."""
+    ids = {s.id for s in sessions}
+    children: dict[str, list[SessionInfo]] = {}
+    for s in sessions:
+        if s.parent_session in ids and s.parent_session != s.id:
+            children.setdefault(s.parent_session, []).append(s)
+    out: list[tuple[SessionInfo, int]] = []
+    seen: set[str] = set()
+
+    def visit(s: SessionInfo, depth: int) -> None:
+        if s.id in seen:
+            return
+        seen.add(s.id)
+        out.append((s, depth))
+        for c in children.get(s.id, ()):
+            visit(c, depth + 1)
+
+    for s in sessions:
+        if s.parent_session not in ids or s.parent_session == s.id:
+            visit(s, 0)
+    for s in sessions:  # a cycle of parents (a damaged file): still listed
+        visit(s, 0)
+    return out
+
+
+def fork_label(info: SessionInfo) -> str:
+    """``fork of S@C`` for a fork, else ''."""
+    return f"fork of {info.parent_session}@{info.fork_cycle}" if info.parent_session else ""

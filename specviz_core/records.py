@@ -181,6 +181,10 @@ class SessionInfo:
     """``eos``, ``max_new_tokens``, ``context``, ``interrupted`` or an error message."""
     stats: dict[str, Any] = field(default_factory=dict)
     """Session statistics computed at the end (method specific)."""
+    parent_session: str | None = None
+    """A fork's parent session (``specviz record --fork``); None for a session decoded from its prompt alone."""
+    fork_cycle: int | None = None
+    """A fork's first cycle with its own settings: the cycles before it re-ran the parent's (docs/fork.md)."""
 
     @property
     def mean_accepted(self) -> float:

@@ -183,7 +183,7 @@ def test_schema_2_file_is_upgraded_with_an_empty_attention(tiny, tmp_path):
     with Recording(path) as rec:
         info = rec.session(sid)
         assert info.attention == "" and info.n_cycles == len(live)
-        assert rec.db.execute("SELECT value FROM specviz_meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+        assert rec.db.execute("SELECT value FROM specviz_meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
 
 
 def test_a_recording_on_read_only_media_replays(tiny, tmp_path, monkeypatch):
@@ -317,4 +317,4 @@ def test_two_processes_creating_one_fresh_file_both_succeed(tmp_path):
             p.join(timeout=60)
         assert got == [("ok", []), ("ok", [])], got
         with Recording(path) as rec:
-            assert rec.db.execute("SELECT value FROM specviz_meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+            assert rec.db.execute("SELECT value FROM specviz_meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)

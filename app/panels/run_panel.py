@@ -72,6 +72,7 @@ class RunPanel(PanelMixin, QWidget):
     run_to_breakpoint_requested = Signal()
     pause_requested = Signal()
     reset_requested = Signal()
+    fork_requested = Signal()
 
     def __init__(self, db_path: Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -88,10 +89,11 @@ class RunPanel(PanelMixin, QWidget):
                                       self.run_to_breakpoint_requested)
         self.reset_button = self._button("Reset", "End this session (it stays recorded) and unlock the settings (Ctrl+R)",
                                          self.reset_requested)
-        for i, b in enumerate((self.step_button, self.run_button, self.pause_button)):
-            buttons.addWidget(b, 0, i)
-        buttons.addWidget(self.bp_button, 1, 0, 1, 2)
-        buttons.addWidget(self.reset_button, 1, 2)
+        self.fork_button = self._button("Fork…", "Continue the session shown from its current cycle with other "
+                                        "settings (its cycles before are re-run and checked first)", self.fork_requested)
+        for i, b in enumerate((self.step_button, self.run_button, self.pause_button, self.bp_button, self.fork_button,
+                               self.reset_button)):
+            buttons.addWidget(b, i // 3, i % 3)
         outer.addLayout(buttons)
 
         self.breakpoint_editor = FilterEditor(

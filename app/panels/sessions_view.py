@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from specviz_core.compare import fork_label, fork_tree
 from specviz_core.errors import DamagedRecording, SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
@@ -87,22 +88,26 @@ class SessionsView(PanelMixin, QWidget):
         damaged: list[DamagedRecording] = []
         try:
             with Recording(self.path, read_only=True) as rec:  # listing never writes
-                self.sessions = list(reversed(rec.sessions(damaged=damaged)))
+                tree = fork_tree(list(reversed(rec.sessions(damaged=damaged))))  # newest first, forks under parents
+                self.sessions = [s for s, _ in tree]
         except SpecVizError as e:
             self.sessions = []
             self.table.setRowCount(0)
             self.message.setText(f"<span style='color:#c62828'>{e}</span>")
             return
         self.table.setRowCount(len(self.sessions))
-        for row, s in enumerate(self.sessions):
-            prompt = " ".join(s.prompt_text.split())
-            values = (s.method, Path(s.model).name if s.model else "", prompt[:60], str(s.n_tokens),
+        for row, (s, depth) in enumerate(tree):
+            prompt = fork_label(s) or " ".join(s.prompt_text.split())
+            method = "    " * (depth - 1) + "  └ " + s.method if depth else s.method  # a fork: its parent's child
+            values = (method, Path(s.model).name if s.model else "", prompt[:60], str(s.n_tokens),
                       f"{s.mean_accepted:.2f}", f"{s.tokens_per_s:.1f}", s.status, s.created[:16].replace("T", " "))
             for col, v in enumerate(values):
                 item = QTableWidgetItem(v)
                 if col in (3, 4, 5):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                item.setToolTip(f"{s.id} · {s.method} {s.params}\n{prompt[:300]}")
+                item.setToolTip(f"{s.id} · {s.method} {s.params}\n{prompt[:300]}"
+                                + (f"\nFork of {s.parent_session}: cycles before {s.fork_cycle} re-ran its settings"
+                                   if s.parent_session else ""))
                 self.table.setItem(row, col, item)
         if damaged:  # listed apart: they cannot be opened
             self.message.setText("<span style='color:#c62828'>" + "<br>".join(

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
-from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPen
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QToolTip, QWidget
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QContextMenuEvent, QMouseEvent, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QToolButton, QToolTip, QWidget
 
 from specviz_core.records import CycleRecord
 from specviz_core.summary import CycleSummary
@@ -28,7 +28,8 @@ class TimelineStrip(QWidget):
         self.panel = panel
         self.setMinimumHeight(34)
         self.setMouseTracking(True)
-        self.setToolTip("Drag to scrub cycles; bar height = tokens committed, colour = mode; red = damaged")
+        self.setToolTip("Drag to scrub cycles; bar height = tokens committed, colour = mode; red = damaged; "
+                        "right-click to fork from a cycle")
         self._committed = np.zeros(0, dtype=np.int32)
         self._damaged = np.zeros(0, dtype=bool)
         self._mode = np.zeros(0, dtype=np.int8)
@@ -109,7 +110,20 @@ class TimelineStrip(QWidget):
         p.fillRect(QRectF(x, h - bh, max(bw - (1 if bw > 3 else 0), 1), bh), color)
 
     def mousePressEvent(self, e: QMouseEvent) -> None:
-        self.panel.scrub_to(self.cycle_at(e.position().x()))
+        if e.button() == Qt.MouseButton.LeftButton:
+            self.panel.scrub_to(self.cycle_at(e.position().x()))
+
+    def contextMenuEvent(self, e: QContextMenuEvent) -> None:
+        """Fork from the cycle under the pointer."""
+        i = self.cycle_at(e.pos().x())
+        if i < 0:
+            return
+        menu = QMenu(self)
+        a = menu.addAction(f"Fork from cycle {i}…")
+        a.setToolTip("A new session continues this one from this cycle with other settings")
+        a.triggered.connect(lambda: self.panel.fork_requested.emit(i))
+        self.panel.context_menu = menu
+        menu.popup(e.globalPos())
 
     def mouseMoveEvent(self, e: QMouseEvent) -> None:
         i = self.cycle_at(e.position().x())
@@ -126,6 +140,9 @@ class TimelinePanel(PanelMixin, QWidget):
     """Scrub, step and filter cycles; the filter also decides which cycles Left/Right visit."""
 
     title = "Timeline"
+    fork_requested = Signal(int)
+    """Fork from this cycle… (the context menu)."""
+    context_menu: QMenu | None = None
 
     def __init__(self, model, parent: QWidget | None = None) -> None:
         super().__init__(parent)

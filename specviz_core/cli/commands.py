@@ -81,20 +81,23 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     r.add_argument("--draft-model", default=None,
                    help="draft model (the assistant) sharing the target's tokenizer, or with its own for hf_universal "
                         "('default' for the embedded model)")
-    g = r.add_mutually_exclusive_group(required=True)
+    g = r.add_mutually_exclusive_group()
     g.add_argument("--prompt", help="the prompt text")
     g.add_argument("--prompt-file", type=Path, help="read the prompt from this file")
     r.add_argument("--max-new-tokens", type=bounded_int(1, MAX_NEW_TOKENS), default=None,
                    help="stop after this many new tokens (default 128, or the generate arguments' max_new_tokens)")
     r.add_argument("--temperature", type=finite_float(0.0, 100.0), default=None,
                    help="0 for greedy (default); > 0 samples")
-    r.add_argument("--seed", type=bounded_int(0, MAX_SEED), default=0, help="seed of the session's random generator (default 0)")
+    r.add_argument("--seed", type=bounded_int(0, MAX_SEED), default=None, help="seed of the session's random generator (default 0)")
     r.add_argument("--samples", type=bounded_int(1, 1000), default=1,
                    help="decode the prompt N times (seeds seed..seed+N-1) as one group, one drafter throughout (default 1)")
     r.add_argument("--budget", type=bounded_int(1, 1024), default=None,
                    help="draft tokens verified per cycle, at most (tree methods; up to 1024)")
     r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a method parameter; repeatable")
     r.add_argument("--no-chat-template", action="store_true", help="send the prompt as raw text")
+    r.add_argument("--fork", metavar="SESSION:CYCLE", help="continue that session of --db from that cycle with the "
+                   "settings given here (the rest are the parent's): re-runs and checks its cycles before (docs/fork.md)")
+    r.add_argument("--fork-anyway", action="store_true", help="with --fork: go on when a re-run cycle differs")
     add_device_args(r)
     r.add_argument("--db", type=Path, required=True, help="SQLite file to record to (created if missing)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -158,6 +161,10 @@ def cmd_record(args: argparse.Namespace) -> int:
     from specviz_core.session.factory import load_models, prepare
     from specviz_core.session.run import RecordedRun, summary_line
 
+    if args.fork is not None:
+        from specviz_core.cli.fork import cmd_fork
+
+        return cmd_fork(args)
     req = record_request(args)
     checked = req.check()  # everything that needs no model, before the slow part
     for name in (req.model, req.draft_model if checked.choice.wants_draft_model else None):
@@ -206,6 +213,8 @@ def record_request(args: argparse.Namespace) -> Any:
     from specviz_core.session.generate_kwargs import from_generate_kwargs, parse_generate_kwargs
     from specviz_core.session.request import SessionRequest
 
+    if args.prompt is None and args.prompt_file is None:
+        raise SpecVizError("give --prompt or --prompt-file (or --fork SESSION:CYCLE)")
     prompt = read_prompt_file(args.prompt_file) if args.prompt_file is not None else args.prompt
     method, params, draft = args.method, parse_kv(args.param), args.draft_model
     max_new, temperature = args.max_new_tokens, args.temperature
@@ -227,12 +236,13 @@ def record_request(args: argparse.Namespace) -> Any:
         raise SpecVizError("give --method, or your generate call's arguments with --generate-kwargs")
     return SessionRequest(
         method=method, prompt=prompt, model=args.model, draft_model=draft, params=params, budget=args.budget,
-        max_new_tokens=max_new if max_new is not None else 128, temperature=temperature or 0.0, seed=args.seed,
+        max_new_tokens=max_new if max_new is not None else 128, temperature=temperature or 0.0, seed=args.seed or 0,
         chat_template=False if args.no_chat_template else None, device=args.device, dtype=args.dtype,
     )
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
+    from specviz_core.compare import fork_label, fork_tree
     from specviz_core.metrics import session_metrics
     from specviz_core.recording.store import Recording
 
@@ -243,17 +253,18 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     if not sessions and not damaged:
         print("no sessions")
         return 0
-    mw = max(10, *(len(s.method) for s in sessions))
-    print(f"{'id':<12}  {'created':<19}  {'method':<{mw}}  {'status':<11}  {'tokens':>6}  {'fwd':>5}  {'tau':>5}  {'tok/s':>6}  prompt")
-    for s in sessions:
-        prompt = " ".join(s.prompt_text.split())[:40]
-        print(f"{s.id:<12}  {s.created[:19]:<19}  {s.method:<{mw}}  {s.status:<11}  {s.n_tokens:>6}  "
+    mw, tree = max(10, *(len(s.method) for s in sessions)), fork_tree(sessions)
+    iw = max(12, *(2 * d + len(s.id) for s, d in tree)) if tree else 12
+    print(f"{'id':<{iw}}  {'created':<19}  {'method':<{mw}}  {'status':<11}  {'tokens':>6}  {'fwd':>5}  {'tau':>5}  {'tok/s':>6}  prompt")
+    for s, depth in tree:  # forks right under their parent, indented
+        prompt = fork_label(s) or " ".join(s.prompt_text.split())[:40]
+        print(f"{'  ' * depth + s.id:<{iw}}  {s.created[:19]:<19}  {s.method:<{mw}}  {s.status:<11}  {s.n_tokens:>6}  "
               f"{s.n_forward:>5}  {s.mean_accepted:>5.2f}  {s.tokens_per_s:>6.1f}  {prompt}")
         if args.metrics:
             for line in metrics[s.id].lines():
                 print(f"    {line}")
     for d in damaged:
-        print(f"{d.session_id:<12}  {'':<19}  {'':<10}  {'damaged':<11}  {d.reason}")
+        print(f"{d.session_id:<{iw}}  {'':<19}  {'':<10}  {'damaged':<11}  {d.reason}")
     return 0
 
 

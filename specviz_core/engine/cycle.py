@@ -106,19 +106,7 @@ class Engine:
             return self.prefill_ms
         t0 = self.clock()
         self.drafter.start(list(self.prompt_ids))
-        body = self.prompt_ids[:-1]
-        dev = self.target.device
-        for start in range(0, len(body), PREFILL_CHUNK):
-            chunk = body[start:start + PREFILL_CHUNK]
-            out = self.target.model(
-                input_ids=torch.tensor([chunk], device=dev),  # [1, c]
-                position_ids=torch.arange(start, start + len(chunk), device=dev)[None],  # [1, c]
-                past_key_values=self.cache,
-                use_cache=True,
-            )
-            self.cache = out.past_key_values
-            prev = [body[i - 1] if i > 0 else -1 for i in range(start, start + len(chunk))]
-            self.drafter.harvest(torch.tensor(chunk, device=dev), out.logits[0], torch.tensor(prev))
+        self.cache = prefill_into(self.target, self.drafter, self.prompt_ids[:-1], self.cache)
         self._sync()
         self.prefill_ms = (self.clock() - t0) * 1000.0
         self._prefilled = True
@@ -255,6 +243,27 @@ class Engine:
             state=_plain(state),
             timings_ms={k: v * 1000.0 for k, v in seconds.items()},
         )
+
+
+@torch.no_grad()
+def prefill_into(target: LoadedModel, drafter: Drafter, body: list[int], cache: DynamicCache) -> DynamicCache:
+    """Run ``body`` into ``cache`` in chunks, the drafter harvesting every chunk's logits; returns the cache.
+
+    A session's prefill (``body``: the prompt but its last token), and a fork's new drafter started on the committed
+    tokens as if they were its prompt (:mod:`specviz_core.session.fork`)."""
+    dev = target.device
+    for start in range(0, len(body), PREFILL_CHUNK):
+        chunk = body[start:start + PREFILL_CHUNK]
+        out = target.model(
+            input_ids=torch.tensor([chunk], device=dev),  # [1, c]
+            position_ids=torch.arange(start, start + len(chunk), device=dev)[None],  # [1, c]
+            past_key_values=cache,
+            use_cache=True,
+        )
+        cache = out.past_key_values
+        prev = [body[i - 1] if i > 0 else -1 for i in range(start, start + len(chunk))]
+        drafter.harvest(torch.tensor(chunk, device=dev), out.logits[0], torch.tensor(prev))
+    return cache
 
 
 @dataclass(frozen=True)

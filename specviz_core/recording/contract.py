@@ -126,7 +126,7 @@ def json_ints(row: dict[str, Any], col: str, lo: int = 0, hi: int = MAX_INT) -> 
 
 # -- a session ----------------------------------------------------------------------------------------------------
 _SESSION_TEXT = ("created", "model", "tokenizer", "method", "prompt_text", "device", "dtype")
-_SESSION_OPTIONAL_TEXT = ("draft_model", "attention", "group_id", "stop_reason")
+_SESSION_OPTIONAL_TEXT = ("draft_model", "attention", "group_id", "stop_reason", "parent_session")
 _SESSION_COUNTS = ("max_new_tokens", "n_cycles", "n_forward", "n_tokens")
 
 
@@ -158,6 +158,7 @@ def session_fields(row: dict[str, Any]) -> dict[str, Any]:
     out["params"] = parse(row, "params", dict, {})
     out["stats"] = parse(row, "stats", dict, {})
     out["prompt_ids"] = tuple(json_ints(row, "prompt_ids"))
+    out["fork_cycle"] = None if row.get("fork_cycle") is None else integer(row, "fork_cycle")
     return out
 
 

@@ -23,6 +23,9 @@ def session_line(info: SessionInfo, metrics: SessionMetrics | None = None) -> di
     d["output_ids"] = list(info.output_ids)
     d["mean_accepted"] = info.mean_accepted
     d["tokens_per_s"] = info.tokens_per_s
+    for key in ("parent_session", "fork_cycle"):  # a fork's only: other sessions' lines are as before forks existed
+        if d[key] is None:
+            del d[key]
     if metrics is not None:
         d["metrics"] = metrics.to_json()
     return {"type": "session", "format_version": FORMAT_VERSION, **d}

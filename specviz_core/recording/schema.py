@@ -11,9 +11,9 @@ from specviz_core.recording.contract import RowError
 from specviz_core.recording.rows import cycle_from_row, dumps
 from specviz_core.summary import summarize
 
-SCHEMA_VERSION = 3
-"""2 added ``cycles.summary`` (see :mod:`specviz_core.summary`), 3 ``sessions.attention``; older files are upgraded
-in place when writable."""
+SCHEMA_VERSION = 4
+"""2 added ``cycles.summary`` (see :mod:`specviz_core.summary`), 3 ``sessions.attention``, 4 ``sessions.parent_session``
+and ``sessions.fork_cycle`` (forks); older files are upgraded in place when writable."""
 
 
 def set_wal(db: sqlite_utils.Database) -> None:
@@ -41,7 +41,7 @@ def create_schema(db: sqlite_utils.Database) -> None:
                 "chat_template": int, "temperature": float, "seed": int, "device": str, "dtype": str,
                 "attention": str, "max_new_tokens": int, "group_id": str, "status": str, "stop_reason": str,
                 "n_cycles": int, "n_forward": int, "n_tokens": int, "decode_ms": float,
-                "prefill_ms": float, "stats": str,
+                "prefill_ms": float, "stats": str, "parent_session": str, "fork_cycle": int,
                 "writer_pid": int, "writer_started": float, "writer_host": str,
             },
             pk="id",
@@ -62,8 +62,8 @@ def create_schema(db: sqlite_utils.Database) -> None:
 
 
 def upgrade(db: sqlite_utils.Database, version: int) -> None:
-    """1 -> 2: add and fill ``cycles.summary``; 2 -> 3: add ``sessions.attention`` (empty: not recorded).
-    Raises ``sqlite3.DatabaseError`` (nothing changed) where the file cannot be written."""
+    """1 -> 2: add and fill ``cycles.summary``; 2 -> 3: add ``sessions.attention`` (empty: not recorded); 3 -> 4: add
+    ``sessions.parent_session`` and ``sessions.fork_cycle`` (NULL: not a fork). Raises ``sqlite3.DatabaseError`` (nothing changed) where the file cannot be written."""
     with db.conn:
         if version < 2:
             db.execute("ALTER TABLE cycles ADD COLUMN summary TEXT")
@@ -72,8 +72,10 @@ def upgrade(db: sqlite_utils.Database, version: int) -> None:
             rows = [dict(zip(cols, r)) for r in cur.fetchall()]
             db.conn.executemany("UPDATE cycles SET summary = ? WHERE session_id = ? AND idx = ?",
                                 [(_stored_summary(r), r["session_id"], r["idx"]) for r in rows])
-        if version < 3:
-            db.execute("ALTER TABLE sessions ADD COLUMN attention TEXT")
+        have = {c.name for c in db["sessions"].columns}
+        for col, kind in (("attention", "TEXT"), ("parent_session", "TEXT"), ("fork_cycle", "INTEGER")):
+            if col not in have:
+                db.execute(f"ALTER TABLE sessions ADD COLUMN {col} {kind}")
         db.execute("UPDATE specviz_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
 
 

@@ -38,12 +38,11 @@ class RecordedRun:
 
     def step(self) -> RecordedCycle:
         try:
-            if not self.engine._prefilled:
-                self.writer.set_prefill_ms(self.engine.prefill())
-            record = self.engine.step()
+            record = self._decode()
             summary = summarize(record)
             record = self.writer.append(record, summary)
             summary = replace(summary, cycle_ms=float(sum(record.timings_ms.values())), timings_ms=dict(record.timings_ms))  # the record time too
+            self._cycle_stored()
         except SpecVizError as e:
             self._fail(str(e))
             raise
@@ -53,6 +52,15 @@ class RecordedRun:
         if self.engine.done:
             self.finish("complete", self.engine.stop_reason)
         return RecordedCycle(record, summary)
+
+    def _decode(self) -> CycleRecord:
+        """The next cycle's record (the prefill first)."""
+        if not self.engine._prefilled:
+            self.writer.set_prefill_ms(self.engine.prefill())
+        return self.engine.step()
+
+    def _cycle_stored(self) -> None:
+        """A cycle was stored (a fork switches its settings here)."""
 
     def run(self) -> Iterator[RecordedCycle]:
         try:
