@@ -312,7 +312,7 @@ def test_current_cycle_line_moves_and_click_jumps(panel, qtbot):
     model = panel.model
     assert model.index == 0
     model.set_cycle(17)
-    assert [line.value() for line in panel.cursors.values()] == [17] * 5
+    assert [line.value() for line in panel.cursors.values()] == [17] * len(panel.cycle_plots)
     assert all(line.isVisible() for p, line in panel.cursors.items() if p.isVisible())
     QTest.qWait(30)
     for p, target in ((panel.p_tau, 9), (panel.p_spine, 22)):

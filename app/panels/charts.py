@@ -1,9 +1,10 @@
 """Charts: how a session's speculation went, cycle by cycle (pyqtgraph).
 
-Up to seven plots in a grid, only those that apply to the session (:mod:`.charts_layout`): tau per cycle and
+Up to eight plots in a grid, only those that apply to the session (:mod:`.charts_layout`): tau per cycle and
 its rolling mean; tokens/s with the speed-up against a measured AR baseline; cumulative acceptance per node
 source (Goose's p_s and p_t); Goose's spine ratio and EMA with bypass cycles marked; TALON's delta against tau;
-acceptance by depth and sibling rank; the verify cost curve once measured. Plot items are made once and fed
+acceptance by depth and sibling rank; the verify cost curve once measured; transformers' assistant schedule
+(:mod:`.chart_schedule`). Plot items are made once and fed
 with ``setData``/``setImage``; long series are clipped to the view and peak-downsampled. A vertical line marks
 the current cycle; clicking a per-cycle plot jumps there; double-clicking a plot shows it alone (again: all);
 "Open in a window" asks the window to float the panel at full size. The numbers come from
@@ -29,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from app.panels.base import PanelMixin
 from app.panels.chart_plot import ChartPlot, HeatmapPlot
+from app.panels.chart_schedule import SchedulePlot
 from app.panels.chart_speed import SpeedPlot
 from app.panels.charts_data import WINDOW, ChartData, cost_points
 from app.panels.charts_layout import applicable, columns_for, grid_cells
@@ -123,9 +125,11 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         self.p_delta = ChartPlot("TALON δ vs τ", cyc, "per target forward", PLOT_HELP)
         self.p_cost = ChartPlot("verify cost", "block size N (tokens)", "forward ms",
                                 "Target forward time against the verify block size N; the line is this cycle's N")
-        self.plots = [self.p_tau, self.p_src, self.p_tps, self.p_heat, self.p_spine, self.p_delta, self.p_cost]
-        self.by_name = dict(zip(("tau", "sources", "tps", "heat", "spine", "delta", "cost"), self.plots))
-        self.cycle_plots = [self.p_tau, self.p_tps, self.p_src, self.p_spine, self.p_delta]
+        self.p_sched = SchedulePlot(self.glw.scene(), PLOT_HELP)
+        self.plots = [self.p_tau, self.p_src, self.p_tps, self.p_heat, self.p_spine, self.p_delta, self.p_cost,
+                      self.p_sched]
+        self.by_name = dict(zip(("tau", "sources", "tps", "heat", "spine", "delta", "cost", "schedule"), self.plots))
+        self.cycle_plots = [self.p_tau, self.p_tps, self.p_src, self.p_spine, self.p_delta, self.p_sched]
         # pyqtgraph's x link aligns screen positions, wrong for plots of different widths: copy the range instead.
         for p in self.cycle_plots:
             p.vb.sigXRangeChanged.connect(self._sync_x)
@@ -166,7 +170,8 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         """Work out which charts apply; True if that changed."""
         d = self.data
         shown = applicable(self._method, has_sources=bool(d.sources), has_heat=bool(d.heat_verified.sum()),
-                           has_spine=d.has_spine, has_delta=d.has_delta, has_cost=bool(self.cost_points))
+                           has_spine=d.has_spine, has_delta=d.has_delta, has_cost=bool(self.cost_points),
+                           has_schedule=d.has_schedule)
         if self.solo not in shown:
             self.solo = None
         changed = shown != self.shown
@@ -316,6 +321,8 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         self._draw_sources(x)
         self._draw_spine(x)
         self._draw_delta(x)
+        self.p_sched.draw(*(d.series(k) for k in ("num_assistant_tokens", "candidate_length", "n_matches",
+                                                  "assistant_confidence_threshold")))
         self.p_heat.set_counts(d.heat_verified, d.heat_accepted)
         if self._set_shown():
             self._layout(self.columns)

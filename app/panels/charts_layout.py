@@ -2,7 +2,7 @@
 
 Only the charts that apply are shown: the spine ratio for Goose, TALON's delta against tau where draft steps are
 counted, the per-source and depth/rank charts once a drafted token was verified, the verify-cost curve once it is
-measured. The grid has three columns (the per-cycle plots span two), two when the panel is narrow, one when it is
+measured, transformers' assistant schedule for hf_assisted and hf_universal. The grid has three columns (the per-cycle plots span two), two when the panel is narrow, one when it is
 very narrow; a row's last chart widens to fill it, so no cell is left empty.
 """
 
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-ORDER = ("tau", "sources", "tps", "heat", "spine", "delta", "cost")
+ORDER = ("tau", "sources", "tps", "schedule", "heat", "spine", "delta", "cost")
 WIDE = ("tau", "tps")
 """Per-cycle plots that read better wide: two columns of three."""
 THREE_COLUMNS_PX, TWO_COLUMNS_PX = 780, 440
 
 
 def applicable(method: str, *, has_sources: bool, has_heat: bool, has_spine: bool, has_delta: bool,
-               has_cost: bool) -> list[str]:
+               has_cost: bool, has_schedule: bool = False) -> list[str]:
     """The charts worth showing for a session of ``method`` with what its cycles recorded so far, in grid order."""
     shown = {"tau", "tps"}
     if has_sources:
@@ -30,6 +30,8 @@ def applicable(method: str, *, has_sources: bool, has_heat: bool, has_spine: boo
         shown.add("delta")
     if has_cost:
         shown.add("cost")
+    if method.startswith("hf_") and has_schedule:
+        shown.add("schedule")
     return [name for name in ORDER if name in shown]
 
 
