@@ -28,7 +28,8 @@ class SchedulePlot(ChartPlot):
         cap, drafted, thr = SOURCE_COLORS["root"], SOURCE_COLORS["draft"], SOURCE_COLORS["ngram"]
         self.c_cap = self.curve(pen=pg.mkPen(cap, width=2), symbol="s", symbolSize=5, symbolBrush=cap,
                                 symbolPen=None)
-        self.c_drafted = self.curve(pen=None, symbol="o", symbolSize=7, symbolBrush=drafted, symbolPen=None)
+        self.c_drafted = self.curve(pen=None, symbol="o", symbolSize=11, symbolBrush=None,  # hollow: kept shows inside
+                                    symbolPen=pg.mkPen(drafted, width=2))
         self.c_kept = self.curve(pen=None, symbol="x", symbolSize=8, symbolPen=pg.mkPen(ACCEPTED, width=2),
                                  symbolBrush=ACCEPTED)
         self.vb_thr = pg.ViewBox(enableMouse=False)
@@ -43,7 +44,7 @@ class SchedulePlot(ChartPlot):
         self.c_thr = pg.PlotDataItem(pen=pg.mkPen(thr, width=2, style=Qt.PenStyle.DashLine))
         self.vb_thr.addItem(self.c_thr)
         self.vb.sigResized.connect(self._sync_view)
-        self.keys = [("━", cap, "num_assistant_tokens"), ("●", drafted, "drafted"), ("✕", ACCEPTED, "kept"),
+        self.keys = [("━", cap, "num_assistant_tokens"), ("○", drafted, "drafted"), ("✕", ACCEPTED, "kept"),
                      ("╍", thr, "threshold (right)")]
 
     def draw(self, cap: np.ndarray, drafted: np.ndarray, kept: np.ndarray, threshold: np.ndarray) -> None:
@@ -55,7 +56,7 @@ class SchedulePlot(ChartPlot):
         fin_cap, fin_thr = cap[np.isfinite(cap)], threshold[np.isfinite(threshold)]
         parts = []
         if len(fin_cap):
-            parts.append(f"num_assistant_tokens {fin_cap[-1]:.0f}")
+            parts.append(f"cap {fin_cap[-1]:.0f}")
         if len(fin_thr):
             parts.append(f"threshold {fin_thr[-1]:.2f}")
         self.set_header("assistant schedule" + (" · " + ", ".join(parts) if parts else ""))

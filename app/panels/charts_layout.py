@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-ORDER = ("tau", "sources", "tps", "schedule", "heat", "spine", "delta", "cost")
+ORDER = ("tau", "schedule", "sources", "tps", "heat", "spine", "delta", "cost")
 WIDE = ("tau", "tps")
 """Per-cycle plots that read better wide: two columns of three."""
 THREE_COLUMNS_PX, TWO_COLUMNS_PX = 780, 440

@@ -44,6 +44,7 @@ DETAILS_ROLE = Qt.ItemDataRole.UserRole + 2
 
 DRAFT_MARKS = {"same": "✓ same tokenizer", "universal": "⇄ other tokenizer: hf_universal",
                "target": "the target itself", "unknown": "tokenizer not known yet"}
+SCANNING = "looking for models (the Hugging Face cache, folders used before)…"
 SOURCES = {"embedded": "embedded", "recent": "used before", "hf-cache": "HF cache"}
 
 _cache: list[ModelEntry] | None = None
@@ -75,7 +76,9 @@ def entry_tip(e: ModelEntry, relation: str = "") -> str:
 
 
 class DetailsDelegate(QStyledItemDelegate):
-    """Draws an item's name, then its details in the placeholder colour."""
+    """Draws an item's name, then its details in the placeholder colour, in a column ``name_column`` px in."""
+
+    name_column = 0
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
         extra = index.data(DETAILS_ROLE)
@@ -95,7 +98,7 @@ class DetailsDelegate(QStyledItemDelegate):
         painter.save()
         painter.setFont(opt.font)
         painter.setPen(opt.palette.color(QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text))
-        name_w = min(fm.horizontalAdvance(name), int(r.width() * 0.6))
+        name_w = min(max(self.name_column, fm.horizontalAdvance(name)), int(r.width() * 0.65))
         painter.drawText(QRect(r.left(), r.top(), name_w, r.height()), Qt.AlignmentFlag.AlignVCenter,
                          fm.elidedText(name, Qt.TextElideMode.ElideMiddle, name_w))
         if not selected:
@@ -104,6 +107,17 @@ class DetailsDelegate(QStyledItemDelegate):
         painter.drawText(rest, Qt.AlignmentFlag.AlignVCenter, fm.elidedText(extra, Qt.TextElideMode.ElideRight,
                                                                              rest.width()))
         painter.restore()
+
+
+def fit_popup(combo: QComboBox) -> None:
+    """Make the open list wide enough for every item's name and details (the closed list keeps its width)."""
+    fm = combo.view().fontMetrics()  # the open list's font
+    names = 8 + max(fm.horizontalAdvance(combo.itemText(i)) for i in range(combo.count()))
+    extra = max(fm.horizontalAdvance(combo.itemData(i, DETAILS_ROLE) or "") for i in range(combo.count()))
+    delegate = combo.itemDelegate()
+    if isinstance(delegate, DetailsDelegate):
+        delegate.name_column = names
+    combo.view().setMinimumWidth(min(names + extra + 60, 900))
 
 
 class CatalogScan(QObject):
@@ -162,7 +176,7 @@ def model_combo(first: str, tip: str) -> QComboBox:
     return c
 
 
-def with_browse(panel: QWidget, field: QWidget, save: bool = False) -> tuple[QWidget, QHBoxLayout]:
+def with_browse(panel: QWidget, field: QWidget, save: bool = False) -> QWidget:
     """``field`` with a "…" button that chooses a recording file (``save``) or a model folder."""
     w = QWidget()
     row = QHBoxLayout(w)
@@ -186,7 +200,7 @@ def with_browse(panel: QWidget, field: QWidget, save: bool = False) -> tuple[QWi
                 field.setEditText(path)
 
     b.clicked.connect(browse)
-    return w, row
+    return w
 
 
 class ModelPicker(QObject):
@@ -211,15 +225,24 @@ class ModelPicker(QObject):
         hint.setWordWrap(True)
 
     def refresh(self, force: bool = False) -> None:
-        if self.scan.start(force):
-            self.hint.setText("Looking for models (the Hugging Face cache, folders used before)…")
-            self.hint.setVisible(True)
+        """List the models again (``force``: scan even if this process scanned before)."""
+        if self.scan.start(force) and self.scan.running:
+            for combo in (self.target, self.draft):  # what the open list says meanwhile
+                if combo.findText(SCANNING) < 0:
+                    combo.addItem(SCANNING)
+                    item = combo.model().item(combo.count() - 1)
+                    item.setEnabled(False)
 
     # -- filling -----------------------------------------------------------------------------
     def _fill(self, result: object) -> None:
         self.scan.running = False
         if isinstance(result, str):
+            for combo in (self.target, self.draft):
+                i = combo.findText(SCANNING)
+                if i >= 0:
+                    combo.removeItem(i)
             self.hint.setText(result)
+            self.hint.setVisible(True)
             return
         self.entries = list(result)  # type: ignore[call-overload]
         for combo, first in ((self.target, DEFAULT_MODEL_LABEL), (self.draft, NO_DRAFT_LABEL)):
@@ -238,10 +261,7 @@ class ModelPicker(QObject):
             combo.setEditText(text)
             combo.lineEdit().setCursorPosition(0)
             combo.blockSignals(False)
-            fm = combo.fontMetrics()
-            width = max(fm.horizontalAdvance(f"{combo.itemText(i)}  {combo.itemData(i, DETAILS_ROLE) or ''}") + 60
-                        for i in range(combo.count()))
-            combo.view().setMinimumWidth(min(width, 900))  # the open list shows the details in full
+        fit_popup(self.target)
         self.mark_drafts()
         self.scanned.emit()
 
@@ -275,6 +295,7 @@ class ModelPicker(QObject):
                 rel = self.relation(i)
                 self.draft.setItemData(i, details(entry, rel), DETAILS_ROLE)
                 self.draft.setItemData(i, entry_tip(entry, rel), Qt.ItemDataRole.ToolTipRole)
+        fit_popup(self.draft)
         self._show_hint()
 
     def set_method(self, method: str) -> None:
@@ -283,8 +304,6 @@ class ModelPicker(QObject):
 
     def _show_hint(self) -> None:
         """Under the draft list: whether the chosen draft shares the target's tokenizer, and what that means."""
-        if self.scan.running:
-            return
         i = self.draft.findText(self.draft.currentText())
         rel = self.relation(i) if i > 0 else ""
         text = {"same": "The draft shares the target's tokenizer (hf_assisted, draft_tree, TALON drafter=model).",
