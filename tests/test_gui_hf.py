@@ -212,3 +212,36 @@ def test_hf_chain_is_a_one_branch_tree(qtbot, heuristic_session):
         assert xs == sorted(xs) and len(set(xs)) == len(xs)  # one column per depth, root to last draft token
         rejected = [n for n in chain if n.parent >= 0 and not n.accepted]
         assert len({round(boxes[n.id].center().y()) for n in rejected}) <= 1  # the rejected rest: one straight row
+
+
+def test_universal_node_tooltip_shows_the_alignment(qtbot, one_thread):
+    """hf_universal: hovering a draft node names the assistant tokens it was re-encoded from (a real session of a
+    tiny pair whose tokenizers share words at other ids)."""
+    from dataclasses import replace
+
+    from gui_records import session_info
+    from helpers import run
+    from hf_reference import universal_pair
+    from specviz_core.viewer.sources import LiveSource
+    from specviz_core.vocab import TokenText
+
+    target, assistant = universal_pair()
+    prompt = target.tokenizer("w1 w2 w3 w4 w5 w6 w7 w8 w9 w10")["input_ids"]
+    _, records = run(target, "hf_universal", prompt, 6, draft=assistant, num_assistant_tokens=4,
+                     assistant_confidence_threshold=0.0)
+    source = LiveSource(replace(session_info("hf_universal", prompt), model="tiny"))
+    source.append(records[0])
+    model = SessionModel()
+    model.open(source, TokenText(target.tokenizer))
+    model.set_cycle(0)
+    view = TreeView(model)
+    qtbot.addWidget(view)
+    al = records[0].state["alignment"]
+    a_tok = assistant.tokenizer
+    for node in records[0].nodes[1:]:
+        k = node.depth - 1
+        tip = view.tooltip_for(node.id)
+        words = [a_tok.decode([al["assistant_tokens"][i]]).strip() for i in al["target_to_assistant"][k]]
+        assert words and all(repr(w) in tip or repr(" " + w) in tip for w in words), tip
+        assert f"({al['assistant_tokens'][al['target_to_assistant'][k][0]]})" in tip  # the assistant's own id
+    assert "re-encoded" not in view.tooltip_for(0)  # the root was not drafted
