@@ -1,9 +1,10 @@
 """Charts: how a session's speculation went, cycle by cycle (pyqtgraph).
 
-Up to seven plots in a grid, only those that apply to the session (:mod:`.charts_layout`): tau per cycle and
+Up to eight plots in a grid, only those that apply to the session (:mod:`.charts_layout`): tau per cycle and
 its rolling mean; tokens/s with the speed-up against a measured AR baseline; cumulative acceptance per node
 source (Goose's p_s and p_t); Goose's spine ratio and EMA with bypass cycles marked; TALON's delta against tau;
-acceptance by depth and sibling rank; the verify cost curve once measured. Plot items are made once and fed
+acceptance by depth and sibling rank; the verify cost curve once measured; transformers' assistant schedule
+(:mod:`.chart_schedule`). Plot items are made once and fed
 with ``setData``/``setImage``; long series are clipped to the view and peak-downsampled. A vertical line marks
 the current cycle; clicking a per-cycle plot jumps there; double-clicking a plot shows it alone (again: all);
 "Open in a window" asks the window to float the panel at full size. The numbers come from
@@ -30,11 +31,13 @@ from PySide6.QtWidgets import (
 from app.panels.base import PanelMixin
 from app.panels.chart_cost import CostActions, CostPlot, update_why
 from app.panels.chart_plot import ChartPlot, HeatmapPlot
+from app.panels.chart_schedule import SchedulePlot
 from app.panels.chart_speed import SpeedPlot
 from app.panels.charts_data import WINDOW, ChartData, cost_points
+from app.panels.charts_draw import SPINE_Y, ChartsDraw
 from app.panels.charts_layout import applicable, columns_for, grid_cells
 from app.panels.charts_mouse import PLOT_HELP, ChartsMouse
-from app.theme import ACCEPTED, GATED, SOURCE_COLORS, SOURCE_LABELS
+from app.theme import ACCEPTED, SOURCE_COLORS
 from specviz_core.engine.cost_curve import load_cost_curve
 from specviz_core.records import CycleRecord
 from specviz_core.summary import CycleSummary
@@ -44,11 +47,9 @@ from specviz_core.viewer.sources import CycleSource
 HINT = "Step a cycle (F10) or open a recording"
 REDRAW_MS = 40  # live appends are drawn at most this often
 ROW_MIN_PX = 165  # below this a plot is unreadable: the grid scrolls instead
-SPINE_Y = (-0.05, 1.12)  # ratios in [0, 1], bypass ticks above
-GOOSE_LABELS = {"spine": "p_s spine", "branch": "p_t branch"}
 
 
-class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
+class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
     """Charts of the current session. For the main window: ``set_ar_baseline``, ``set_cost_curve``,
     ``set_font_scale``; ``flush`` draws pending live cycles now."""
 
@@ -131,10 +132,12 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         self.p_cost = ChartPlot("verify cost", "block size N (tokens)", "forward ms",
                                 "Target forward time against the verify block size N; the line is this cycle's N")
         self.p_why = CostPlot(PLOT_HELP)
+        self.p_sched = SchedulePlot(self.glw.scene(), PLOT_HELP)
         self.plots = [self.p_tau, self.p_src, self.p_tps, self.p_heat, self.p_spine, self.p_delta, self.p_cost,
-                      self.p_why]
-        self.by_name = dict(zip(("tau", "sources", "tps", "heat", "spine", "delta", "cost", "why"), self.plots))
-        self.cycle_plots = [self.p_tau, self.p_tps, self.p_src, self.p_spine, self.p_delta, self.p_why]
+                      self.p_why, self.p_sched]
+        self.by_name = dict(zip(("tau", "sources", "tps", "heat", "spine", "delta", "cost", "why", "schedule"),
+                                self.plots))
+        self.cycle_plots = [self.p_tau, self.p_tps, self.p_src, self.p_spine, self.p_delta, self.p_why, self.p_sched]
         # pyqtgraph's x link aligns screen positions, wrong for plots of different widths: copy the range instead.
         for p in self.cycle_plots:
             p.vb.sigXRangeChanged.connect(self._sync_x)
@@ -176,7 +179,7 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         d = self.data
         shown = applicable(self._method, has_sources=bool(d.sources), has_heat=bool(d.heat_verified.sum()),
                            has_spine=d.has_spine, has_delta=d.has_delta, has_cost=bool(self.cost_points),
-                           has_timings=d.has_timings)
+                           has_timings=d.has_timings, has_schedule=d.has_schedule)
         if self.solo not in shown:
             self.solo = None
         changed = shown != self.shown
@@ -329,6 +332,8 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
         self._draw_sources(x)
         self._draw_spine(x)
         self._draw_delta(x)
+        self.p_sched.draw(*(d.series(k) for k in ("num_assistant_tokens", "candidate_length", "n_matches",
+                                                  "assistant_confidence_threshold")))
         self.p_heat.set_counts(d.heat_verified, d.heat_accepted)
         self.p_why.draw(d, self.p_why.t_ar, None if self.p_why.t_ar is None else self._why_speedup)
         if not self._why_timer.isActive():
@@ -356,44 +361,6 @@ class ChartsPanel(ChartsMouse, PanelMixin, QWidget):
                     p.vb.setXRange(*rng, padding=0)
         finally:
             self._syncing_x = False
-
-    def source_label(self, source: str) -> str:
-        if self._method == "goose" and source in GOOSE_LABELS:
-            return GOOSE_LABELS[source]
-        return SOURCE_LABELS.get(source, source).split(" (")[0]
-
-    def _draw_sources(self, x: np.ndarray) -> None:
-        d, keys = self.data, []
-        for name in d.sources:
-            color = SOURCE_COLORS.get(name, GATED)
-            if name not in self._source_curves:
-                self._source_curves[name] = self.p_src.curve(pen=pg.mkPen(color, width=2))
-            rate = d.source_rate(name)
-            self._source_curves[name].setData(x, rate)
-            last = rate[np.isfinite(rate)]
-            keys.append(("━", color, f"{self.source_label(name)} {last[-1]:.2f}" if len(last) else self.source_label(name)))
-        for name in set(self._source_curves) - set(d.sources):
-            self.p_src.removeItem(self._source_curves.pop(name))
-        self.p_src.set_header(keys=keys)
-
-    def _draw_spine(self, x: np.ndarray) -> None:
-        d = self.data
-        self.p_spine.setYRange(*SPINE_Y, padding=0)
-        self.c_ratio.setData(x, d.series("spine_ratio"))
-        self.c_ema.setData(x, d.series("ema_p_s"))
-        b = d.bypass_indices
-        if not np.array_equal(b, self.s_bypass.data["x"]):  # rarely changes: skip the scatter's costly rebuild
-            self.s_bypass.setData(b.astype(float), np.full(len(b), 1.06))
-
-    def _draw_delta(self, x: np.ndarray) -> None:
-        d = self.data
-        delta = d.series("delta")
-        self.c_delta.setData(x, delta)
-        self.c_tau_cum.setData(x, d.series("tau_cum"))
-        fin = delta[np.isfinite(delta)]
-        self.p_delta.set_header(f"TALON δ {fin[-1]:.2f} vs τ {d.mean_tau:.2f}" if len(fin) else "TALON δ vs τ")
-        for c in (self.c_delta, self.c_tau_cum):
-            c.setVisible(d.has_delta)
 
     def export_target(self) -> QWidget:
         return self.glw

@@ -23,6 +23,9 @@ WINDOW = 16
 #: Per-cycle state keys the charts read.
 SPINE_RATIO, EMA_P_S, DELTA = ("spine_ratio",), ("ema_p_s",), ("delta",)
 STEP_KEYS = ("draft_forwards", "draft_steps")
+#: transformers' assistant schedule (hf_assisted, hf_universal): the series name is the state key.
+SCHEDULE = ("num_assistant_tokens", "assistant_confidence_threshold", "num_assistant_tokens_next",
+            "candidate_length", "n_matches")
 
 
 def _state_floats(states: list[dict], keys: tuple[str, ...]) -> np.ndarray:
@@ -54,11 +57,11 @@ class ChartData:
         self._src: dict[str, np.ndarray] = {}     # source -> [capacity, 2] cumulative (verified, accepted)
         self.heat_verified = np.zeros((0, 0))     # [depth, rank] summed over cycles
         self.heat_accepted = np.zeros((0, 0))
-        self.has_spine = self.has_delta = self.has_timings = False
+        self.has_spine = self.has_delta = self.has_timings = self.has_schedule = False
 
     # -- growth ------------------------------------------------------------------
     _SERIES = ("tau", "committed", "ms", "n_verified", "tau_rolling", "tps", "tps_rolling", "tau_cum",
-               "spine_ratio", "ema_p_s", "delta", "steps", "draft_ms", "forward_ms", "book_ms")
+               "spine_ratio", "ema_p_s", "delta", "steps", "draft_ms", "forward_ms", "book_ms", *SCHEDULE)
     _SUMMED = ("tau", "committed", "ms", "steps")
 
     def _reserve(self, n: int) -> None:
@@ -115,7 +118,10 @@ class ChartData:
         f["ema_p_s"][sl] = _state_floats(states, EMA_P_S)
         f["delta"][sl] = _state_floats(states, DELTA)
         f["steps"][sl] = _state_floats(states, STEP_KEYS)
+        for key in SCHEDULE:
+            f[key][sl] = _state_floats(states, (key,))
         self.has_spine = self.has_spine or bool(np.isfinite(f["spine_ratio"][sl]).any())
+        self.has_schedule = self.has_schedule or bool(np.isfinite(f["num_assistant_tokens"][sl]).any())
         self.has_delta = self.has_delta or bool(np.isfinite(f["delta"][sl]).any() or np.isfinite(f["steps"][sl]).any())
 
         for name in self._SUMMED:

@@ -56,6 +56,9 @@ class ChartsMouse:
         if p is self.p_src:
             parts = [f"{self.source_label(n)}: {a:.0f}/{v:.0f}" for n in d.sources for v, a in [d.source_counts(n)[i]]]
             return f"cycle {i} (cumulative): " + ", ".join(parts)
+        if p is self.p_sched:
+            return p.cycle_text(i, *(s(k) for k in ("num_assistant_tokens", "candidate_length", "n_matches",
+                                                    "assistant_confidence_threshold", "num_assistant_tokens_next")))
         if p is self.p_spine:
             mode = " (bypass)" if i in d.bypass_indices else ""
             return f"cycle {i}{mode}: spine ratio {s('spine_ratio'):.2f}, EMA p_s {s('ema_p_s'):.2f}"

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
-    QFileDialog,
     QFormLayout,
     QGridLayout,
     QGroupBox,
@@ -25,7 +24,6 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
-    QSizePolicy,
     QSpinBox,
     QToolButton,
     QVBoxLayout,
@@ -43,13 +41,11 @@ from specviz_resources import demo_prompt
 from ..theme import set_role
 from .base import PanelMixin
 from .filter_editor import FilterEditor
+from .generate_dialog import GenerateCallDialog
+from .model_picker import DEFAULT_MODEL_LABEL, NO_DRAFT_LABEL, SAME_AS_TARGET, ModelPicker, model_combo, with_browse
 from .run_params import param_value, param_widget, set_param_value
 
-DEFAULT_MODEL_LABEL = "default: SmolLM2-135M-Instruct (embedded)"
-NO_DRAFT_LABEL = "none"
-SAME_AS_TARGET = "default: the embedded model"
 DEFAULT_METHOD = "goose"
-
 
 
 def readable_when_locked(widget: QWidget) -> None:
@@ -133,13 +129,23 @@ class RunPanel(PanelMixin, QWidget):
 
         model_box = QGroupBox("Model")
         form = QFormLayout(model_box)
-        self.model = self._model_combo(DEFAULT_MODEL_LABEL, "The target model: the embedded default, or a local "
-                                       "transformers folder (Browse…)")
-        form.addRow("Target", self._with_browse(self.model))
-        self.draft_model = self._model_combo(NO_DRAFT_LABEL, "A draft model sharing the target's tokenizer, for "
-                                             "draft-model methods (draft_tree, TALON with drafter=model)")
+        self.model = model_combo(DEFAULT_MODEL_LABEL, "The target model: the embedded default, a model found on this "
+                                 "machine (parameters, size on disk), or type a folder or cached hub id; … browses")
+        form.addRow("Target", with_browse(self, self.model))
+        self.draft_model = model_combo(NO_DRAFT_LABEL, "The draft model, for hf_assisted, hf_universal and draft-model "
+                                       "methods (draft_tree, TALON drafter=model); the list marks which share the "
+                                       "target's tokenizer and which need universal decoding (hf_universal)")
         self.draft_model.addItem(SAME_AS_TARGET)
-        form.addRow("Draft", self._with_browse(self.draft_model))
+        form.addRow("Draft", with_browse(self, self.draft_model))
+        self.draft_hint = QLabel()
+        rescan = QToolButton(text="↻")
+        rescan.setToolTip("Look for models again (the Hugging Face cache, folders used before)")
+        hint_row = QHBoxLayout()
+        hint_row.addWidget(self.draft_hint, 1)
+        hint_row.addWidget(rescan, 0, Qt.AlignmentFlag.AlignTop)
+        form.addRow(hint_row)
+        self.picker = ModelPicker(self.model, self.draft_model, self.draft_hint, self)
+        rescan.clicked.connect(lambda: self.picker.refresh(force=True))
         self.device = QComboBox()
         self.device.addItems(available_devices())
         self.device.setToolTip("Where the models run: auto takes the GPU if there is one, else Apple's MPS, else the "
@@ -154,6 +160,11 @@ class RunPanel(PanelMixin, QWidget):
 
         method_box = QGroupBox("Method")
         mform = QVBoxLayout(method_box)
+        self.paste_call = QPushButton("Paste generate() call…")
+        self.paste_call.setToolTip("Paste the arguments of your model.generate(...) call: SpecViz picks the method, "
+                                   "its parameters, the draft model, max new tokens and temperature (Ctrl+Shift+G)")
+        self.paste_call.setShortcut("Ctrl+Shift+G")
+        self.paste_call.clicked.connect(self.open_generate_dialog)
         self.method = QComboBox()
         self.method.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.method.setMinimumContentsLength(10)
@@ -163,9 +174,11 @@ class RunPanel(PanelMixin, QWidget):
         self.method_help = QLabel()
         self.method_help.setWordWrap(True)
         set_role(self.method_help, "hint")
+        mform.addWidget(self.paste_call)
         mform.addWidget(self.method)
         mform.addWidget(self.method_help)
         self.params_form = QFormLayout()
+        self.params_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)  # long names: editor below
         mform.addLayout(self.params_form)
         defaults = QPushButton("Defaults")
         defaults.setToolTip("Put every parameter of this method back to its published default")
@@ -204,12 +217,13 @@ class RunPanel(PanelMixin, QWidget):
         dform.addRow("Max new tokens", self.max_new_tokens)
         self.db = QLineEdit(str(db_path))
         self.db.setToolTip("Every session is recorded to this SQLite file")
-        dform.addRow("Record to", self._with_browse(self.db, save=True))
+        dform.addRow("Record to", with_browse(self, self.db, save=True))
         self.settings.addWidget(dec_box)
         self.settings.addStretch(1)
 
         self.method.currentIndexChanged.connect(self._rebuild_params)
         self.method.setCurrentIndex(max(0, self.method.findData(DEFAULT_METHOD)))
+        self._locked = True
         self._rebuild_params()
         self.set_locked(False)
 
@@ -220,56 +234,12 @@ class RunPanel(PanelMixin, QWidget):
         b.clicked.connect(signal.emit)
         return b
 
-    def _model_combo(self, first: str, tip: str) -> QComboBox:
-        c = QComboBox()
-        c.setEditable(True)
-        c.addItem(first)
-        c.setToolTip(tip)
-        c.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        c.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        c.setMinimumContentsLength(12)
-        # A long path or label shows its beginning (the model's name), not its tail, unless being edited.
-        le = c.lineEdit()
-
-        def show_start(*_: object) -> None:
-            if not le.hasFocus():
-                le.setCursorPosition(0)
-
-        c.currentTextChanged.connect(show_start)
-        le.editingFinished.connect(show_start)
-        show_start()
-        return c
-
-    def _with_browse(self, field: QWidget, save: bool = False) -> QWidget:
-        w = QWidget()
-        row = QHBoxLayout(w)
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(field, 1)
-        b = QToolButton()
-        b.setText("…")
-        b.setToolTip("Choose a file" if save else "Choose a local model folder")
-        row.addWidget(b)
-
-        def browse() -> None:
-            if save:
-                path, _ = QFileDialog.getSaveFileName(self, "Record sessions to", field.text(),
-                                                      "SpecViz recordings (*.db *.sqlite);;All files (*)",
-                                                      options=QFileDialog.Option.DontConfirmOverwrite)
-                if path:
-                    field.setText(path)
-            else:
-                path = QFileDialog.getExistingDirectory(self, "Model folder (config.json, weights, tokenizer)")
-                if path:
-                    field.setEditText(path)
-
-        b.clicked.connect(browse)
-        return w
-
     def _rebuild_params(self) -> None:
         while self.params_form.rowCount():
             self.params_form.removeRow(0)
         self._param_widgets.clear()
         cls = METHODS.get(self.method.currentData())
+        self.picker.set_method(self.method.currentData())
         if cls is None:  # a replayed session's method this version does not have
             self.method_help.setText("A method this version of SpecViz does not know.")
             return
@@ -332,8 +302,12 @@ class RunPanel(PanelMixin, QWidget):
         if not locked:
             self.replayed = None
             self.from_replay.setVisible(False)
+            if self._locked:  # first shown, or a session ended (it may have used a new folder): list the models
+                self.picker.refresh(force=bool(self.picker.entries))
+        self._locked = locked
         for w in (self.model, self.draft_model, self.device, self.dtype, self.method, self.prompt, self.chat_template,
-                  self.temperature, self.seed, self.max_new_tokens, self.db, *self._param_widgets.values()):
+                  self.temperature, self.seed, self.max_new_tokens, self.db, self.paste_call,
+                  *self._param_widgets.values()):
             w.setEnabled(not locked)
 
     def show_replay(self, info: SessionInfo) -> None:
@@ -386,6 +360,27 @@ class RunPanel(PanelMixin, QWidget):
         self.seed.setValue(min(info.seed, self.seed.maximum()))
         if info.max_new_tokens:
             self.max_new_tokens.setValue(info.max_new_tokens)
+
+    def open_generate_dialog(self) -> None:
+        """Paste a generate() call: on Apply its method, parameters, draft and decoding settings fill the panel."""
+        draft = self.draft_model.currentText().strip()
+        dialog = GenerateCallDialog(None if draft in ("", NO_DRAFT_LABEL) else
+                                    "default" if draft == SAME_AS_TARGET else draft, self)
+        if dialog.exec() and dialog.call is not None:
+            self.apply_generate_call(dialog.call)
+
+    def apply_generate_call(self, call) -> None:
+        """Show a mapped generate() call: method (parameters at their defaults, then the call's), draft, decoding."""
+        self.method.setCurrentIndex(self.method.findData(call.method))
+        self._rebuild_params()
+        for name, value in call.params.items():
+            set_param_value(self._param_widgets[name], value)
+        if call.draft_model:
+            self.draft_model.setEditText(SAME_AS_TARGET if call.draft_model == "default" else call.draft_model)
+        if call.max_new_tokens:
+            self.max_new_tokens.setValue(call.max_new_tokens)
+        self.temperature.setValue(call.temperature)
+        self.status.setText(f"From your generate() call: {call.method}. Step (F10) decodes it.")
 
     def param_values(self) -> dict[str, object]:
         """The parameters as the editors show them."""

@@ -78,3 +78,27 @@ def bonus_tip(rec: CycleRecord, last: Node, vocab: TokenText) -> str:
     return (f"bonus token '{vocab.label(rec.bonus_token, 40)}' (id {rec.bonus_token})\n"
             f"the target's own token after node {last.id}, the last accepted one · target p "
             f"{_p(top.get(rec.bonus_token))}")
+
+
+def alignment_tip(alignment: dict, depth: int) -> str:
+    """Universal decoding (hf_universal): which assistant tokens the chain's target token at ``depth`` was re-encoded
+    from, then the whole draft in both tokenizations; "" where the record has no such pairing for it."""
+    try:
+        t_pieces, a_pieces = alignment["target_pieces"], alignment["assistant_pieces"]
+        pairs, a_ids = alignment["target_to_assistant"], alignment["assistant_tokens"]
+        k = depth - 1
+        if not 0 <= k < len(t_pieces):
+            return ""
+        mine = ", ".join(f"{a_pieces[i]!r} ({a_ids[i]})" for i in pairs[k]) or "none"
+        lines = [f"re-encoded from the assistant's tokens: {mine}",
+                 "the draft in both tokenizations (target ← assistant):"]
+        for j, piece in enumerate(t_pieces[:24]):
+            mark = "▶" if j == k else " "
+            lines.append(f"{mark} {piece!r} ← {' '.join(repr(a_pieces[i]) for i in pairs[j]) or '–'}")
+        if len(t_pieces) > 24:
+            lines.append(f"  … {len(t_pieces) - 24} more")
+        if not alignment.get("text_agrees", True):
+            lines.append("the two texts differ: the pairing is approximate")
+        return "\n".join(lines)
+    except (KeyError, IndexError, TypeError):
+        return ""

@@ -37,7 +37,7 @@ from .tree_items import NodeItem, TreeHeader
 from .tree_keys import TreeKeys
 from .tree_layout import BONUS, TreeLayout, is_marker, layout_tree, marker_parent
 from .tree_minimap import TreeMinimap
-from .tree_text import HELP, bonus_tip, legend_html, legend_sources, legend_tip, marker_tip, node_tip
+from .tree_text import HELP, alignment_tip, bonus_tip, legend_html, legend_sources, legend_tip, marker_tip, node_tip
 
 log = logging.getLogger(__name__)
 LABEL_CHARS = 10
@@ -162,7 +162,9 @@ class TreeView(TreeKeys, PanelMixin, QGraphicsView):
         if node_id not in nodes:
             return ""
         broken = self.broken_node is not None and node_id == self.broken_node.id
-        return node_tip(nodes[node_id], self.model.vocab, broken)
+        tip = node_tip(nodes[node_id], self.model.vocab, broken)
+        align = alignment_tip(rec.state["alignment"], nodes[node_id].depth) if "alignment" in rec.state else ""
+        return f"{tip}\n{align}" if align else tip
 
     def set_show_gated(self, show: bool) -> None:
         self.show_gated = show
