@@ -84,6 +84,9 @@ class Recording:
         except sqlite3.DatabaseError as e:
             conn.close()
             raise self._sqlite_error(e) from None
+        except UnicodeDecodeError:
+            conn.close()
+            raise DamagedRecording(self.path, "its schema's text is damaged (a column name is not UTF-8)") from None
         except BaseException:
             conn.close()
             raise
@@ -215,6 +218,9 @@ class Recording:
             yield
         except sqlite3.DatabaseError as e:
             raise self._sqlite_error(e, session_id, index) from None
+        except UnicodeDecodeError:  # a column name that is not UTF-8: a byte of the schema's text was damaged
+            raise DamagedRecording(self.path, "its schema's text is damaged (a column name is not UTF-8)",
+                                   session_id) from None
 
     def sessions(self, damaged: list[DamagedRecording] | None = None) -> list[SessionInfo]:
         """Every session, oldest first, without output ids (cheap). A damaged session raises, or with ``damaged``
