@@ -121,7 +121,7 @@ class StopCause:
 
 
 def _tail(detail: str) -> str:
-    return f" {detail}" if detail else ""
+    return f" {detail[:1].upper()}{detail[1:].rstrip('.')}." if detail else ""
 
 
 def offers_at(record: CycleRecord, node: int) -> tuple[SourceOffer, ...] | None:
@@ -258,15 +258,12 @@ def method_notes(state: dict[str, Any]) -> list[str]:
             bits.append(f"Accepted path: {_PATHS[path]}"
                         + (f" ({won} branch token{'s' if won != 1 else ''} won after the break)." if won else "."))
         out.append(" ".join(bits))
-    stop = state.get("draft_stop_text")
-    if stop:
-        s = f"Drafting stopped: {stop}"
-        if "num_assistant_tokens" in state:
-            s += f" (num_assistant_tokens {state['num_assistant_tokens']}"
-            thr = state.get("assistant_confidence_threshold")
-            s += (f", threshold {float(thr):.2f}" if thr is not None else "") + ")"
-            nxt = state.get("num_assistant_tokens_next")
-            if nxt is not None and nxt != state["num_assistant_tokens"]:
-                s += f"; the schedule moves it to {nxt}"
-        out.append(s.rstrip(".") + ".")
+    if "num_assistant_tokens" in state:  # why the chain ended is the stop cause's own sentence
+        s = f"Assistant schedule: num_assistant_tokens {state['num_assistant_tokens']}"
+        thr = state.get("assistant_confidence_threshold")
+        s += f", confidence threshold {float(thr):.2f}" if thr is not None else ""
+        nxt = state.get("num_assistant_tokens_next")
+        if nxt is not None and nxt != state["num_assistant_tokens"]:
+            s += f"; the schedule moves it to {nxt} for the next cycle"
+        out.append(s + ".")
     return out

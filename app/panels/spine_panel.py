@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QUrl, Signal
@@ -215,9 +216,13 @@ class SpinePanel(PanelMixin, QTextBrowser):
                     f"one token, {self._chip(rec.bonus_token, 'bonus')}.")
         if method is not None and method.no_match_note and not rec.state.get("match"):
             return f"No spine this cycle: {method.no_match_note}."
-        sources = sorted({n.source for n in rec.nodes if n.parent >= 0})
-        return (f"No spine this cycle: {name} drafted a tree of {', '.join(sources) or 'no'} nodes, "
-                "with no context-copied chain.")
+        drafted = [n for n in rec.nodes if n.parent >= 0]
+        sources = ", ".join(sorted({n.source for n in drafted})) or "no"
+        if method is not None and not method.no_match_note:  # not a spine method: say what it drafted
+            kids = Counter(n.parent for n in drafted)
+            shape = "a chain" if max(kids.values(), default=0) <= 1 else "a tree"
+            return f"{name} drafted {shape} of {len(drafted)} {sources} token{_s(len(drafted))}."
+        return f"No spine this cycle: {name} drafted a tree of {sources} nodes, with no context-copied chain."
 
     def _chip(self, token: int, source: str | None, node_id: int | None = None, border: str | None = None) -> str:
         """A token as a small coloured label; a link to its node when it has one."""
