@@ -8,7 +8,14 @@ import pytest
 from PySide6.QtCore import QUrl
 
 from app.panels.spine_panel import SpinePanel
-from gui_records import WordTokenizer, goose_session, keep_none_alive, spine_nodes, word_id, word_vocab
+from gui_records import (
+    WordTokenizer,
+    goose_session,
+    keep_none_alive,
+    spine_nodes,
+    word_id,
+    word_vocab,
+)
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import LiveSource
 
@@ -130,3 +137,25 @@ def test_no_session_shows_the_hint(qtbot, closed: bool) -> None:
         model.close()
     assert panel.explanation() == "Step a cycle (F10) or open a recording"
     assert panel.matched_span() is None
+
+
+def test_a_tree_method_says_what_it_drafted_and_the_targets_top_5(qtbot) -> None:
+    """A method without spines (Token Recycling) gets no 'no spine' line: the shape it drafted, and at the stop node
+    the target's top-5 from the recorded logits, best first, with their probabilities."""
+    goose = goose_session(n_nodes=12, spine_len=5, spine_accepted=2, branch_continues=0)
+    live = LiveSource(dataclasses.replace(goose.info, method="tr", params={}))
+    for i in range(len(goose) - 1):
+        live.append(goose.cycle(i))
+    rec = goose.cycle(len(goose) - 1)
+    nodes = tuple(dataclasses.replace(n, source="table") if n.parent >= 0 else n for n in rec.nodes)
+    rec = rec.replace(nodes=nodes, state={})
+    live.append(rec)
+    panel, _ = open_panel(qtbot, live)
+    text = " ".join(panel.explanation().split())
+    drafted = sum(1 for n in rec.nodes if n.parent >= 0)
+    assert "No spine" not in text
+    assert f"Token Recycling drafted a tree of {drafted} table tokens." in text
+    stop = rec.accepted_path[-1]
+    top = rec.target_topk[rec.verify_order.index(stop)]
+    listing = ", ".join(f"“{panel.model.vocab.label(t)}” {p:.3f}" for t, p in top)
+    assert f"Target's top-{len(top)} there: {listing}" in text

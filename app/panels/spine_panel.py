@@ -136,7 +136,7 @@ class SpinePanel(PanelMixin, QTextBrowser):
         nodes = rec.node_by_id
         head = f"<b>Cycle {rec.index}</b> · {name} · {rec.mode}"
         out = Explanation()
-        why = [c for c in [self._cause(rec)] if c] + [html.escape(t) for t in method_notes(rec.state)]
+        why = [c for c in [self._cause(rec, with_topk=not (spine.chain and spine.topk))] if c] + [html.escape(t) for t in method_notes(rec.state)]
         if not spine.chain:
             out.paragraphs = [f"{head}<br>{self._no_spine(rec, method, name)}", *why]
             return out
@@ -183,8 +183,9 @@ class SpinePanel(PanelMixin, QTextBrowser):
         out.paragraphs = paras
         return out
 
-    def _cause(self, rec: CycleRecord) -> str:
-        """The core's cause in one sentence, its tokens as chips, and the headroom beside what was accepted."""
+    def _cause(self, rec: CycleRecord, with_topk: bool = True) -> str:
+        """The core's cause in one sentence, its tokens as chips, the target's top-5 there (unless the spine's
+        break paragraph shows them) and the headroom beside what was accepted."""
         cause = stop_cause(rec)
         if rec.mode == "ar" and cause.kind == "not_offered" and not cause.offers:
             return ""  # an AR cycle: the paragraph above says it all
@@ -198,6 +199,9 @@ class SpinePanel(PanelMixin, QTextBrowser):
         for i, chip in enumerate(marks):
             text = text.replace(f"\x00{i}\x00", chip)
         room = cause.headroom.get("*", 0)
+        if with_topk and cause.topk:
+            listing = ", ".join(f"{self._chip(t, None)} {p:.3f}" for t, p in cause.topk)
+            text += f"<br><small>Target's top-{len(cause.topk)} there: {listing}</small>"
         extra = (f"<br><small>Headroom: with unlimited width this cycle's sources had {room} of the target's tokens "
                  f"in reach; it accepted {rec.n_accepted}.</small>") if room > rec.n_accepted else ""
         return f"<b>Why it stopped ({html.escape(cause.label)}):</b> {text}{extra}"
