@@ -27,6 +27,7 @@ CASES: list[tuple[str, list[str]]] = [
       for v in ["-1", "nan", "inf", "-inf", "1e999", "", "x"]],
     # record: parameters
     ("record --param no equals", _record("--method", "tr", "--param", "budget")),
+    ("record --fork-anyway without --fork", _record("--method", "ar", "--fork-anyway")),
     ("record --param empty key", _record("--method", "tr", "--param", "=3")),
     ("record --param unknown", _record("--method", "tr", "--param", "depth=3")),
     ("record --param wrong type", _record("--method", "tr", "--param", "k=many")),

@@ -165,6 +165,9 @@ def cmd_record(args: argparse.Namespace) -> int:
         from specviz_core.cli.fork import cmd_fork
 
         return cmd_fork(args)
+    if args.fork_anyway:
+        raise SpecVizError("--fork-anyway applies only with --fork S:C (it lets a fork go on when a re-run cycle "
+                           "differs from the recording)")
     req = record_request(args)
     checked = req.check()  # everything that needs no model, before the slow part
     for name in (req.model, req.draft_model if checked.choice.wants_draft_model else None):
