@@ -110,7 +110,8 @@ def cmd_race(args: argparse.Namespace) -> int:
         raise SpecVizError("the sessions decode different prompts: race sessions of one prompt")
     race = make_race(comparison.sessions)
     from .gui import make_app
-    from .race_view import RaceView, RaceWindow, write_gif
+    from .race_view import RaceView, write_gif
+    from .race_window import RaceWindow
 
     app = make_app(theme=args.theme)
     if args.out is None:
