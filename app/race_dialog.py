@@ -135,9 +135,9 @@ class RaceDialog(QDialog):
         for col in range(len(COLUMNS) - 1):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
+        on, off = Qt.CheckState.Checked, Qt.CheckState.Unchecked
         self.tree.itemDoubleClicked.connect(
-            lambda item, _c: item.setCheckState(0, Qt.CheckState.Unchecked if item.checkState(0) == Qt.CheckState.Checked
-                                                else Qt.CheckState.Checked))
+            lambda item, _c: item.setCheckState(0, off if item.checkState(0) == on else on))
         lay.addWidget(self.tree)
         return w
 

@@ -87,9 +87,10 @@ class RacePainter:
             p.setPen(color)
             p.drawText(head, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, lane.label)
             self._counters(p, head, i, st, speedups[i], finals[i], order.index(st.finish_ms) + 1, base, fg, color)
-            bar = QRectF(r.left(), head.bottom() + 2, r.width(), max(8.0, self.base_pt * 0.6))
+            bar = QRectF(r.left(), head.bottom() + self.base_pt * 0.4, r.width(), max(10.0, self.base_pt * 0.8))
             self._bar(p, bar, lane.tokens, st, color)
-            text_r = QRectF(r.left(), bar.bottom() + pad / 2, r.width(), r.bottom() - bar.bottom() - pad / 2)
+            below = bar.bottom() + bar.height() * 0.7 + pad / 2  # under the finish flag
+            text_r = QRectF(r.left(), below, r.width(), r.bottom() - below)
             self._paint_text(p, text_r, st, fg)
 
     def _counters(self, p: QPainter, head: QRectF, i: int, st: LaneState, speedup: float | None, final: float,
@@ -98,7 +99,8 @@ class RacePainter:
         big = self._font(1.3, bold=True)
         mid = self._font(1.0)
         if st.finished:
-            left_txt = f"{ORDINALS.get(place, f'{place}th')} · {st.finish_ms / 1000:.2f} s · {st.tokens_per_s:.1f} tok/s"
+            left_txt = (f"{ORDINALS.get(place, f'{place}th')} · {st.finish_ms / 1000:.2f} s · "
+                        f"{st.tokens_per_s:.1f} tok/s")
             right_txt = f"{final:.2f}× vs {base}" if i else "baseline"
         else:
             left_txt = f"{st.tokens_per_s:.1f} tok/s"
@@ -106,7 +108,8 @@ class RacePainter:
                          else f"–× vs {base}")
         p.setFont(big)
         p.setPen(color if i else fg)
-        speed_w = max(p.fontMetrics().horizontalAdvance(f"00.00× vs {base}"), p.fontMetrics().horizontalAdvance(right_txt))
+        fm = p.fontMetrics()
+        speed_w = max(fm.horizontalAdvance(f"00.00× vs {base}"), fm.horizontalAdvance(right_txt))
         p.drawText(QRectF(head.right() - speed_w, head.top(), speed_w, head.height()),
                    Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, right_txt)
         p.setFont(mid)
@@ -116,21 +119,24 @@ class RacePainter:
 
     def _bar(self, p: QPainter, bar: QRectF, tokens: tuple[int, ...], st: LaneState, color: QColor) -> None:
         """The lane's share of its own answer written, up to a chequered finish line it reaches as it finishes."""
-        flag_w = bar.height() * 1.5
-        track = QRectF(bar.left(), bar.top(), bar.width() - flag_w, bar.height())
+        sq = bar.height() * 0.6
+        track = QRectF(bar.left(), bar.top(), bar.width() - 2 * sq - 2, bar.height())
         p.fillRect(track, QColor(color.red(), color.green(), color.blue(), 40))
         share = len(st.tokens) / len(tokens) if tokens else 1.0
         p.fillRect(QRectF(track.left(), track.top(), track.width() * (1.0 if st.finished else share), track.height()),
                    color)
-        sq = bar.height() / 2
-        light, dark = (QColor("#ffffff"), QColor("#1d2125")) if not self.dark else (QColor("#e8eaed"), QColor("#000000"))
-        for row in range(2):
-            for col in range(3):
+        light, dark = ((QColor("#e8eaed"), QColor("#000000")) if self.dark
+                       else (QColor("#ffffff"), QColor("#1d2125")))
+        flag_top = bar.center().y() - 2 * sq
+        p.setPen(QPen(dark, 1))
+        p.drawRect(QRectF(track.right() + 2, flag_top, 2 * sq, 4 * sq))
+        for row in range(4):
+            for col in range(2):
                 c = dark if (row + col) % 2 == 0 else light
-                p.fillRect(QRectF(track.right() + col * sq, bar.top() + row * sq, sq, sq), c)
+                p.fillRect(QRectF(track.right() + 2 + col * sq, flag_top + row * sq, sq, sq), c)
         if st.finished:
-            p.setPen(QPen(QColor(ACCEPTED), max(2.0, bar.height() * 0.35)))
-            p.drawLine(QPointF(track.right(), bar.top() - 3), QPointF(track.right(), bar.bottom() + 3))
+            p.setPen(QPen(QColor(ACCEPTED), max(2.0, bar.height() * 0.3)))
+            p.drawLine(QPointF(track.right(), flag_top), QPointF(track.right(), flag_top + 4 * sq))
 
     def _paint_text(self, p: QPainter, r: QRectF, st: LaneState, fg: QColor) -> None:
         doc = QTextDocument()

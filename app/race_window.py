@@ -10,6 +10,7 @@ frames but never slows the race: at any moment the view shows race time ``(now -
 
 from __future__ import annotations
 
+import atexit
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,7 +44,12 @@ GIF_FPS = 10
 
 
 class GifExport(QThread):
-    """Renders a race to a GIF off the UI thread; ``cancel()`` stops it at the next frame (nothing is written)."""
+    """Renders a race to a GIF off the UI thread; ``cancel()`` stops it at the next frame (nothing is written).
+
+    An export is nobody's child: it outlives a window destroyed under it (its painter holds no widget), and the
+    ones still running at exit are cancelled and waited for, so no thread is destroyed while it runs."""
+
+    running: set[GifExport] = set()
 
     progress = Signal(int, int)
     """(frames rendered, frames in all)."""
@@ -55,10 +61,18 @@ class GifExport(QThread):
     class Stopped(Exception):
         pass
 
-    def __init__(self, painter: RacePainter, out: Path, slowdown: float, parent=None) -> None:
-        super().__init__(parent)
+    def __init__(self, painter: RacePainter, out: Path, slowdown: float) -> None:
+        super().__init__()
         self.painter, self.out, self.slowdown = painter, Path(out), slowdown
         self._cancel = False
+        GifExport.running.add(self)
+        self.finished.connect(lambda: GifExport.running.discard(self))
+
+    @classmethod
+    def stop_all(cls) -> None:
+        for job in list(cls.running):
+            job.cancel()
+            job.wait()
 
     def cancel(self) -> None:
         self._cancel = True
@@ -70,7 +84,8 @@ class GifExport(QThread):
 
     def run(self) -> None:
         try:
-            n = write_gif(self.painter, self.out, GIF_SIZE, fps=GIF_FPS, slowdown=self.slowdown, progress=self._progress)
+            n = write_gif(self.painter, self.out, GIF_SIZE, fps=GIF_FPS, slowdown=self.slowdown,
+                          progress=self._progress)
         except GifExport.Stopped:
             self.failed.emit("")
         except OSError as e:
@@ -79,6 +94,9 @@ class GifExport(QThread):
             self.failed.emit(f"the GIF export failed: {type(e).__name__}: {e}")
         else:
             self.done.emit(str(self.out), n)
+
+
+atexit.register(GifExport.stop_all)
 
 
 class RaceWindow(QWidget):
@@ -229,7 +247,7 @@ class RaceWindow(QWidget):
     def faster(self) -> None:
         self.set_slowdown(SLOWDOWNS[max(0, SLOWDOWNS.index(self.slowdown) - 1)])
 
-    # -- presentation ---------------------------------------------------------------------------------------------------
+    # -- presentation -----------------------------------------------------------------------------------------------
     def set_presentation(self, on: bool, full_screen: bool = True) -> None:
         """Presentation: the race's text and the bar's grow for a room; full screen unless told otherwise."""
         self.presentation = on
@@ -262,7 +280,7 @@ class RaceWindow(QWidget):
         super().resizeEvent(e)
         self._fit_text()
 
-    # -- export ------------------------------------------------------------------------------------------------------
+    # -- export -----------------------------------------------------------------------------------------------------
     def export_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export the race as a GIF", str(self.export_dir / "race.gif"),
                                               "Animated GIF (*.gif)")
@@ -277,10 +295,10 @@ class RaceWindow(QWidget):
         painter = self.view.offscreen_painter()
         painter.base_pt = max(9.0, GIF_SIZE[1] / 45)  # as specviz race --out draws it
         painter.slowdown = self.slowdown
-        job = GifExport(painter, out, self.slowdown, self)
+        job = GifExport(painter, out, self.slowdown)
         job.progress.connect(self._export_progress)
-        job.done.connect(lambda path, n: self._export_ended(f"Saved {path} ({n} frames)", False))
-        job.failed.connect(lambda text: self._export_ended(text or "GIF export cancelled", bool(text)))
+        job.done.connect(self._export_done)
+        job.failed.connect(self._export_failed)
         self.export = job
         self.export_action.setEnabled(False)
         self.progress.setRange(0, 0)
@@ -295,10 +313,15 @@ class RaceWindow(QWidget):
         self.progress.setValue(i)
         self.progress.setFormat(f"frame {i}/{n}")
 
+    def _export_done(self, path: str, n: int) -> None:
+        self._export_ended(f"Saved {path} ({n} frames)", False)
+
+    def _export_failed(self, text: str) -> None:
+        self._export_ended(text or "GIF export cancelled", bool(text))
+
     def _export_ended(self, text: str, error: bool) -> None:
         if self.export is not None:
             self.export.wait()
-            self.export.deleteLater()
         self.export = None
         self.export_action.setEnabled(True)
         self.progress.setVisible(False)

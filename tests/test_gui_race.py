@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 from PIL import Image
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
 from app.race_view import LANE_COLORS
@@ -136,7 +137,24 @@ def test_race_of_recorded_sessions_follows_their_timings(window, qtbot, two, tmp
             total += im.info["duration"]
     assert total == n_frames * 1000 // GIF_FPS
     assert f"({n_frames} frames)" in rw.message.text()
-    rw.close()
+
+    # The keys: Space plays and pauses, R restarts, F11's presentation grows the text, Esc leaves it, then closes.
+    rw.activateWindow()
+    qtbot.keyClick(rw.view, Qt.Key.Key_Space)
+    assert rw.playing
+    qtbot.keyClick(rw.view, Qt.Key.Key_Space)
+    assert not rw.playing
+    clock.t += 1
+    rw.tick()
+    qtbot.keyClick(rw.view, Qt.Key.Key_R)
+    assert rw.ms == 0 and rw.playing
+    normal_pt = rw.view.base_pt
+    rw.set_presentation(True, full_screen=False)
+    assert rw.view.base_pt > normal_pt and rw.bar.font().pointSizeF() > rw.font().pointSizeF()
+    qtbot.keyClick(rw.view, Qt.Key.Key_Escape)
+    assert not rw.presentation and rw.isVisible() and rw.view.base_pt == normal_pt
+    qtbot.keyClick(rw.view, Qt.Key.Key_Escape)
+    assert not rw.isVisible()
 
 
 def test_mismatched_prompts_are_refused(window, qtbot, tiny_dir):
