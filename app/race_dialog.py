@@ -6,6 +6,7 @@ The dialog only chooses and shows progress; :mod:`app.window_race` records and o
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -150,16 +151,21 @@ class RaceDialog(QDialog):
                                    "against plain decoding.")
         if request is not None and not self.record_problem:
             r = request.request
-            params = ", ".join(f"{k}={v}" for k, v in sorted(request.choice.recorded_params.items()))
+            defaults = vars(request.choice.cls.params_cls())
+            changed = ", ".join(f"{k}={v}" for k, v in sorted(request.choice.recorded_params.items())
+                                if defaults.get(k) != v)
             sampling = "greedy" if r.temperature == 0 else f"temperature {r.temperature:g}, seed {r.seed}"
-            text = (f"Decodes the Run panel's prompt “{' '.join(r.prompt.split())[:120]}” twice on "
-                    f"{Path(r.model).name if r.model else 'the default model'}: first plainly (<b>AR</b>), then "
-                    f"with <b>{r.method}</b>{f' ({params})' if params else ''}; {sampling}, up to "
-                    f"{r.max_new_tokens} tokens each, both with the same sampling settings. One after the other on "
-                    f"the engine thread, never at the same time, so neither's timings include the other's work. "
-                    f"Both sessions are recorded to {record_db.name}; then they race.")
+            prompt = " ".join(r.prompt.split())
+            text = (f"Records plain decoding (<b>AR</b>), then <b>{r.method}</b> "
+                    f"({changed or 'default parameters'}), on the Run panel's prompt, then races them.<br><br>"
+                    f"Prompt: “{html.escape(prompt[:160])}{'…' if len(prompt) > 160 else ''}”<br>"
+                    f"Model: {html.escape(Path(r.model).name if r.model else 'the default model')} · {sampling} · up "
+                    f"to {r.max_new_tokens} tokens each · recorded to {html.escape(record_db.name)}<br><br>"
+                    "Both take every setting but the method from the Run panel, so they answer the same prompt "
+                    "under the same sampling. They run one after the other on the engine thread, never at the same "
+                    "time, so neither's timings include the other's work.")
         else:
-            text = f"Cannot record from the Run panel's settings: {self.record_problem}"
+            text = f"Cannot record from the Run panel's settings: {html.escape(self.record_problem)}"
         intro = QLabel(text)
         intro.setWordWrap(True)
         intro.setTextFormat(Qt.TextFormat.RichText)

@@ -31,6 +31,9 @@ def wait(app, until, timeout: float) -> None:
 
 
 def main() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # on a shared CPU a second intra-op thread spins against the other load: 10x slower
     from app.gui import make_app
     from app.main_window import MainWindow
 

@@ -243,3 +243,17 @@ def test_cancel_stops_the_recording_and_races_nothing(window, qtbot):
         assert [(s.method, s.status) for s in rec.sessions()] == [("ar", "interrupted")]
     qtbot.waitUntil(lambda: window.controller.idle, timeout=30000)
     dialog.reject()
+
+
+def test_record_tab_explains_what_it_cannot_record(window):
+    set_method(window, "ar")
+    dialog = window.race_dialog()
+    dialog.tabs.setCurrentIndex(1)
+    assert not dialog.ok.isEnabled() and "method is AR" in dialog.record_problem
+    dialog.reject()
+    set_method(window, "tr")
+    window.run_panel.prompt.setPlainText("   ")
+    dialog = window.race_dialog()
+    dialog.tabs.setCurrentIndex(1)
+    assert not dialog.ok.isEnabled() and "prompt is empty" in dialog.record_problem
+    dialog.reject()
