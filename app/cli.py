@@ -82,8 +82,8 @@ def add_race_parser(sub) -> None:
                        description="Replay two to four sessions of the same prompt side by side, each at its recorded "
                        "wall-clock pace (the prefill included): text appears as each cycle commits, accepted draft "
                        "tokens tinted by their source, live tokens/s and speed-up against the first session, a "
-                       "finish line. Opens a window (Space pause, R restart, +/- slow motion, F11 full screen), or "
-                       "with --out writes an animated GIF for slides.")
+                       "finish line. Opens a window (Space pause, R restart, +/- slow motion, F11 full screen, "
+                       "Ctrl+E GIF), or with --out writes an animated GIF for slides.")
     r.add_argument("--db", type=Path, required=True, help="the recording")
     r.add_argument("sessions", nargs="+", metavar="SESSION", help="two to four session ids, the baseline (AR) first")
     r.add_argument("--out", type=Path, default=None, help="write an animated GIF here instead of opening a window")
@@ -110,7 +110,8 @@ def cmd_race(args: argparse.Namespace) -> int:
         raise SpecVizError("the sessions decode different prompts: race sessions of one prompt")
     race = make_race(comparison.sessions)
     from .gui import make_app
-    from .race_view import RaceView, RaceWindow, write_gif
+    from .race_view import RaceView, write_gif
+    from .race_window import RaceWindow
 
     app = make_app(theme=args.theme)
     if args.out is None:

@@ -117,6 +117,11 @@ class SessionController(QObject):
         """The engine worker, once the first live session started it."""
         return self._thread.worker if self._thread is not None else None
 
+    def engine_for(self, request) -> EngineWorker:
+        """The engine worker (started if needed) for a job's queued ``request`` signal, counted in :attr:`idle`."""
+        request.connect(self._on_request_sent)
+        return self._engine().worker
+
     # -- the engine thread ----------------------------------------------------------------------------------------
     def _engine(self) -> WorkerThread:
         if self._thread is None:

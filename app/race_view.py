@@ -1,9 +1,10 @@
 """The race, drawn: two to four lanes writing the same answer at their recorded pace, for a room to watch.
 
-:class:`RaceView` paints one moment of a :class:`~specviz_core.race.Race` (what each lane has written, the tokens
-that landed last, accepted draft tokens tinted by their source, tokens/s and speed-up, a finish line);
-:class:`RaceWindow` plays it (Space pauses, R restarts, F11 full screen, +/- slow motion); :func:`write_gif`
-renders the frames to an animated GIF with Pillow.
+:class:`RacePainter` paints one moment of a :class:`~specviz_core.race.Race` on any painter (what each lane has
+written, the tokens that landed last, accepted draft tokens tinted by their source, tokens/s and speed-up counters,
+a finish line with the finishing order); it holds no widget, so a GIF can be rendered off the UI thread.
+:class:`RaceView` shows it in a widget (played by :class:`app.race_window.RaceWindow`); :func:`write_gif` renders
+the frames to an animated GIF with Pillow.
 """
 
 from __future__ import annotations
@@ -11,224 +12,245 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from PySide6.QtCore import QRectF, Qt, QTimer
-from PySide6.QtGui import QColor, QFont, QImage, QKeySequence, QPainter, QPen, QShortcut, QTextDocument
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen, QTextDocument
 from PySide6.QtWidgets import QWidget
 
 from specviz_core.cli.options import new_file_mode
-from specviz_core.race import Race, frame_times, is_draft
+from specviz_core.race import LaneState, Race, frame_times, is_draft
 from specviz_core.vocab import TokenText
 
 from .theme import ACCEPTED, SOURCE_COLORS, is_dark
 
-#: Lane colours of the progress bars (the first lane is the baseline).
+#: Lane colours of the headers and progress bars (the first lane is the baseline).
 LANE_COLORS = ("#6c7a89", "#1f77d0", "#e07b00", "#8e44ad")
 ORDINALS = {1: "1st", 2: "2nd", 3: "3rd"}
-LEGEND = "tinted: accepted draft tokens (colour = their source)   ·   underlined: the latest cycle's tokens"
+LEGEND = ("tinted: accepted draft tokens (colour = their source; strong as they land)   ·   underlined: the latest "
+          "cycle's tokens   ·   ▦ the finish line")
 
 
-class RaceView(QWidget):
-    """One moment of a race; ``set_time(ms)`` moves it."""
+class RacePainter:
+    """Paints one moment of ``race`` into a rectangle; ``font`` and ``dark`` are the look to paint with."""
 
-    def __init__(self, race: Race, vocab: TokenText, parent: QWidget | None = None, base_pt: float = 13.0) -> None:
-        super().__init__(parent)
+    def __init__(self, race: Race, vocab: TokenText, font: QFont, dark: bool = False, base_pt: float = 13.0,
+                 slowdown: float = 1.0) -> None:
         self.race = race
         self.vocab = vocab
-        self.ms = 0.0
+        self.font = QFont(font)
+        self.dark = dark
         self.base_pt = base_pt
-        self.setMinimumSize(640, 360)
-        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
+        """Point size of the lanes' text; headers and counters scale from it."""
+        self.slowdown = slowdown
+        """Shown beside the clock when not 1 (the race itself is timed by the caller)."""
 
-    def set_time(self, ms: float) -> None:
-        self.ms = ms
-        self.update()
+    def _font(self, scale: float, bold: bool = False) -> QFont:
+        f = QFont(self.font)
+        f.setPointSizeF(max(7.0, self.base_pt * scale))
+        f.setBold(bold)
+        return f
 
-    def set_base_pt(self, pt: float) -> None:
-        self.base_pt = pt
-        self.update()
-
-    # -- drawing --------------------------------------------------------------------------------------------------
-    def paintEvent(self, _event) -> None:  # noqa: N802 (Qt's name)
-        p = QPainter(self)
-        try:
-            self.paint(p, QRectF(self.rect()))
-        finally:
-            p.end()
-
-    def paint(self, p: QPainter, area: QRectF) -> None:
-        dark = is_dark(self.palette())
-        bg, fg = (QColor("#1e2227"), QColor("#e8eaed")) if dark else (QColor("#ffffff"), QColor("#1d2125"))
+    def paint(self, p: QPainter, area: QRectF, ms: float) -> None:
+        bg, fg = (QColor("#1e2227"), QColor("#e8eaed")) if self.dark else (QColor("#ffffff"), QColor("#1d2125"))
+        muted = QColor("#9aa0a6") if self.dark else QColor("#6b7280")
         p.fillRect(area, bg)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        states = self.race.at(self.ms)
-        speedups = self.race.speedups(self.ms)
+        states = self.race.at(ms)
+        speedups = self.race.speedups(ms)
         finals = self.race.final_speedups()
-        n = len(states)
         pad = max(8.0, area.height() * 0.015)
-        head_pt = self.base_pt * 1.25
-        title = QFont(self.font())
-        title.setPointSizeF(head_pt)
-        title.setBold(True)
-        clock = QFont(self.font())
-        clock.setPointSizeF(self.base_pt)
+        left, width = area.left() + pad, area.width() - 2 * pad
+        # Top: the race clock (and the slow-motion factor); bottom: the legend.
+        clock = self._font(1.0)
+        head_h = self.base_pt * 2.0
         p.setFont(clock)
         p.setPen(fg)
-        top = area.top() + pad
-        p.drawText(QRectF(area.left() + pad, top, area.width() - 2 * pad, head_pt * 2),
-                   Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"t = {self.ms / 1000:.2f} s")
-        small = QFont(self.font())
-        small.setPointSizeF(max(7.0, self.base_pt * 0.75))
-        p.setFont(small)
+        slow = f"   ({self.slowdown:g}× slow motion)" if self.slowdown != 1 else ""
+        p.drawText(QRectF(left, area.top() + pad / 2, width, head_h),
+                   Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"t = {ms / 1000:.2f} s{slow}")
+        small = self._font(0.75)
         legend_h = small.pointSizeF() * 2.2
-        p.setPen(QColor("#8a8f98"))
-        p.drawText(QRectF(area.left() + pad, area.bottom() - legend_h, area.width() - 2 * pad, legend_h),
+        p.setFont(small)
+        p.setPen(muted)
+        p.drawText(QRectF(left, area.bottom() - legend_h, width, legend_h),
                    Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, LEGEND)
-        lane_h = (area.height() - 2 * pad - legend_h) / n
-        total = max(len(lane.tokens) for lane in self.race.lanes) or 1
+        top = area.top() + pad / 2 + head_h
+        lane_h = (area.bottom() - legend_h - top) / len(states)
+        base = self.race.lanes[0].label.split()[0]
+        order = sorted(lane.finish_ms for lane in self.race.lanes)
         for i, (lane, st) in enumerate(zip(self.race.lanes, states)):
-            r = QRectF(area.left() + pad, area.top() + pad + i * lane_h, area.width() - 2 * pad, lane_h - pad)
+            r = QRectF(left, top + i * lane_h, width, lane_h - pad)
             color = QColor(LANE_COLORS[i % len(LANE_COLORS)])
-            # Header: name, tokens/s, speed-up (the final one once the lane has finished).
+            title = self._font(1.3, bold=True)
+            row_h = title.pointSizeF() * 2.0
+            head = QRectF(r.left(), r.top(), r.width(), row_h)
             p.setFont(title)
             p.setPen(color)
-            head = QRectF(r.left(), r.top(), r.width(), head_pt * 2)
             p.drawText(head, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, lane.label)
-            p.setFont(clock)
-            p.setPen(fg)
-            base = self.race.lanes[0].label.split()[0]
-            if st.finished:
-                place = sorted(lane.finish_ms for lane in self.race.lanes).index(st.finish_ms) + 1
-                speed = (f"{ORDINALS.get(place, f'{place}th')} · finished in {st.finish_ms / 1000:.2f} s"
-                         + (f"  ·  {finals[i]:.2f}× vs {base}" if i else ""))
-            else:
-                s = speedups[i]
-                speed = f"{st.tokens_per_s:.1f} tok/s" + (f"  ·  {s:.2f}× vs {base}" if i and s is not None else "")
-            p.drawText(QRectF(r.left(), r.top(), r.width() * 0.82, head_pt * 2),
-                       Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, speed)
-            # Progress toward the finish line: tokens written of the longest answer.
-            bar = QRectF(r.left(), head.bottom() + 2, r.width(), max(6.0, self.base_pt * 0.5))
-            p.fillRect(bar, QColor(color.red(), color.green(), color.blue(), 40))
-            p.fillRect(QRectF(bar.left(), bar.top(), bar.width() * len(st.tokens) / total, bar.height()), color)
-            if st.finished:
-                p.setPen(QPen(QColor(ACCEPTED), 3))
-                p.drawLine(bar.topRight(), bar.bottomRight())
-            # The text so far; the tail is kept in view when it outgrows the lane.
-            text_r = QRectF(r.left(), bar.bottom() + pad / 2, r.width(), r.bottom() - bar.bottom() - pad / 2)
-            self._paint_text(p, text_r, st, fg, dark)
+            self._counters(p, head, i, st, speedups[i], finals[i], order.index(st.finish_ms) + 1, base, fg, color)
+            bar = QRectF(r.left(), head.bottom() + self.base_pt * 0.4, r.width(), max(10.0, self.base_pt * 0.8))
+            self._bar(p, bar, lane.tokens, st, color)
+            below = bar.bottom() + bar.height() * 0.7 + pad / 2  # under the finish flag
+            text_r = QRectF(r.left(), below, r.width(), r.bottom() - below)
+            self._paint_text(p, text_r, st, fg)
 
-    def _paint_text(self, p: QPainter, r: QRectF, st, fg: QColor, dark: bool) -> None:
+    def _counters(self, p: QPainter, head: QRectF, i: int, st: LaneState, speedup: float | None, final: float,
+                  place: int, base: str, fg: QColor, color: QColor) -> None:
+        """tokens/s so far and the speed-up against the first lane, large; once finished, the place and time."""
+        big = self._font(1.3, bold=True)
+        mid = self._font(1.0)
+        if st.finished:
+            left_txt = (f"{ORDINALS.get(place, f'{place}th')} · {st.finish_ms / 1000:.2f} s · "
+                        f"{st.tokens_per_s:.1f} tok/s")
+            right_txt = f"{final:.2f}× vs {base}" if i else "baseline"
+        else:
+            left_txt = f"{st.tokens_per_s:.1f} tok/s"
+            right_txt = ("baseline" if not i else f"{speedup:.2f}× vs {base}" if speedup is not None
+                         else f"–× vs {base}")
+        p.setFont(big)
+        p.setPen(color if i else fg)
+        fm = p.fontMetrics()
+        speed_w = max(fm.horizontalAdvance(f"00.00× vs {base}"), fm.horizontalAdvance(right_txt))
+        p.drawText(QRectF(head.right() - speed_w, head.top(), speed_w, head.height()),
+                   Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, right_txt)
+        p.setFont(mid)
+        p.setPen(fg)
+        p.drawText(QRectF(head.left(), head.top(), head.width() - speed_w - self.base_pt * 1.5, head.height()),
+                   Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, left_txt)
+
+    def _bar(self, p: QPainter, bar: QRectF, tokens: tuple[int, ...], st: LaneState, color: QColor) -> None:
+        """The lane's share of its own answer written, up to a chequered finish line it reaches as it finishes."""
+        sq = bar.height() * 0.6
+        track = QRectF(bar.left(), bar.top(), bar.width() - 2 * sq - 2, bar.height())
+        p.fillRect(track, QColor(color.red(), color.green(), color.blue(), 40))
+        share = len(st.tokens) / len(tokens) if tokens else 1.0
+        p.fillRect(QRectF(track.left(), track.top(), track.width() * (1.0 if st.finished else share), track.height()),
+                   color)
+        light, dark = ((QColor("#e8eaed"), QColor("#000000")) if self.dark
+                       else (QColor("#ffffff"), QColor("#1d2125")))
+        flag_top = bar.center().y() - 2 * sq
+        p.setPen(QPen(dark, 1))
+        p.drawRect(QRectF(track.right() + 2, flag_top, 2 * sq, 4 * sq))
+        for row in range(4):
+            for col in range(2):
+                c = dark if (row + col) % 2 == 0 else light
+                p.fillRect(QRectF(track.right() + 2 + col * sq, flag_top + row * sq, sq, sq), c)
+        if st.finished:
+            p.setPen(QPen(QColor(ACCEPTED), max(2.0, bar.height() * 0.3)))
+            p.drawLine(QPointF(track.right(), flag_top), QPointF(track.right(), flag_top + 4 * sq))
+
+    def _paint_text(self, p: QPainter, r: QRectF, st: LaneState, fg: QColor) -> None:
         doc = QTextDocument()
-        font = QFont(self.font())
+        font = QFont(self.font)
         font.setPointSizeF(self.base_pt)
         doc.setDefaultFont(font)
         doc.setTextWidth(r.width())
-        doc.setHtml(self._html(st, fg, dark))
+        doc.setHtml(self.html(st, fg))
         p.save()
         p.setClipRect(r)
         over = doc.size().height() - r.height()
-        p.translate(r.left(), r.top() - max(0.0, over))
+        p.translate(r.left(), r.top() - max(0.0, over))  # the tail stays in view when the text outgrows the lane
         doc.drawContents(p)
         p.restore()
 
-    def _html(self, st, fg: QColor, dark: bool) -> str:
-        """Tokens as text: accepted draft tokens tinted by their source, the latest cycle's tokens underlined."""
+    def html(self, st: LaneState, fg: QColor) -> str:
+        """Tokens as text: accepted draft tokens tinted by their source (strongly in the cycle that just landed),
+        the latest cycle's tokens underlined."""
         parts = []
         n = len(st.tokens)
         pieces = self.vocab.pieces(st.tokens)
         for k, (piece, kind) in enumerate(zip(pieces, st.kinds)):
             text = html.escape(piece).replace("\n", "<br>")
             style = []
+            latest = k >= n - st.last_cycle
             if is_draft(kind):
                 c = QColor(SOURCE_COLORS.get(kind, ACCEPTED))
-                c.setAlpha(90 if dark else 60)
-                style.append(f"background-color: rgba({c.red()},{c.green()},{c.blue()},{c.alphaF():.2f})")
-            if k >= n - st.last_cycle:
+                alpha = (0.65 if latest else 0.35) if self.dark else (0.45 if latest else 0.24)
+                style.append(f"background-color: rgba({c.red()},{c.green()},{c.blue()},{alpha:.2f})")
+            if latest:
                 style.append("text-decoration: underline; font-weight: 600")
             parts.append(f'<span style="{"; ".join(style)}">{text}</span>' if style else text)
         body = "".join(parts) or "&nbsp;"
         return f'<div style="color: {fg.name()}; white-space: pre-wrap">{body}</div>'
 
 
-class RaceWindow(QWidget):
-    """Plays a race in real time (or slower): Space pause, R restart, F11 full screen, +/- slow motion."""
+class RaceView(QWidget):
+    """One moment of a race in a widget; ``set_time(ms)`` moves it."""
 
-    FPS = 30
-
-    def __init__(self, race: Race, vocab: TokenText, slowdown: float = 1.0, base_pt: float = 16.0) -> None:
-        super().__init__()
-        from PySide6.QtWidgets import QVBoxLayout
-
-        self.setWindowTitle("SpecViz race — Space: pause · R: restart · +/-: slower/faster · F11: full screen")
-        self.view = RaceView(race, vocab, self, base_pt=base_pt)
-        self._base_pt = base_pt
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(self.view)
-        self.slowdown = slowdown
+    def __init__(self, race: Race, vocab: TokenText, parent: QWidget | None = None, base_pt: float = 13.0) -> None:
+        super().__init__(parent)
+        self.painter = RacePainter(race, vocab, self.font(), base_pt=base_pt)
         self.ms = 0.0
-        self.timer = QTimer(self)
-        self.timer.setInterval(int(1000 / self.FPS))
-        self.timer.timeout.connect(self._tick)
-        for key, fn in (("Space", self.toggle), ("R", self.restart), ("F11", self.toggle_full_screen),
-                        ("+", lambda: self.set_slowdown(self.slowdown * 2)), ("=", lambda: self.set_slowdown(self.slowdown * 2)),
-                        ("-", lambda: self.set_slowdown(self.slowdown / 2)), ("Escape", self.close)):
-            QShortcut(QKeySequence(key), self, activated=fn)
-        self.resize(1280, 720)
+        self.setMinimumSize(640, 360)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)
 
-    def start(self) -> None:
-        self.timer.start()
+    @property
+    def race(self) -> Race:
+        return self.painter.race
 
-    def toggle(self) -> None:
-        self.timer.stop() if self.timer.isActive() else self.timer.start()
+    @property
+    def base_pt(self) -> float:
+        return self.painter.base_pt
 
-    def restart(self) -> None:
-        self.ms = 0.0
-        self.view.set_time(0.0)
-        self.timer.start()
+    def set_time(self, ms: float) -> None:
+        self.ms = ms
+        self.update()
+
+    def set_base_pt(self, pt: float) -> None:
+        self.painter.base_pt = pt
+        self.update()
 
     def set_slowdown(self, factor: float) -> None:
-        self.slowdown = min(64.0, max(1 / 16, factor))
+        self.painter.slowdown = factor
+        self.update()
 
-    def toggle_full_screen(self) -> None:
-        self.showNormal() if self.isFullScreen() else self.showFullScreen()
+    def states(self) -> list[LaneState]:
+        """What every lane shows now."""
+        return self.race.at(self.ms)
 
-    def resizeEvent(self, e) -> None:  # noqa: N802
-        """Full screen on a projector: the text grows with the window (as the GIF's does with its size)."""
-        self.view.set_base_pt(max(self._base_pt, self.height() / 45))
-        super().resizeEvent(e)
+    def offscreen_painter(self) -> RacePainter:
+        """A painter with this view's look, its own (to paint from another thread)."""
+        p = self.painter
+        return RacePainter(p.race, p.vocab, self.font(), is_dark(self.palette()), p.base_pt, p.slowdown)
 
-    def _tick(self) -> None:
-        self.ms += 1000 / self.FPS / self.slowdown
-        if self.ms >= self.view.race.duration_ms:
-            self.ms = self.view.race.duration_ms
-            self.timer.stop()
-        self.view.set_time(self.ms)
+    def paintEvent(self, _event) -> None:  # noqa: N802 (Qt's name)
+        self.painter.font = QFont(self.font())
+        self.painter.dark = is_dark(self.palette())
+        p = QPainter(self)
+        try:
+            self.painter.paint(p, QRectF(self.rect()), self.ms)
+        finally:
+            p.end()
 
 
-def render_frame(view: RaceView, ms: float, size: tuple[int, int]) -> QImage:
+def render_frame(painter: RacePainter, ms: float, size: tuple[int, int]) -> QImage:
     img = QImage(size[0], size[1], QImage.Format.Format_RGB32)
-    view.resize(*size)
-    view.ms = ms
     p = QPainter(img)
     try:
-        view.paint(p, QRectF(0, 0, size[0], size[1]))
+        painter.paint(p, QRectF(0, 0, size[0], size[1]), ms)
     finally:
         p.end()
     return img
 
 
-def write_gif(view: RaceView, out: Path, size: tuple[int, int], fps: float = 10.0, slowdown: float = 1.0,
-              hold_ms: float = 2000.0, progress=None) -> int:
-    """Render the race to an animated GIF (written atomically); returns the number of frames."""
+def write_gif(view: RaceView | RacePainter, out: Path, size: tuple[int, int], fps: float = 10.0,
+              slowdown: float = 1.0, hold_ms: float = 2000.0, progress=None) -> int:
+    """Render the race to an animated GIF (written atomically); returns the number of frames. ``progress(i, n)``
+    is called after each frame (it may raise to stop: nothing is written then). A :class:`RacePainter` may be
+    rendered from any thread; a :class:`RaceView` only from the UI thread."""
     import os
     import tempfile
 
     from PIL import Image
 
-    times = frame_times(view.race, fps=fps, slowdown=slowdown, hold_ms=hold_ms)
+    if isinstance(view, RaceView):
+        painter = view.offscreen_painter()
+        painter.slowdown = slowdown
+    else:
+        painter = view
+    times = frame_times(painter.race, fps=fps, slowdown=slowdown, hold_ms=hold_ms)
     frames = []
     for i, ms in enumerate(times):
-        img = render_frame(view, ms, size).convertToFormat(QImage.Format.Format_RGB888)
+        img = render_frame(painter, ms, size).convertToFormat(QImage.Format.Format_RGB888)
         data = bytes(img.constBits())[: img.bytesPerLine() * img.height()]
         frame = Image.frombuffer("RGB", size, data, "raw", "RGB", img.bytesPerLine(), 1)
         frames.append(frame.convert("P", palette=Image.Palette.ADAPTIVE, colors=128))

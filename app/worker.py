@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from app import worker_jobs as jobs
 from app.worker_fork import ForkStart, ForkWorkerMixin
+from app.worker_race import RaceWorkerMixin
 from specviz_core.errors import SpecVizError
 from specviz_core.models import LoadedModel
 from specviz_core.recording.store import Recording
@@ -46,7 +47,7 @@ class Cancelled(Exception):
     """A load stopped by Reset or close at a stage boundary."""
 
 
-class EngineWorker(ForkWorkerMixin, QObject):
+class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
     """Owns the models, the engine and the recording connection; lives on its own QThread."""
 
     progress = Signal(str, float)
