@@ -7,13 +7,36 @@ sequence dimension, because the kept rows are not contiguous in the verify block
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
 from .errors import SpecVizError
+
+
+@functools.cache
+def _cache_keyword(model_class: type) -> str:
+    params = inspect.signature(model_class.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def cache_arg(model: torch.nn.Module, cache: DynamicCache | None) -> dict[str, Any]:
+    """The KV cache as the keyword ``model``'s forward takes it.
+
+    transformers 5.24 renamed ``past_key_values`` to ``cache`` (the old name warns until 5.40);
+    older releases and remote-code models still take ``past_key_values``.
+    """
+    return {_cache_keyword(type(model)): cache}
+
+
+def returned_cache(out: Any) -> DynamicCache:
+    """The KV cache a forward returned, under either name (see :func:`cache_arg`)."""
+    return out["cache"] if "cache" in out else out["past_key_values"]
 
 
 def cache_length(cache: DynamicCache | None) -> int:

@@ -33,7 +33,7 @@ def path_to(tree: DraftTree, node: int) -> list[int]:
 def prefill(m, ids):
     cache = DynamicCache()
     if len(ids) > 1:
-        m.model(input_ids=torch.tensor([ids[:-1]]), past_key_values=cache, use_cache=True)
+        m.model(input_ids=torch.tensor([ids[:-1]]), use_cache=True, **kv.cache_arg(m.model, cache))
     return cache
 
 
@@ -85,7 +85,7 @@ def test_trimmed_cache_equals_fresh_prefill(tiny, method):
         # And the next token's logits through the trimmed cache match a plain forward.
         with torch.no_grad():
             out = tiny.model(input_ids=torch.tensor([[e.ids[-1]]]), position_ids=torch.tensor([[len(e.ids) - 1]]),
-                             past_key_values=e.cache, use_cache=True)
+                             use_cache=True, **kv.cache_arg(tiny.model, e.cache))
         kv.crop(e.cache, len(e.ids) - 1)
         torch.testing.assert_close(out.logits[0, -1], plain_logits(tiny, e.ids), atol=1e-4, rtol=1e-4)
     assert trimmed_any, "no cycle dropped any KV: the test did not exercise trimming"

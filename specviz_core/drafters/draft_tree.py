@@ -54,11 +54,11 @@ class DraftModelRunner:
         out = self.loaded.model(
             input_ids=torch.tensor([new], device=dev),  # [1, m]
             position_ids=torch.arange(common, common + len(new), device=dev)[None],  # [1, m]
-            past_key_values=self.cache,
+            **kv.cache_arg(self.loaded.model, self.cache),
             use_cache=True,
         )
         self.forwards += 1
-        self.cache = out.past_key_values
+        self.cache = kv.returned_cache(out)
         self.seen = list(ids)
         self.row_depths = []
         return out.logits[0, -1].float()
@@ -81,11 +81,11 @@ class DraftModelRunner:
             input_ids=torch.tensor([tokens], device=dev),
             position_ids=torch.from_numpy(rows).to(dev)[None],  # [1, m]
             attention_mask=mask,
-            past_key_values=self.cache,
+            **kv.cache_arg(self.loaded.model, self.cache),
             use_cache=True,
         )
         self.forwards += 1
-        self.cache = out.past_key_values
+        self.cache = kv.returned_cache(out)
         return out.logits[0].float()
 
     def keep(self, rows: list[int], tokens: list[int]) -> None:

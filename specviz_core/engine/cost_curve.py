@@ -185,8 +185,8 @@ def measure_cost_curve(
     g = torch.Generator().manual_seed(0)
     prompt = torch.randint(3, min(target.vocab_size, 20000), (1, cache_len), generator=g)
     cache = DynamicCache()
-    out = target.model(input_ids=prompt.to(dev), past_key_values=cache, use_cache=True)
-    cache = out.past_key_values
+    out = target.model(input_ids=prompt.to(dev), use_cache=True, **kv.cache_arg(target.model, cache))
+    cache = kv.returned_cache(out)
     blocks = [_chain_block(n, target.vocab_size) for n in sizes]
     times: list[list[float]] = [[] for _ in sizes]
     # Round-robin over the sizes, so a busy moment on a shared machine hits every size alike.

@@ -257,10 +257,10 @@ def prefill_into(target: LoadedModel, drafter: Drafter, body: list[int], cache: 
         out = target.model(
             input_ids=torch.tensor([chunk], device=dev),  # [1, c]
             position_ids=torch.arange(start, start + len(chunk), device=dev)[None],  # [1, c]
-            past_key_values=cache,
+            **kv.cache_arg(target.model, cache),
             use_cache=True,
         )
-        cache = out.past_key_values
+        cache = kv.returned_cache(out)
         prev = [body[i - 1] if i > 0 else -1 for i in range(start, start + len(chunk))]
         drafter.harvest(torch.tensor(chunk, device=dev), out.logits[0], torch.tensor(prev))
     return cache

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
+from specviz_core import kv
 from specviz_core.attention import tree_masks
 from specviz_core.models import LoadedModel
 from specviz_core.tree import VerifyBlock
@@ -23,7 +24,7 @@ def verify_forward(target: LoadedModel, cache: DynamicCache, block: VerifyBlock,
         position_ids=torch.from_numpy(positions).to(dev)[None],  # [1, n]
         # [1, 1, n, cache_len + n], or one such mask per layer type (sliding windows)
         attention_mask=tree_masks(target.attention, block.mask, cache_len, target.dtype, dev, positions, positions),
-        past_key_values=cache,
+        **kv.cache_arg(target.model, cache),
         use_cache=True,
     )
     return out.logits[0].float()

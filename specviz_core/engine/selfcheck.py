@@ -60,7 +60,8 @@ def check_tree_support(target: LoadedModel, seed: int = 0) -> SelfCheck:
     cache = DynamicCache()
     cache_len = n_ctx - 1
     target.model(input_ids=torch.tensor([ctx[:-1]], device=target.device),
-                 position_ids=torch.arange(cache_len, device=target.device)[None], past_key_values=cache, use_cache=True)
+                 position_ids=torch.arange(cache_len, device=target.device)[None], use_cache=True,
+                 **kv.cache_arg(target.model, cache))
     tree = DraftTree(ctx[-1])
     na, nb = tree.add(0, a, "draft"), tree.add(0, b, "draft")  # siblings share a position
     nc = tree.add(na, c, "draft")
