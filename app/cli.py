@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import specviz_core.cli.commands as core_cli
-from specviz_core.cli.options import bounded_int, check_writable, finite_float
+from specviz_core.cli.options import bounded_int, check_writable, finite_float, refuse_overwriting
 from specviz_core.errors import SpecVizError
 
 from . import bench_cli
@@ -63,6 +63,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.out.suffix.lower() != ".png":
         raise SpecVizError(f"--out must end in .png, got {args.out.name}")
     check_writable(args.out)
+    refuse_overwriting(args.out, [args.db])
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     comparison, vocab = core_cli.load_comparison(args.db, args.sessions)
     from .compare_view import render_png
@@ -102,6 +103,7 @@ def cmd_race(args: argparse.Namespace) -> int:
         if args.out.suffix.lower() != ".gif":
             raise SpecVizError(f"--out must end in .gif, got {args.out.name}")
         check_writable(args.out)
+        refuse_overwriting(args.out, [args.db])
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from specviz_core.race import make_race
 
@@ -174,6 +176,8 @@ def cmd_screenshot(args: argparse.Namespace) -> int:
     if args.out.suffix.lower() not in (".png", ".svg"):
         raise SpecVizError(f"--out must end in .png or .svg, got {args.out.name}")
     check_writable(args.out)
+    if not args.demo:
+        refuse_overwriting(args.out, [args.db])
     from .screenshot import render
 
     if args.live < 0:
@@ -182,9 +186,12 @@ def cmd_screenshot(args: argparse.Namespace) -> int:
         raise SpecVizError("--demo replays the bundled recording; --live decodes into --db: pick one")
 
     def shot(db: Path) -> None:
-        render(db, args.session, args.cycle, args.panel, args.out, (w, h), theme=args.theme,
-               presentation=args.presentation, live=args.live, method=args.method, prompt=args.prompt,
-               model=args.model)
+        try:
+            render(db, args.session, args.cycle, args.panel, args.out, (w, h), theme=args.theme,
+                   presentation=args.presentation, live=args.live, method=args.method, prompt=args.prompt,
+                   model=args.model)
+        except OSError as e:  # a full disk, a folder gone since the check
+            raise SpecVizError(f"cannot write {args.out}: {e.strerror or e}") from None
 
     if args.demo:
         from .demo import demo_recording

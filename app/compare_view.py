@@ -27,6 +27,7 @@ from specviz_core.compare import Comparison, fork_label
 from specviz_core.vocab import TokenText
 
 from .compare_paint import FORK_COLOR, AlignedLayout, lane_color, paint_accepted, paint_aligned, paint_time_to_token
+from .panels.base import export_widget
 from .theme import REJECTED, SOURCE_COLORS, is_dark
 
 COLUMNS = ("Session", "Method", "Tokens", "Forwards", "Tokens/fwd", "Tokens/s", "Speed-up", "Tau ×", "Accepted by source")
@@ -242,8 +243,7 @@ def render_png(comparison: Comparison, vocab: TokenText, out: Path, size: tuple[
     QApplication.processEvents()
     view.outputs.set_pt(view.outputs.pt)  # laid out at its final width
     QApplication.processEvents()
-    if not view.grab().save(str(out)):
-        raise OSError(f"cannot write {out}")
+    export_widget(view, out)
     view.close()
     return out
 

@@ -40,13 +40,44 @@ def open_window(db: Path, session: str | None = None, replay: bool = False):
     return window
 
 
+def window_excepthook(window):
+    """A ``sys.excepthook`` for the window: an exception that escapes a Qt slot prints one line, writes its
+    traceback to a log in the user data folder, and says so in the window's status bar (a bug must not
+    print a traceback, nor pass unseen by someone who started the app from a menu)."""
+    from PySide6.QtCore import QThread, QTimer
+
+    from specviz_core.cli.crash import one_line
+
+    def hook(kind: type[BaseException], exc: BaseException, tb) -> None:
+        if isinstance(exc, KeyboardInterrupt):
+            return
+        exc.__traceback__ = tb
+        line = one_line(exc)
+        print(f"specviz: error: {line}", file=sys.stderr)
+
+        def show() -> None:
+            try:
+                window.show_error(f"Something went wrong: {line}")
+            except RuntimeError:  # the window is gone
+                pass
+
+        if QThread.currentThread() is window.thread():
+            show()
+        else:  # the engine thread: widgets belong to the UI thread
+            QTimer.singleShot(0, window, show)
+
+    return hook
+
+
 def run_gui(db: Path, session: str | None = None, replay: bool = False) -> int:
     app = make_app()
     from .worker import WorkerThread
 
     window = open_window(db, session, replay)
     window.show()
+    previous, sys.excepthook = sys.excepthook, window_excepthook(window)
     try:
         return app.exec()
     finally:
+        sys.excepthook = previous
         WorkerThread.join_unfinished()  # a model that was still loading when the window closed

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from app import worker_jobs as jobs
 from app.worker_fork import ForkStart, ForkWorkerMixin
 from app.worker_race import RaceWorkerMixin
+from specviz_core.cli.crash import one_line
 from specviz_core.errors import SpecVizError
 from specviz_core.models import LoadedModel
 from specviz_core.recording.store import Recording
@@ -164,8 +164,7 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
             self.error.emit(str(e))
         except Exception as e:  # a broken model folder, out of memory...: a message, not a crash
             self.run_ = None
-            self.error.emit(f"could not start the session: {type(e).__name__}: {e}")
-            traceback.print_exc()
+            self.error.emit(f"could not start the session: {one_line(e)}")
         finally:
             self.busy_changed.emit(False)
 
@@ -276,8 +275,7 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
         except SpecVizError as e:
             self.error.emit(str(e))
         except Exception as e:  # out of memory, a model folder gone since the recording...: a message, not a crash
-            self.error.emit(f"could not measure: {type(e).__name__}: {e}")
-            traceback.print_exc()
+            self.error.emit(f"could not measure: {one_line(e)}")
         finally:
             self.progress.emit("ready", 1.0)
             self.busy_changed.emit(False)
@@ -319,8 +317,7 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
         except SpecVizError as e:
             self.error.emit(str(e))
         except Exception as e:
-            self.error.emit(f"the decode failed: {type(e).__name__}: {e}")
-            traceback.print_exc()
+            self.error.emit(f"the decode failed: {one_line(e)}")
         finally:
             self.busy_changed.emit(False)
         if run.writer.finished:

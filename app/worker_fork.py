@@ -3,9 +3,9 @@ other settings (:mod:`specviz_core.session.fork`). A mixin of :class:`app.worker
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass
 
+from specviz_core.cli.crash import one_line
 from specviz_core.errors import SpecVizError
 from specviz_core.models import LoadedModel
 from specviz_core.recording.store import Recording
@@ -67,8 +67,7 @@ class ForkWorkerMixin:
         except SpecVizError as e:
             self.error.emit(str(e))
         except Exception as e:
-            self.error.emit(f"the fork failed: {type(e).__name__}: {e}")
-            traceback.print_exc()
+            self.error.emit(f"the fork failed: {one_line(e)}")
         finally:
             self.busy_changed.emit(False)
         if run.writer.finished:

@@ -9,11 +9,11 @@ A short unrecorded AR warm-up first keeps one-time costs (the allocator, the fir
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import replace
 
 from PySide6.QtCore import Signal, Slot
 
+from specviz_core.cli.crash import one_line
 from specviz_core.errors import SpecVizError
 from specviz_core.session.request import CheckedRequest
 
@@ -85,8 +85,7 @@ class RaceWorkerMixin:
         except SpecVizError as e:
             self.race_failed.emit(str(e))
         except Exception as e:  # out of memory, a model folder gone...: a message, not a crash
-            self.race_failed.emit(f"could not record the race: {type(e).__name__}: {e}")
-            traceback.print_exc()
+            self.race_failed.emit(f"could not record the race: {one_line(e)}")
         finally:
             if close and rec is not None:
                 rec.close()

@@ -72,3 +72,34 @@ def test_screenshot_errors_are_one_line(monkeypatch, tmp_path, recorded, capsys,
 def test_gui_on_a_missing_recording_is_an_error(capsys, tmp_path):
     assert main(["gui", "--db", str(tmp_path / "missing.db")]) == 2
     assert "no recording at" in capsys.readouterr().err
+
+
+def test_image_outputs_never_overwrite_the_recording_and_are_written_atomically(monkeypatch, tmp_path, recorded,
+                                                                                 capsys):
+    """Issue 15: no command writes onto a recording it reads, and a failed write leaves the old file whole."""
+    import shutil
+
+    from app.panels import base
+
+    monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
+    db, sid, n, last = recorded
+    named_png = tmp_path / "runs.png"  # a recording whose name ends in .png passes the suffix checks
+    shutil.copy(db, named_png)
+    before = named_png.read_bytes()
+    for argv in (["screenshot", "--db", str(named_png), "--out", str(named_png)],
+                 ["compare", "--db", str(named_png), sid, sid, "--out", str(named_png)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "is the recording being read" in err and "Traceback" not in err
+        assert named_png.read_bytes() == before
+    out = tmp_path / "shot.png"
+    out.write_bytes(b"an earlier screenshot")
+
+    def failing(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(base, "_export", failing)
+    assert main(["screenshot", "--db", str(db), "--out", str(out)]) == 2
+    assert "cannot write" in capsys.readouterr().err
+    assert out.read_bytes() == b"an earlier screenshot", "a failed write spoiled the file already there"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".shot.png")] == [], "a temporary file was left"

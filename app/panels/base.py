@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QPoint, QRect, QSize
@@ -9,6 +12,7 @@ from PySide6.QtGui import QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QGraphicsView, QWidget
 
+from specviz_core.cli.options import new_file_mode
 from specviz_core.records import CycleRecord
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import CycleSource
@@ -61,12 +65,34 @@ class PanelMixin:
         return self  # type: ignore[return-value]
 
 
+def write_atomically(path: Path, write: Callable[[str], None]) -> Path:
+    """``write(tmp)`` into a temporary file beside ``path`` (same suffix, so Qt picks the format), then rename it
+    into place: a crash or a failed write never leaves half an image, nor spoils a file already there."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent if str(path.parent) else ".")
+    except OSError as e:
+        raise OSError(f"cannot write {path}: {e.strerror}") from None
+    os.close(fd)
+    try:
+        write(tmp)
+        os.chmod(tmp, new_file_mode())  # mkstemp makes it private; a plain save would not have
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
 def export_widget(widget: QWidget, path: str | Path, title: str = "SpecViz panel") -> Path:
-    """Save a widget as PNG (pixels, at screen resolution x2) or SVG (vector), by the file's suffix."""
+    """Save a widget as PNG (pixels, at screen resolution x2) or SVG (vector), by the file's suffix (atomically)."""
     path = Path(path)
-    if path.suffix.lower() == ".svg":
+    return write_atomically(path, lambda tmp: _export(widget, path.suffix.lower(), tmp, title))
+
+
+def _export(widget: QWidget, suffix: str, path: str, title: str) -> None:
+    if suffix == ".svg":
         gen = QSvgGenerator()
-        gen.setFileName(str(path))
+        gen.setFileName(path)
         gen.setSize(widget.size())
         gen.setViewBox(QRect(0, 0, widget.width(), widget.height()))
         gen.setTitle(title)
@@ -80,9 +106,8 @@ def export_widget(widget: QWidget, path: str | Path, title: str = "SpecViz panel
             painter.end()  # a painter left active on a destroyed device crashes the process
     else:
         pixmap = widget.grab()
-        if not pixmap.save(str(path)):
+        if not pixmap.save(path):
             raise OSError(f"could not write {path}")
-    return path
 
 
 def default_size() -> QSize:

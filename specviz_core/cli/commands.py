@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from specviz_core.catalog import data_dir
 from specviz_core.cli.bench import add_parser as add_bench_parser
 from specviz_core.cli.bench import cmd_bench
 from specviz_core.cli.check import add_parser as add_check_parser
 from specviz_core.cli.check import cmd_check
+from specviz_core.cli.crash import one_line
 from specviz_core.cli.explain import add_parser as add_explain_parser
 from specviz_core.cli.explain import cmd_explain
 from specviz_core.cli.models import add_parser as add_models_parser
@@ -51,9 +51,7 @@ def _methods_help() -> str:
 
 
 def default_db() -> Path:
-    import platformdirs
-
-    return Path(os.environ.get("SPECVIZ_DATA") or platformdirs.user_data_dir("specviz")) / "sessions.db"
+    return data_dir() / "sessions.db"
 
 
 def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.ArgumentParser:
@@ -369,25 +367,8 @@ def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None 
         print("specviz: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # a bug or an environment we did not foresee: one line here, the traceback in a log
-        print(f"specviz: error: unexpected {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
-              f"(details in {write_crash_log()})", file=sys.stderr)
+        print(f"specviz: error: {one_line(e)}", file=sys.stderr)
         return 1
-
-
-def write_crash_log() -> Path:
-    """Write the current exception's traceback to a log in the user data folder; returns its path."""
-    import time
-    import traceback
-
-    folder = default_db().parent / "logs"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"specviz-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-        path.write_text(f"specviz {' '.join(sys.argv[1:])}\n\n{traceback.format_exc()}", encoding="utf-8")
-    except OSError:
-        path = Path(tempfile.gettempdir()) / f"specviz-{os.getpid()}.log"
-        path.write_text(traceback.format_exc(), encoding="utf-8")
-    return path
 
 
 if __name__ == "__main__":
