@@ -89,6 +89,9 @@ class StopCause:
     offers: tuple[SourceOffer, ...] = ()
     detail: str = ""
     """A fact that is not in the fields (the tree ended at this leaf; a draft-stop sentence)."""
+    chain_end: bool = False
+    """transformers' assistant stopped its chain at this node (``detail`` says why): it proposed nothing after
+    it, so no claim is made about w."""
     headroom: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -102,6 +105,8 @@ class StopCause:
         head = f"The target wanted {text(self.wanted)}{p} {where}"
         src = f"the {self.source} source" if self.source else "a source"
         rank = f" at rank {self.rank}" if self.rank else ""
+        if self.chain_end:
+            return f"{head}; the assistant's chain ended there, so nothing was drafted after it:" + _tail(self.detail)
         if self.kind == "gated":
             sc = f" (score {self.score:.3g}" + (f", below the threshold {self.threshold:.3g})"
                                                  if self.threshold is not None else ")") if self.score is not None else ""
@@ -176,8 +181,8 @@ def stop_cause(record: CycleRecord) -> StopCause:
     if draft_stop and not any(n.verified for n in kids):  # transformers' chain ended here
         kind = _HF_STOPS.get(str(draft_stop), "not_offered")
         thr = record.state.get("assistant_confidence_threshold") if kind == "gated" else None
-        return StopCause(kind, **base, source="draft" if kind != "not_offered" else None, threshold=thr,
-                         detail=str(record.state.get("draft_stop_text", "")), offers=offers or ())
+        return StopCause(kind, **base, threshold=thr, detail=str(record.state.get("draft_stop_text", "")),
+                         offers=offers or (), chain_end=True)
     if offers is None and not kids and record.mode != "ar":
         return StopCause("budget", **base, detail="this leaf was never expanded (the method's size or depth limit)")
     if offers is None and record.mode == "ar":

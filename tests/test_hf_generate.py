@@ -15,6 +15,7 @@ from helpers import compare_greedy, run
 from hf_reference import hf_reference, near_copy, universal_pair
 from specviz_core.errors import SpecVizError
 from specviz_core.session.request import SessionRequest
+from specviz_core.why import stop_cause
 
 
 def tiny_prompts() -> list[list[int]]:
@@ -87,7 +88,7 @@ def test_target_as_its_own_assistant_grows_the_draft(tiny, one_thread):
 
 def test_confidence_stop_is_recorded(tiny, assistant, one_thread):
     """With the default threshold 0.4 the chain stops after the first token the assistant is unsure of."""
-    stops = {}
+    stops, whys = {}, {}
     for prompt in tiny_prompts():
         _, records = run(tiny, "hf_assisted", prompt, 48, draft=assistant)
         for r in records:
@@ -97,7 +98,16 @@ def test_confidence_stop_is_recorded(tiny, assistant, one_thread):
             if r.state["draft_stop"] == "confidence":
                 assert probs[-1] < threshold and "below the threshold" in r.state["draft_stop_text"]
             assert [n.score for n in r.nodes[1:]] == pytest.approx(probs)
+            if len(r.accepted_path) == len(r.nodes) - 1 and r.state["draft_stop"] in ("confidence", "num_assistant_tokens"):
+                # The whole chain was accepted: the why panel says the chain ended, not that the assistant had w.
+                cause = stop_cause(r)
+                assert cause.chain_end and cause.kind == {"confidence": "gated"}.get(r.state["draft_stop"], "budget")
+                text = cause.sentence()
+                assert "the assistant's chain ended there" in text and r.state["draft_stop_text"][:20] in text.lower()
+                assert "had it" not in text and "offered it" not in text
+                whys[r.state["draft_stop"]] = whys.get(r.state["draft_stop"], 0) + 1
     assert stops.get("confidence", 0) > 0
+    assert whys.get("confidence", 0) > 0, "no confidence-stopped chain was accepted whole"
 
 
 @pytest.mark.parametrize("params", [{}, {"prompt_lookup_num_tokens": 3, "max_matching_ngram_size": 1},
