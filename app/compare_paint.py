@@ -76,9 +76,10 @@ class AlignedLayout:
         return next((c for c in self.cells if c.rect.contains(p)), None)
 
 
-def paint_aligned(p: QPainter, layout: AlignedLayout, comparison: Comparison, fg: QColor, dark: bool) -> None:
+def paint_aligned(p: QPainter, layout: AlignedLayout, comparison: Comparison, fg: QColor, dark: bool,
+                  selected: int | None = None) -> None:
     """Tokens coloured by how each session committed them, a bar at every cycle boundary, the first difference
-    outlined in red, a fork's own part starting at a purple marker."""
+    outlined in red, a fork's own part starting at a purple marker, the ``selected`` position framed in every row."""
     p.setFont(layout.font)
     sessions = comparison.sessions
     diff = comparison.first_difference() if comparison.same_prompt() else None
@@ -104,6 +105,9 @@ def paint_aligned(p: QPainter, layout: AlignedLayout, comparison: Comparison, fg
         if forks[cell.row] is not None and cell.position == forks[cell.row]:
             p.fillRect(QRectF(cell.rect.left() - 2, cell.rect.top() - 3, 5, cell.rect.height() + 6),
                        QColor(FORK_COLOR))
+        if cell.position == selected:
+            p.setPen(QPen(fg, 2.0, Qt.PenStyle.DashLine))
+            p.drawRect(cell.rect.adjusted(0.5, 0.5, -0.5, -0.5))
 
 
 def _axes(p: QPainter, r: QRectF, font: QFont, fg: QColor, title: str, x_label: str, y_max: float,

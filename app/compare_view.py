@@ -14,8 +14,10 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QKeySequence, QMouseEvent, QPainter, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPushButton,
     QScrollArea,
     QTableWidget,
     QTableWidgetItem,
@@ -43,16 +45,22 @@ class AlignedOutputs(QWidget):
 
     clicked = Signal(int, int)
     """(session row, cycle index)"""
+    position_clicked = Signal(int)
+    """The output position clicked (any row)."""
+    height_changed = Signal(int)
+    """The height the rows need at the current width (they rewrap on resize)."""
 
     def __init__(self, comparison: Comparison, vocab: TokenText, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.comparison, self.vocab = comparison, vocab
         self.pt = 10.0
+        self.selected: int | None = None
         self.layout_: AlignedLayout | None = None
         self.setMouseTracking(True)
         self.setToolTip("Each session's output by token position: colour = how the token was committed, a dark bar "
                         "= a cycle boundary, red box = first difference, purple bar = where a fork's own settings "
-                        "start. Click a token to open its cycle.")
+                        "start. Click a token to open its cycle; the strip below then offers that position's cycle in every "
+                        "session.")
 
     def set_pt(self, pt: float) -> None:
         self.pt = pt
@@ -63,6 +71,7 @@ class AlignedOutputs(QWidget):
         font.setPointSizeF(self.pt)
         self.layout_ = AlignedLayout(self.comparison, self.vocab, font, max(200.0, self.width() - 4))
         self.setMinimumHeight(int(self.layout_.height) + 4)
+        self.height_changed.emit(self.minimumHeight())
         self.update()
 
     def resizeEvent(self, e) -> None:  # noqa: N802
@@ -76,13 +85,16 @@ class AlignedOutputs(QWidget):
         p = QPainter(self)
         try:
             p.fillRect(self.rect(), bg)
-            paint_aligned(p, self.layout_, self.comparison, fg, dark)
+            paint_aligned(p, self.layout_, self.comparison, fg, dark, self.selected)
         finally:
             p.end()
 
     def mousePressEvent(self, e: QMouseEvent) -> None:  # noqa: N802
         cell = self.layout_.cell_at(e.position()) if self.layout_ else None
         if cell is not None:
+            self.selected = cell.position
+            self.update()
+            self.position_clicked.emit(cell.position)
             self.clicked.emit(cell.row, cell.cycle)
 
     def mouseMoveEvent(self, e: QMouseEvent) -> None:  # noqa: N802
@@ -92,6 +104,43 @@ class AlignedOutputs(QWidget):
             s = self.comparison.sessions[cell.row]
             self.setToolTip(f"{s.info.method} {s.info.id}: position {cell.position}, token {tok} "
                             f"{self.layout_.texts[cell.row][cell.position]!r}, {kind}, cycle {cycle} (click opens it)")
+
+
+class PositionStrip(QWidget):
+    """After a click on output position i: the cycle that committed position i in each session, one button each,
+    so that cycle of every session opens in the usual panels."""
+
+    cycle_requested = Signal(str, int)
+
+    def __init__(self, comparison: Comparison, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.comparison = comparison
+        self.row = QHBoxLayout(self)
+        self.row.setContentsMargins(0, 0, 0, 0)
+        self.label = QLabel("Click a token above: its cycle in every session is offered here.")
+        self.row.addWidget(self.label)
+        self.buttons: list[QPushButton] = []
+        self.row.addStretch(1)
+
+    def show_position(self, position: int) -> None:
+        for b in self.buttons:
+            self.row.removeWidget(b)
+            b.deleteLater()
+        self.buttons = []
+        self.label.setText(f"Position {position}:")
+        for i, s in enumerate(self.comparison.sessions):
+            toks = s.token_cycles()
+            if position >= len(toks):
+                continue
+            _, kind, cycle, _ = toks[position]
+            n = sum(1 for t in toks if t[2] == cycle)
+            b = QPushButton(f"{s.info.method} cycle {cycle} ({n} token{'' if n == 1 else 's'})")
+            b.setToolTip(f"Open cycle {cycle} of {s.info.method} {s.info.id} in the main window: it committed "
+                         f"position {position} as {kind}")
+            b.setStyleSheet(f"color: {lane_color(i).name()}")
+            b.clicked.connect(lambda _=False, sid=s.info.id, c=cycle: self.cycle_requested.emit(sid, c))
+            self.row.insertWidget(self.row.count() - 1, b)
+            self.buttons.append(b)
 
 
 class ChartsStrip(QWidget):
@@ -127,6 +176,7 @@ class CompareView(QWidget):
     def __init__(self, comparison: Comparison, vocab: TokenText, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.comparison = comparison
+        self.presentation = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         self.headline = QLabel(self._headline())
@@ -142,16 +192,22 @@ class CompareView(QWidget):
         self._fill_table()
         self.outputs = AlignedOutputs(comparison, vocab)
         self.outputs.clicked.connect(lambda row, c: self.cycle_requested.emit(comparison.sessions[row].info.id, c))
-        scroll = QScrollArea()
+        self.at_position = PositionStrip(comparison)
+        self.at_position.cycle_requested.connect(self.cycle_requested)
+        self.outputs.position_clicked.connect(self.at_position.show_position)
+        self.scroll = scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.outputs)
+        # The outputs take the height they need (up to what is left), the charts the rest.
+        self.outputs.height_changed.connect(lambda h: scroll.setMaximumHeight(h + 2 * scroll.frameWidth() + 2))
         self.charts = ChartsStrip(comparison)
         self.legend = QLabel(legend_html())
         self.legend.setWordWrap(True)
         layout.addWidget(self.table)
         layout.addWidget(self.legend)
-        layout.addWidget(scroll, 1)
-        layout.addWidget(self.charts)
+        layout.addWidget(scroll, 3)
+        layout.addWidget(self.at_position)
+        layout.addWidget(self.charts, 1)  # short outputs leave their room to the charts
         self.set_presentation(False)
 
     def _headline(self) -> str:
@@ -183,11 +239,21 @@ class CompareView(QWidget):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(i, col, item)
 
+    def resizeEvent(self, e) -> None:  # noqa: N802
+        super().resizeEvent(e)
+        if self.presentation and abs(self._presentation_pt() - self.outputs.pt) > 0.5:
+            self.set_presentation(True)  # full screen on a projector: text grows with the screen
+
+    def _presentation_pt(self) -> float:
+        """Large enough to read from the back of a room: 16 pt, more on a larger screen (22 pt at 1080 rows)."""
+        return max(16.0, min(30.0, self.height() / 49))
+
     def set_presentation(self, on: bool) -> None:
-        pt = 16.0 if on else 10.0
+        self.presentation = on
+        pt = self._presentation_pt() if on else 10.0
         font = QFont(self.font())
         font.setPointSizeF(pt)
-        for w in (self.table, self.headline, self.legend):
+        for w in (self.table, self.headline, self.legend, self.at_position):
             w.setFont(font)
         self.table.resizeRowsToContents()
         row_h = int(QFontMetricsF(font).height() * 1.5)
@@ -196,7 +262,7 @@ class CompareView(QWidget):
                                       + 8))
         self.outputs.set_pt(pt)
         self.charts.pt = pt * 0.9
-        self.charts.setFixedHeight(int(pt * 17))
+        self.charts.setMinimumHeight(int(pt * 12))
         self.charts.update()
 
 
@@ -250,5 +316,7 @@ def render_png(comparison: Comparison, vocab: TokenText, out: Path, size: tuple[
 
 def click_position(view: CompareView, row: int, position: int) -> None:
     """Click the token at ``position`` of session ``row`` (tests, and keyboard users' future navigation)."""
+    from PySide6.QtTest import QTest
+
     cell = next(c for c in view.outputs.layout_.cells if c.row == row and c.position == position)
-    view.outputs.clicked.emit(cell.row, cell.cycle)
+    QTest.mouseClick(view.outputs, Qt.MouseButton.LeftButton, pos=cell.rect.center().toPoint())

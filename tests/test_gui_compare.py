@@ -44,7 +44,7 @@ def test_compare_from_the_window_matches_the_sessions_and_opens_cycles(window, q
     assert [s.info.id for s in view.comparison.sessions] == [ar, tr, fork]  # AR first: the baseline
     with Recording(db) as rec:
         infos = [rec.session(i) for i in (ar, tr, fork)]
-        cycles = {i: list(rec.cycles(i)) for i in (tr, fork)}
+        cycles = {i: list(rec.cycles(i)) for i in (ar, tr, fork)}
     for row, info in enumerate(infos):
         assert view.table.item(row, 2).text() == str(info.n_tokens)
         assert view.table.item(row, 6).text() == f"{info.tokens_per_s / infos[0].tokens_per_s:.2f}×"
@@ -58,6 +58,17 @@ def test_compare_from_the_window_matches_the_sessions_and_opens_cycles(window, q
                 if sum(len(x.committed_ids) for x in cycles[fork][:c.index]) <= pos)
     click_position(view, 2, pos)
     assert window.model.source.info.id == fork and window.model.index == want
+    # ... and offers the cycle that committed that position in every session; each button opens its own.
+    def committing(sid: str, position: int) -> int:
+        return next(c.index for c in reversed(cycles[sid])
+                    if sum(len(x.committed_ids) for x in cycles[sid][:c.index]) <= position)
+
+    buttons = view.at_position.buttons
+    assert view.at_position.label.text() == f"Position {pos}:" and len(buttons) == 3
+    for b, sid in zip(buttons, (ar, tr, fork)):
+        assert f"cycle {committing(sid, pos)} " in b.text()
+        b.click()
+        assert window.model.source.info.id == sid and window.model.index == committing(sid, pos)
     click_position(view, 1, 0)
     assert window.model.source.info.id == tr and window.model.index == 0
     cw.close()
