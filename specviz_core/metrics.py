@@ -127,41 +127,57 @@ class SessionMetrics:
 
 def session_metrics(summaries: Iterable[CycleSummary]) -> SessionMetrics:
     """The metrics of a session from its cycle summaries."""
-    cycles = drafting = drafted = accepted = 0
-    accepted_at: list[int] = []
-    reached_at: list[int] = []
-    reached_known = True
-    causes = {c: 0 for c in CAUSES}
-    room = room_acc = 0
-    by_source: dict[str, int] = {}
-    for s in summaries:
-        if s.damaged:  # unreadable in its recording: nothing to count
-            continue
-        cycles += 1
-        if s.cause:
-            causes[s.cause] += 1
-            room += s.headroom.get("*", 0)
-            room_acc += s.n_accepted
-            for src, n in s.headroom.items():
-                if src != "*":
-                    by_source[src] = by_source.get(src, 0) + n
-        n_draft = s.n_verified - 1
-        if n_draft <= 0:
-            continue
-        drafting += 1
-        drafted += n_draft
-        accepted += s.n_accepted
-        deepest = s.n_accepted + (1 if s.frontier else 0)
-        reached_known = reached_known and s.frontier is not None
-        while len(accepted_at) < deepest:
-            accepted_at.append(0)
-            reached_at.append(0)
-        for i in range(s.n_accepted):
-            accepted_at[i] += 1
-        for i in range(deepest):
-            reached_at[i] += 1
-    positions = tuple(
-        PositionRate(i + 1, accepted_at[i], reached_at[i] if reached_known else None, drafting)
-        for i in range(len(accepted_at)))
-    known = {c: n for c, n in causes.items() if n} if any(causes.values()) else {}
-    return SessionMetrics(cycles, drafting, drafted, accepted, positions, known, room, room_acc, by_source)
+    counter = MetricsCounter()
+    counter.add(summaries)
+    return counter.result()
+
+
+class MetricsCounter:
+    """:class:`SessionMetrics` counted as cycles arrive: :meth:`add` costs time in the cycles added only, so the
+    window's charts keep them up to date during a live session."""
+
+    def __init__(self) -> None:
+        self.cycles = self.drafting = self.drafted = self.accepted = 0
+        self.accepted_at: list[int] = []
+        self.reached_at: list[int] = []
+        self.reached_known = True
+        self.causes = {c: 0 for c in CAUSES}
+        self.room = self.room_acc = 0
+        self.by_source: dict[str, int] = {}
+
+    def add(self, summaries: Iterable[CycleSummary]) -> None:
+        for s in summaries:
+            if s.damaged:  # unreadable in its recording: nothing to count
+                continue
+            self.cycles += 1
+            if s.cause:
+                self.causes[s.cause] += 1
+                self.room += s.headroom.get("*", 0)
+                self.room_acc += s.n_accepted
+                for src, n in s.headroom.items():
+                    if src != "*":
+                        self.by_source[src] = self.by_source.get(src, 0) + n
+            n_draft = s.n_verified - 1
+            if n_draft <= 0:
+                continue
+            self.drafting += 1
+            self.drafted += n_draft
+            self.accepted += s.n_accepted
+            deepest = s.n_accepted + (1 if s.frontier else 0)
+            self.reached_known = self.reached_known and s.frontier is not None
+            while len(self.accepted_at) < deepest:
+                self.accepted_at.append(0)
+                self.reached_at.append(0)
+            for i in range(s.n_accepted):
+                self.accepted_at[i] += 1
+            for i in range(deepest):
+                self.reached_at[i] += 1
+
+    def result(self) -> SessionMetrics:
+        positions = tuple(
+            PositionRate(i + 1, self.accepted_at[i], self.reached_at[i] if self.reached_known else None,
+                         self.drafting)
+            for i in range(len(self.accepted_at)))
+        known = {c: n for c, n in self.causes.items() if n} if any(self.causes.values()) else {}
+        return SessionMetrics(self.cycles, self.drafting, self.drafted, self.accepted, positions, known, self.room,
+                              self.room_acc, dict(self.by_source))

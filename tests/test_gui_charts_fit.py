@@ -48,7 +48,8 @@ def test_no_chart_title_is_wider_than_its_plot(window, qtbot, size, method) -> N
         assert title.mapRectToScene(title.boundingRect()).width() <= p.width() + 0.5
         assert title.boundingRect().height() < p.height() / 2, p.title  # the plot keeps most of its room
         # Tick labels have room (pyqtgraph sizes an axis to 0 while its chart is hidden).
-        assert p.getAxis("left").width() > 20 and p.getAxis("bottom").height() > 20, p.title
+        left = p.getAxis("left")  # the causes chart labels its bars in the plot and hides its left axis
+        assert (left.width() > 20 or not left.isVisible()) and p.getAxis("bottom").height() > 20, p.title
 
 
 def test_only_the_charts_that_apply(window, qtbot) -> None:

@@ -32,6 +32,7 @@ from app.panels.base import PanelMixin
 from app.panels.chart_cost import CostActions, CostPlot, update_why
 from app.panels.chart_plot import ChartPlot, HeatmapPlot
 from app.panels.chart_schedule import SchedulePlot
+from app.panels.chart_why import CausePlot, HeadroomPlot, PositionPlot
 from app.panels.chart_speed import SpeedPlot
 from app.panels.charts_data import WINDOW, ChartData, cost_points
 from app.panels.charts_draw import SPINE_Y, ChartsDraw
@@ -133,10 +134,11 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
                                 "Target forward time against the verify block size N; the line is this cycle's N")
         self.p_why = CostPlot(PLOT_HELP)
         self.p_sched = SchedulePlot(self.glw.scene(), PLOT_HELP)
+        self.p_causes, self.p_room, self.p_pos = CausePlot(), HeadroomPlot(), PositionPlot()
         self.plots = [self.p_tau, self.p_src, self.p_tps, self.p_heat, self.p_spine, self.p_delta, self.p_cost,
-                      self.p_why, self.p_sched]
-        self.by_name = dict(zip(("tau", "sources", "tps", "heat", "spine", "delta", "cost", "why", "schedule"),
-                                self.plots))
+                      self.p_why, self.p_sched, self.p_causes, self.p_room, self.p_pos]
+        self.by_name = dict(zip(("tau", "sources", "tps", "heat", "spine", "delta", "cost", "why", "schedule",
+                                 "causes", "headroom", "positions"), self.plots))
         self.cycle_plots = [self.p_tau, self.p_tps, self.p_src, self.p_spine, self.p_delta, self.p_why, self.p_sched]
         # pyqtgraph's x link aligns screen positions, wrong for plots of different widths: copy the range instead.
         for p in self.cycle_plots:
@@ -179,7 +181,8 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
         d = self.data
         shown = applicable(self._method, has_sources=bool(d.sources), has_heat=bool(d.heat_verified.sum()),
                            has_spine=d.has_spine, has_delta=d.has_delta, has_cost=bool(self.cost_points),
-                           has_timings=d.has_timings, has_schedule=d.has_schedule)
+                           has_timings=d.has_timings, has_schedule=d.has_schedule,
+                           has_causes=any(d.metrics.causes.values()), has_positions=bool(d.metrics.accepted_at))
         if self.solo not in shown:
             self.solo = None
         changed = shown != self.shown
@@ -335,6 +338,10 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
         self.p_sched.draw(*(d.series(k) for k in ("num_assistant_tokens", "candidate_length", "n_matches",
                                                   "assistant_confidence_threshold")))
         self.p_heat.set_counts(d.heat_verified, d.heat_accepted)
+        metrics = d.metrics.result()
+        self.p_causes.draw(metrics)
+        self.p_room.draw(metrics, d.accepted_by_source())
+        self.p_pos.draw(metrics)
         self.p_why.draw(d, self.p_why.t_ar, None if self.p_why.t_ar is None else self._why_speedup)
         if not self._why_timer.isActive():
             self._why_timer.start()

@@ -15,6 +15,7 @@ from itertools import chain, repeat
 
 import numpy as np
 
+from specviz_core.metrics import MetricsCounter
 from specviz_core.summary import CycleSummary
 
 #: Cycles in the rolling means.
@@ -58,6 +59,7 @@ class ChartData:
         self.heat_verified = np.zeros((0, 0))     # [depth, rank] summed over cycles
         self.heat_accepted = np.zeros((0, 0))
         self.has_spine = self.has_delta = self.has_timings = self.has_schedule = False
+        self.metrics = MetricsCounter()  # the serving-dashboard metrics, stop causes and headroom so far
 
     # -- growth ------------------------------------------------------------------
     _SERIES = ("tau", "committed", "ms", "n_verified", "tau_rolling", "tps", "tps_rolling", "tau_cum",
@@ -97,6 +99,7 @@ class ChartData:
         m = len(summaries)
         if not m:
             return
+        self.metrics.add(summaries)
         n0, n1 = self.n, self.n + m
         self._reserve(n1)
         f, sl = self._f, slice(n0, n1)
@@ -191,6 +194,10 @@ class ChartData:
     def source_counts(self, name: str) -> np.ndarray:
         """[n, 2] cumulative (verified, accepted) of one node source."""
         return self._src[name][: self.n]
+
+    def accepted_by_source(self) -> dict[str, int]:
+        """Accepted draft tokens of each node source, over the session so far."""
+        return {name: int(c[self.n - 1, 1]) for name, c in self._src.items()} if self.n else {}
 
     def source_rate(self, name: str) -> np.ndarray:
         """Cumulative accepted / verified of one node source per cycle (NaN until it is first verified)."""

@@ -3,7 +3,8 @@
 Only the charts that apply are shown: the spine ratio for Goose, TALON's delta against tau where draft steps are
 counted, the per-source and depth/rank charts once a drafted token was verified, the verify-cost curve once it is
 measured, the time breakdown once cycles recorded timings, transformers' assistant schedule for hf_assisted and
-hf_universal. The grid has three columns (the per-cycle plots span two), two when the panel is narrow, one when it is
+hf_universal, why cycles stopped and the headroom once cycles recorded a stop cause (not for plain decoding), and
+acceptance by draft position once something was drafted. The grid has three columns (the per-cycle plots span two), two when the panel is narrow, one when it is
 very narrow; a row's last chart widens to fill it, so no cell is left empty.
 """
 
@@ -11,14 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-ORDER = ("tau", "schedule", "sources", "tps", "heat", "why", "cost", "spine", "delta")
+ORDER = ("tau", "schedule", "sources", "tps", "heat", "why", "causes", "headroom", "positions", "cost", "spine",
+         "delta")
 WIDE = ("tau", "tps", "why")
 """Per-cycle plots that read better wide: two columns of three."""
 THREE_COLUMNS_PX, TWO_COLUMNS_PX = 780, 440
 
 
 def applicable(method: str, *, has_sources: bool, has_heat: bool, has_spine: bool, has_delta: bool,
-               has_cost: bool, has_timings: bool = False, has_schedule: bool = False) -> list[str]:
+               has_cost: bool, has_timings: bool = False, has_schedule: bool = False, has_causes: bool = False,
+               has_positions: bool = False) -> list[str]:
     """The charts worth showing for a session of ``method`` with what its cycles recorded so far, in grid order."""
     shown = {"tau", "tps"}
     if has_sources:
@@ -35,6 +38,10 @@ def applicable(method: str, *, has_sources: bool, has_heat: bool, has_spine: boo
         shown.add("why")
     if method.startswith("hf_") and has_schedule:
         shown.add("schedule")
+    if has_causes and method != "ar":  # plain decoding drafts nothing: every cycle "stops" at the root
+        shown.update(("causes", "headroom"))
+    if has_positions:
+        shown.add("positions")
     return [name for name in ORDER if name in shown]
 
 

@@ -1,0 +1,45 @@
+"""The "why" charts (issue 16) of a real recorded session: why cycles stopped, the headroom, acceptance by draft
+position, checked against counts made here from the recorded cycles themselves."""
+
+from __future__ import annotations
+
+from specviz_core.cli.commands import main
+from specviz_core.recording.store import Recording
+from specviz_core.why import CAUSES, stop_cause
+
+PROMPT = "one two three four one two three four five one two three"
+
+
+def test_why_charts_count_the_recorded_cycles(window, qtbot, tiny_dir):
+    db = window.db_path
+    # The target drafting for itself accepts whole paths: positions beyond the first are reached and accepted.
+    assert main(["record", "--model", str(tiny_dir), "--method", "draft_tree", "--draft-model", str(tiny_dir),
+                 "--prompt", PROMPT, "--max-new-tokens", "40", "--db", str(db), "--quiet"]) == 0
+    with Recording(db) as rec:
+        sid = rec.session().id
+        cycles = list(rec.cycles(sid))
+    assert window.controller.open_session(str(db), sid)
+    window.docks["charts"].raise_()
+    charts = window.charts
+    charts.flush()
+    qtbot.wait(20)
+    assert {"causes", "headroom", "positions"} <= set(charts.shown)
+    # Why cycles stopped: one cause per cycle, as the core classifies each recorded cycle.
+    want: dict[str, int] = {}
+    for c in cycles:
+        k = stop_cause(c).kind
+        want[k] = want.get(k, 0) + 1
+    assert charts.p_causes.counts == want and sum(want.values()) == len(cycles)
+    labels = [t.toPlainText() for t in charts.p_causes.labels if t.isVisible()]
+    assert labels == [f"{CAUSES[k]} ({want[k]})" for k in CAUSES if k in want]
+    # Acceptance by draft position: accepted at i / cycles that drafted (vLLM's rate), from the accepted paths.
+    drafting = [c for c in cycles if c.n_verified > 1]
+    heights = list(charts.p_pos.bars.opts["height"])
+    deepest = max(len(c.accepted_path) for c in drafting)
+    assert deepest >= 2 and len(heights) >= deepest
+    for i in range(1, len(heights) + 1):
+        assert heights[i - 1] == sum(len(c.accepted_path) >= i for c in drafting) / len(drafting)
+    # Headroom: never below what was accepted, source by source.
+    for name, reach, accepted in charts.p_room.rows:
+        assert reach >= accepted, name
+    assert charts.p_room.rows[0][2] == sum(len(c.accepted_path) for c in cycles)
