@@ -35,13 +35,14 @@ from .panels.spine_panel import SpinePanel
 from .panels.timeline import TimelinePanel
 from .panels.tree_view import TreeView
 from .window_layout import LAYOUT_VERSION, DockLayout
+from .window_audit import AuditActions
 from .window_race import RaceActions
 from .window_whatif import WhatIfActions
 
 """Methods whose cycles have a context-copied spine to explain."""
 
 
-class MainWindow(WhatIfActions, RaceActions, DockLayout, QMainWindow):
+class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWindow):
     """The shell: the draft tree in the middle, panels in docks around it, menus, toolbars, presentation, export.
 
     What is shown is the :class:`SessionModel`'s; which session it holds is the :class:`SessionController`'s.
@@ -183,6 +184,7 @@ class MainWindow(WhatIfActions, RaceActions, DockLayout, QMainWindow):
             r.addAction(a)
         self._build_whatif(r)
         self._build_race(r)
+        self._build_audit(r)
 
         g = m.addMenu("&Go")
         self.prev_action = self._action("&Previous cycle", "Left", lambda: self.model.step(-1))

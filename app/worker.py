@@ -64,6 +64,8 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
     """The SessionInfo of an AR session recorded as the baseline (the recording gained a session)."""
     cost_curve_ready = Signal(object)
     """A verify-cost curve measured and kept (the dict of :mod:`specviz_core.engine.cost_curve`)."""
+    audit_ready = Signal(object)
+    """An :class:`~specviz_core.audit.AuditResult` of the session asked for."""
     busy_changed = Signal(bool)
     error = Signal(str)
     """A message for the user (never a traceback)."""
@@ -261,6 +263,17 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
         try:
             self._job(ticket, lambda target: self.cost_curve_ready.emit(jobs.measure_curve(target, self.progress.emit)),
                       info)
+        finally:
+            self.request_done.emit()
+
+    @Slot(object, object, object)
+    def audit_session(self, info: SessionInfo, cycle_lengths: list[int], ticket: Ticket) -> None:
+        """Decode ``info``'s prompt plainly on its model and compare the outputs (:mod:`specviz_core.audit`)."""
+        from specviz_core.audit import audit
+
+        try:
+            self._job(ticket, lambda target: self.audit_ready.emit(
+                audit(info, cycle_lengths, target, progress=lambda s: self.progress.emit(s, -1.0))), info)
         finally:
             self.request_done.emit()
 
