@@ -43,3 +43,27 @@ def test_why_charts_count_the_recorded_cycles(window, qtbot, tiny_dir):
     for name, reach, accepted in charts.p_room.rows:
         assert reach >= accepted, name
     assert charts.p_room.rows[0][2] == sum(len(c.accepted_path) for c in cycles)
+
+
+def test_stand_samples_chart_shows_each_sample_of_the_group(window, qtbot, tiny_dir):
+    """Issue 17: STAND decoded as samples of one prompt gets a chart of every sample's tau, the one shown marked."""
+    db = window.db_path
+    assert main(["record", "--model", str(tiny_dir), "--method", "stand", "--samples", "3", "--temperature", "0.7",
+                 "--prompt", PROMPT, "--max-new-tokens", "16", "--db", str(db), "--quiet"]) == 0
+    assert main(["record", "--model", str(tiny_dir), "--method", "stand", "--prompt", PROMPT, "--max-new-tokens",
+                 "8", "--db", str(db), "--quiet"]) == 0  # a session of no group
+    with Recording(db) as rec:
+        sessions = rec.sessions()
+    group = [s for s in sessions if s.group_id]
+    assert len(group) == 3 and len({s.group_id for s in group}) == 1
+    assert window.controller.open_session(str(db), group[1].id)
+    charts = window.charts
+    charts.flush()
+    assert "samples" in charts.shown
+    assert charts.p_samples.taus == [s.n_tokens / s.n_forward for s in group]
+    brushes = charts.p_samples.bars.opts["brushes"]
+    assert brushes[1] != brushes[0] and brushes[0] == brushes[2]
+    assert "this is sample 2" in charts.p_samples.title
+    assert window.controller.open_session(str(db), sessions[-1].id)
+    charts.flush()
+    assert "samples" not in charts.shown

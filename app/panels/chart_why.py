@@ -53,7 +53,9 @@ class CausePlot(ChartPlot):
         kinds = [k for k in CAUSES if m.causes.get(k)]
         self.counts = {k: m.causes[k] for k in kinds}
         if not kinds:
-            self.bars.setOpts(x0=[], y=[], width=[], brushes=[])
+            self.bars.setOpts(x0=[], y=[], width=[], brushes=None, pens=None)
+            for item in self.labels:
+                item.hide()
             return
         n = [self.counts[k] for k in kinds]
         self.bars.setOpts(x0=np.zeros(len(kinds)), y=np.arange(len(kinds)), width=n, height=0.6,

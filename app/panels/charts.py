@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 from app.panels.base import PanelMixin
 from app.panels.chart_cost import CostActions, CostPlot, update_why
 from app.panels.chart_plot import ChartPlot, HeatmapPlot
+from app.panels.chart_samples import SamplesPlot
 from app.panels.chart_schedule import SchedulePlot
 from app.panels.chart_why import CausePlot, HeadroomPlot, PositionPlot
 from app.panels.chart_speed import SpeedPlot
@@ -42,6 +43,7 @@ from app.theme import ACCEPTED, SOURCE_COLORS
 from specviz_core.engine.cost_curve import load_cost_curve
 from specviz_core.records import CycleRecord
 from specviz_core.summary import CycleSummary
+from specviz_core.viewer.samples import samples_of
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import CycleSource
 
@@ -135,10 +137,11 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
         self.p_why = CostPlot(PLOT_HELP)
         self.p_sched = SchedulePlot(self.glw.scene(), PLOT_HELP)
         self.p_causes, self.p_room, self.p_pos = CausePlot(), HeadroomPlot(), PositionPlot()
+        self.p_samples = SamplesPlot()
         self.plots = [self.p_tau, self.p_src, self.p_tps, self.p_heat, self.p_spine, self.p_delta, self.p_cost,
-                      self.p_why, self.p_sched, self.p_causes, self.p_room, self.p_pos]
+                      self.p_why, self.p_sched, self.p_causes, self.p_room, self.p_pos, self.p_samples]
         self.by_name = dict(zip(("tau", "sources", "tps", "heat", "spine", "delta", "cost", "why", "schedule",
-                                 "causes", "headroom", "positions"), self.plots))
+                                 "causes", "headroom", "positions", "samples"), self.plots))
         self.cycle_plots = [self.p_tau, self.p_tps, self.p_src, self.p_spine, self.p_delta, self.p_why, self.p_sched]
         # pyqtgraph's x link aligns screen positions, wrong for plots of different widths: copy the range instead.
         for p in self.cycle_plots:
@@ -182,7 +185,8 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
         shown = applicable(self._method, has_sources=bool(d.sources), has_heat=bool(d.heat_verified.sum()),
                            has_spine=d.has_spine, has_delta=d.has_delta, has_cost=bool(self.cost_points),
                            has_timings=d.has_timings, has_schedule=d.has_schedule,
-                           has_causes=any(d.metrics.causes.values()), has_positions=bool(d.metrics.accepted_at))
+                           has_causes=any(d.metrics.causes.values()), has_positions=bool(d.metrics.accepted_at),
+                           has_samples=len(self.p_samples.taus) > 1)
         if self.solo not in shown:
             self.solo = None
         changed = shown != self.shown
@@ -282,6 +286,9 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
         self.data.reset()
         self.data.extend(source.summaries())
         self._method = source.info.method
+        rec, info = getattr(source, "recording", None), source.info  # a live session is not one of a group
+        grouped = rec is not None and getattr(info, "group_id", None)
+        self.p_samples.draw(samples_of(rec, info) if grouped else [], getattr(info, "id", ""))
         self._stack.setCurrentWidget(self.scroll if self.data.n else self.hint)
         if load_cost_curve is not None:
             try:
@@ -296,6 +303,7 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
     def on_session_closed(self) -> None:
         self._timer.stop()
         self.data.reset()
+        self.p_samples.draw([], "")
         self._redraw()
         for line in (*self.cursors.values(), self.n_line):
             line.hide()

@@ -4,7 +4,8 @@ Only the charts that apply are shown: the spine ratio for Goose, TALON's delta a
 counted, the per-source and depth/rank charts once a drafted token was verified, the verify-cost curve once it is
 measured, the time breakdown once cycles recorded timings, transformers' assistant schedule for hf_assisted and
 hf_universal, why cycles stopped and the headroom once cycles recorded a stop cause (not for plain decoding), and
-acceptance by draft position once something was drafted. The grid has three columns (the per-cycle plots span two), two when the panel is narrow, one when it is
+acceptance by draft position once something was drafted, the samples of the prompt for a session decoded as
+one of a group (STAND's ``--samples N``). The grid has three columns (the per-cycle plots span two), two when the panel is narrow, one when it is
 very narrow; a row's last chart widens to fill it, so no cell is left empty.
 """
 
@@ -12,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-ORDER = ("tau", "schedule", "sources", "tps", "heat", "why", "causes", "headroom", "positions", "cost", "spine",
-         "delta")
+ORDER = ("tau", "schedule", "samples", "sources", "tps", "heat", "why", "causes", "headroom", "positions", "cost",
+         "spine", "delta")
 WIDE = ("tau", "tps", "why")
 """Per-cycle plots that read better wide: two columns of three."""
 THREE_COLUMNS_PX, TWO_COLUMNS_PX = 780, 440
@@ -21,7 +22,7 @@ THREE_COLUMNS_PX, TWO_COLUMNS_PX = 780, 440
 
 def applicable(method: str, *, has_sources: bool, has_heat: bool, has_spine: bool, has_delta: bool,
                has_cost: bool, has_timings: bool = False, has_schedule: bool = False, has_causes: bool = False,
-               has_positions: bool = False) -> list[str]:
+               has_positions: bool = False, has_samples: bool = False) -> list[str]:
     """The charts worth showing for a session of ``method`` with what its cycles recorded so far, in grid order."""
     shown = {"tau", "tps"}
     if has_sources:
@@ -42,6 +43,8 @@ def applicable(method: str, *, has_sources: bool, has_heat: bool, has_spine: boo
         shown.update(("causes", "headroom"))
     if has_positions:
         shown.add("positions")
+    if has_samples:  # STAND's samples of one prompt, decoded as a group
+        shown.add("samples")
     return [name for name in ORDER if name in shown]
 
 
