@@ -10,6 +10,8 @@ built wheel alike.
   recording's prompt (``goose-demo.txt``);
 - ``icons/``: the application icon and the toolbar's action icons (SVG), loaded by ``app/icons.py``;
 - ``themes/``: the window's light and dark Qt style sheets, applied by ``app/theme.py``;
+- ``trees/``: static draft trees as rank paths (the ``specviz optimize-tree`` format): Token Recycling's published
+  template (``token-recycling-2.2.2.json``), the default of ``tr``;
 - ``demo/``: a small real Goose session on the default model (after an AR session on the same prompt,
   its speed baseline), replayed by ``specviz gui --demo``, with the slice of the default tokenizer its
   tokens need; ``tests/make_demo.py`` rebuilds both.

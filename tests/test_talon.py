@@ -203,3 +203,36 @@ def test_model_drafter_without_draft_model_is_one_clear_error(capsys, tmp_path):
     code = main(["record", "--method", "talon", "--param", "drafter=model", "--prompt", "hi", "--db", str(tmp_path / "x.db")])
     err = capsys.readouterr().err
     assert code == 2 and "needs --draft-model with drafter=model" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("drafter", ["table", "model-other"])
+def test_eagle_rerank_all_keeps_the_n_best_of_every_expanded_candidate(tiny, other_draft, drafter):
+    """Issue 18: the seed's Algorithm 1 prunes the layers' survivors; EAGLE-2's code reranks over every candidate it
+    expanded. With rerank=all every expanded candidate is in the tree and the verified ones are exactly the N best
+    path scores among them; with survivors, only layer survivors are ever verified."""
+    draft = None if drafter == "table" else other_draft
+    params = {} if draft is None else {"drafter": "model"}
+    chose_cut = 0
+    for prompt in tiny_prompts():
+        ref = hf_greedy(tiny, prompt, 24)
+        ours, records = run(tiny, "eagle_static", prompt, 24, draft=draft, rerank="all", budget=20, top_k=4, depth=4,
+                            **params)
+        assert not compare_greedy(tiny, prompt, ours, ref).startswith("diverged")
+        for r in records:
+            if r.mode != "tree":
+                continue
+            nodes = [n for n in r.nodes if n.depth > 0]
+            verified = sorted((n for n in nodes if n.verified), key=lambda n: -n.score)
+            gated = [n for n in nodes if not n.verified]
+            assert len(verified) == min(20, len(nodes))
+            if gated and verified:
+                assert verified[-1].score >= max(n.score for n in gated) - 1e-9
+            chose_cut += r.state.get("chosen_from_cut", 0)
+        _, survivors = run(tiny, "eagle_static", prompt, 24, draft=draft, budget=20, top_k=4, depth=4, **params)
+        for r in survivors:
+            layer_sizes = {}
+            for n in r.nodes:
+                if n.depth > 0 and n.verified:
+                    layer_sizes[n.depth] = layer_sizes.get(n.depth, 0) + 1
+            assert all(k <= 4 for k in layer_sizes.values())  # at most K survivors a layer are ever verified
+    assert chose_cut > 0, "reranking over every candidate never chose a cut one"

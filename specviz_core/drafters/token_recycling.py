@@ -5,15 +5,26 @@ position (``table[token] = topk(logits, k)``), so candidates the target
 considered but did not pick are "recycled" as drafts. Each cycle a static tree
 template of rank paths is filled level by level: the node at rank path
 ``[r1, ..., rd]`` holds ``table[parent_token][rd]``.
+
+The template is, by default, the one the authors publish (version 2.2.2 of their
+``tree_template_.py``: 80 nodes, level widths 8/21/25/15/8/3, shipped as
+``resources/trees/token-recycling-2.2.2.json``); ``tree=heuristic`` is SpecViz's
+earlier template (the ``budget`` rank paths with the best products of rough
+per-rank acceptance rates), and a tree file from ``specviz optimize-tree`` can be
+given. ``hot_start`` keeps the adjacency table from one session to the next in a
+process (the paper's matrix is kept across queries rather than rebuilt).
 """
 
 from __future__ import annotations
 
 import heapq
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
+from ..errors import SpecVizError
 from ..tree import DraftTree
 from .adjacency import AdjacencyTable
 from .base import DraftContext, Drafter, param
@@ -42,23 +53,84 @@ def rank_template(size: int, max_depth: int, k: int) -> list[tuple[int, ...]]:
     return sorted(chosen, key=lambda p: (len(p), p))
 
 
+OFFICIAL = "official"
+HEURISTIC = "heuristic"
+
+
+def official_template() -> list[tuple[int, ...]]:
+    """Token Recycling's published tree (version 2.2.2), as rank paths, parents first."""
+    from specviz_resources import read_text
+
+    return [tuple(p) for p in json.loads(read_text("trees", "token-recycling-2.2.2.json"))["paths"]]
+
+
+def best_of(paths: list[tuple[int, ...]], size: int) -> list[tuple[int, ...]]:
+    """The ``size`` paths of a template with the best rank-weight products, parents first. A path weighs less than
+    its parent and than its lower-ranked sibling, so the result keeps every parent (a smaller tree for budget=auto,
+    or a budget under the template's size)."""
+    def weight(p: tuple[int, ...]) -> float:
+        w = 1.0
+        for r in p:
+            w *= _RANK_WEIGHT[r] if r < len(_RANK_WEIGHT) else _RANK_WEIGHT[-1] / (r + 1)
+        return w
+    kept = sorted(paths, key=lambda p: (-weight(p), len(p), p))[:size]
+    return sorted(kept, key=lambda p: (len(p), p))
+
+
+def load_template(tree: str, size: int, max_depth: int, k: int) -> list[tuple[int, ...]]:
+    """The rank paths of ``tree`` (official, heuristic or a tree file), at most ``size`` of them, ``max_depth`` deep."""
+    if tree == HEURISTIC:
+        return rank_template(size, max_depth, k)
+    if tree == OFFICIAL:
+        paths = official_template()
+    else:
+        try:
+            data = json.loads(Path(tree).read_text(encoding="utf-8"))
+            paths = [tuple(int(r) for r in p) for p in data["paths"]]
+        except OSError as e:
+            raise SpecVizError(f"cannot read the tree file: {e.strerror}: {tree}") from None
+        except (ValueError, TypeError, KeyError):
+            raise SpecVizError(f"{tree} is not a tree file (tree= takes official, heuristic or a file written by "
+                               "specviz optimize-tree)") from None
+    paths = [p for p in paths if len(p) <= max_depth and all(r < k for r in p)]
+    kept = set(paths)
+    paths = [p for p in paths if all(p[:i] in kept for i in range(1, len(p)))]  # parents kept too
+    return best_of(paths, size)
+
+
 @dataclass(frozen=True)
 class TRParams:
     k: int = param(8, "Successors kept per token in the adjacency table.", minimum=1, maximum=64)
-    budget: int = param(80, "Nodes in the static tree template (draft tokens verified per cycle, at most).", minimum=1, maximum=1024)
+    budget: int = param(80, "Nodes in the static tree template (draft tokens verified per cycle, at most); below the "
+                        "template's size its best nodes are kept.", minimum=1, maximum=1024)
     max_depth: int = param(6, "Levels in the static tree template.", minimum=1, maximum=64)
+    tree: str = param(OFFICIAL, "The static tree: 'official' (the authors' published template 2.2.2, 80 nodes, "
+                      "levels 8/21/25/15/8/3), 'heuristic' (best products of rough per-rank acceptance, budget nodes) "
+                      "or a tree file written by specviz optimize-tree.")
+    hot_start: bool = param(False, "Keep the adjacency table across the sessions of this process (the paper keeps "
+                            "its matrix across queries); off: every session starts from an empty table, so it "
+                            "replays and forks on its own.")
+
+
+#: hot_start's tables: one per loaded model (by identity), table width and device, for the life of the process.
+_HOT_TABLES: dict[tuple, AdjacencyTable] = {}
 
 
 class TokenRecyclingDrafter(Drafter):
     method_id = "tr"
     display_name = "Token Recycling"
-    description = "Token Recycling: a static ~80-node tree filled from an adjacency table of the target's recent top-k successors."
+    description = ("Token Recycling: the authors' static 80-node tree filled from an adjacency table of the target's "
+                   "recent top-k successors.")
     params_cls = TRParams
 
     def __init__(self, params: TRParams, target, draft_model=None) -> None:
         super().__init__(params, target, draft_model)
-        self.template = rank_template(params.budget, params.max_depth, params.k)
-        self.table = AdjacencyTable(target.vocab_size, params.k, target.device)
+        self.template = load_template(params.tree, params.budget, params.max_depth, params.k)
+        if params.hot_start:
+            key = (id(target), target.vocab_size, params.k, str(target.device))
+            self.table = _HOT_TABLES.setdefault(key, AdjacencyTable(target.vocab_size, params.k, target.device))
+        else:
+            self.table = AdjacencyTable(target.vocab_size, params.k, target.device)
         self._smaller: dict[int, list[tuple[int, ...]]] = {}  # budget=auto's smaller templates, by size
 
     def harvest(self, tokens: torch.Tensor, logits: torch.Tensor, prev: torch.Tensor | None = None) -> None:
@@ -71,7 +143,7 @@ class TokenRecyclingDrafter(Drafter):
         size, template = self.cycle_budget(ctx), self.template
         if size < len(template):
             if size not in self._smaller:
-                self._smaller[size] = rank_template(size, self.params.max_depth, self.params.k)
+                self._smaller[size] = best_of(self.template, size)
             template = self._smaller[size]
         for path in template:
             if len(path) <= ctx.max_depth:
