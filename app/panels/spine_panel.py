@@ -223,9 +223,12 @@ class SpinePanel(PanelMixin, QTextBrowser):
         drafted = [n for n in rec.nodes if n.parent >= 0]
         sources = ", ".join(sorted({n.source for n in drafted})) or "no"
         if method is not None and not method.no_match_note:  # not a spine method: say what it drafted
-            kids = Counter(n.parent for n in drafted)
+            kids = Counter(n.parent for n in drafted if n.verified)
             shape = "a chain" if max(kids.values(), default=0) <= 1 else "a tree"
-            return f"{name} drafted {shape} of {len(drafted)} {sources} token{_s(len(drafted))}."
+            verified = sum(1 for n in drafted if n.verified)
+            cut = len(drafted) - verified
+            return (f"{name} drafted {shape} of {verified} {sources} token{_s(verified)}"
+                    + (f" ({cut} more considered, cut by the gate or the budget)." if cut else "."))
         return f"No spine this cycle: {name} drafted a tree of {sources} nodes, with no context-copied chain."
 
     def _chip(self, token: int, source: str | None, node_id: int | None = None, border: str | None = None) -> str:
