@@ -30,7 +30,27 @@ DEFINITIONS: dict[str, str] = {
     "headroom": "hindsight within each cycle: the draft tokens plus the target's next token w that some source "
                 "offered along the target's path, width unlimited; headroom minus accepted = tokens the tree's "
                 "shape and budget left on the table (one per cycle at most: the token after w is not known).",
+    "oracle_run": "hindsight across cycles: the target's tokens from a cycle's root on that some source offered at "
+                  "every step, in a row, width unlimited; where a cycle's sources offered its w, the run goes on "
+                  "along the next cycle's path with what the sources offered there (their tables one cycle newer).",
 }
+
+
+def oracle_runs(summaries: list[CycleSummary]) -> list[int | None]:
+    """Per cycle, :data:`DEFINITIONS` ``oracle_run`` (None where the cycle recorded no headroom). A cycle whose
+    sources offered its w (headroom of all sources = accepted + 1) continues into the next cycle, whose root is w."""
+    out: list[int | None] = [None] * len(summaries)
+    after = 0  # the run from the next cycle's root on
+    for i in range(len(summaries) - 1, -1, -1):
+        s = summaries[i]
+        room = s.headroom.get("*") if s.headroom and not s.damaged else None
+        if room is None:
+            after = 0
+            continue
+        through_w = room >= s.n_accepted + 1 and i + 1 < len(summaries)
+        out[i] = room + (after if through_w else 0)
+        after = out[i]
+    return out
 
 
 @dataclass(frozen=True, slots=True)

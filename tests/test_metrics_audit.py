@@ -144,3 +144,18 @@ def test_classify_ties_and_divergences():
     assert classify(wide, 1, 2, "float32")[0] == "divergence"
     assert classify(wide, 1, 2, "bfloat16")[0] == "divergence"
     assert classify(torch.tensor([0.0, 5.0, 5.04]), 1, 2, "float16")[0] == "tie"
+
+
+def test_oracle_runs_continue_through_cycles_whose_sources_offered_w():
+    """Worked by hand: cycle 0 accepted 2 and some source offered w (headroom 3), cycle 1 accepted 1 but no source
+    offered w (headroom 1), cycle 2 offered w, cycle 3 (the last) offered w but has no next cycle."""
+    from specviz_core.metrics import oracle_runs
+    from specviz_core.summary import CycleSummary
+
+    def cyc(acc: int, room: int | None) -> CycleSummary:
+        return CycleSummary(index=0, mode="tree", n_verified=8, n_accepted=acc, committed_ids=(1,) * (acc + 1),
+                            committed_kinds=("bonus",), cycle_ms=1.0, spine_broke_at=None, spine_continued=False,
+                            headroom={} if room is None else {"*": room})
+
+    runs = oracle_runs([cyc(2, 3), cyc(1, 1), cyc(0, 1), cyc(4, 5), cyc(0, None), cyc(3, 4)])
+    assert runs == [3 + 1, 1, 1 + 5, 5, None, 4]

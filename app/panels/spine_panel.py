@@ -20,6 +20,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from specviz_core.drafters import METHODS, Drafter
+from specviz_core.metrics import oracle_runs
 from specviz_core.records import CycleRecord, Node
 from specviz_core.spine import SpineAnalysis, analyze_spine
 from specviz_core.viewer.session_model import SessionModel
@@ -183,6 +184,17 @@ class SpinePanel(PanelMixin, QTextBrowser):
         out.paragraphs = paras
         return out
 
+    def _oracle_runs(self) -> list[int | None]:
+        """:func:`~specviz_core.metrics.oracle_runs` of the session, counted again only when it grew."""
+        src = self.model.source
+        if src is None:
+            return []
+        summaries = src.summaries()
+        key = (id(src), len(summaries))
+        if getattr(self, "_runs_key", None) != key:
+            self._runs_key, self._runs = key, oracle_runs(summaries)
+        return self._runs
+
     def _cause(self, rec: CycleRecord, with_topk: bool = True) -> str:
         """The core's cause in one sentence, its tokens as chips, the target's top-5 there (unless the spine's
         break paragraph shows them) and the headroom beside what was accepted."""
@@ -199,11 +211,16 @@ class SpinePanel(PanelMixin, QTextBrowser):
         for i, chip in enumerate(marks):
             text = text.replace(f"\x00{i}\x00", chip)
         room = cause.headroom.get("*", 0)
+        runs = self._oracle_runs()
+        run = runs[self.model.index] if 0 <= self.model.index < len(runs) else None
         if with_topk and cause.topk:
             listing = ", ".join(f"{self._chip(t, None)} {p:.3f}" for t, p in cause.topk)
             text += f"<br><small>Target's top-{len(cause.topk)} there: {listing}</small>"
         extra = (f"<br><small>Headroom: with unlimited width this cycle's sources had {room} of the target's tokens "
                  f"in reach; it accepted {rec.n_accepted}.</small>") if room > rec.n_accepted else ""
+        if run is not None and run > room:
+            extra += (f"<br><small>Had the tree followed the target's path with unlimited width, its sources would "
+                      f"have supplied {run} tokens in a row from this root on (through later cycles).</small>")
         return f"<b>Why it stopped ({html.escape(cause.label)}):</b> {text}{extra}"
 
     def _break(self, spine: SpineAnalysis, broken: Node) -> str:
