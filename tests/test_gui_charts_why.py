@@ -67,3 +67,23 @@ def test_stand_samples_chart_shows_each_sample_of_the_group(window, qtbot, tiny_
     assert window.controller.open_session(str(db), sessions[-1].id)
     charts.flush()
     assert "samples" not in charts.shown
+
+
+def test_why_panel_says_what_the_cycle_cost_against_plain_decoding(window, tiny_dir):
+    """Issue 16's per-cycle arithmetic in the window: with an AR session of the prompt in the recording, the why
+    panel gives the cycle's time against plain decoding, checked here from the recorded timings."""
+    db = window.db_path
+    for method in ("ar", "tr"):
+        assert main(["record", "--model", str(tiny_dir), "--method", method, "--prompt", PROMPT, "--max-new-tokens",
+                     "16", "--db", str(db), "--quiet"]) == 0
+    with Recording(db) as rec:
+        ar, tr = rec.sessions()[-2:]
+        cycle = next(c for c in rec.cycles(tr.id) if c.mode == "tree")
+    assert window.controller.open_session(str(db), tr.id)
+    window.model.set_cycle(cycle.index)
+    text = " ".join(window.spine.explanation().split())
+    t_ar = 1000.0 / ar.tokens_per_s
+    total = sum(cycle.timings_ms.values())
+    tokens = len(cycle.committed_ids)
+    assert f"Time: {cycle.n_verified}-row verify took" in text
+    assert f"{tokens} / {total / t_ar:.2f} = {tokens * t_ar / total:.2f}x plain decoding" in text

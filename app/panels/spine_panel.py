@@ -20,8 +20,10 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from specviz_core.drafters import METHODS, Drafter
+from specviz_core.engine.cost_curve import CostCurve, load_cost_curve
 from specviz_core.metrics import oracle_runs
 from specviz_core.records import CycleRecord, Node
+from specviz_core.slowdown import cycle_cost
 from specviz_core.spine import SpineAnalysis, analyze_spine
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.why import method_notes, stop_cause
@@ -138,6 +140,9 @@ class SpinePanel(PanelMixin, QTextBrowser):
         head = f"<b>Cycle {rec.index}</b> · {name} · {rec.mode}"
         out = Explanation()
         why = [c for c in [self._cause(rec, with_topk=not (spine.chain and spine.topk))] if c] + [html.escape(t) for t in method_notes(rec.state)]
+        time_note = self._time_note(rec)
+        if time_note:
+            why.append(f"<small>{html.escape(time_note)}</small>")
         if not spine.chain:
             out.paragraphs = [f"{head}<br>{self._no_spine(rec, method, name)}", *why]
             return out
@@ -183,6 +188,27 @@ class SpinePanel(PanelMixin, QTextBrowser):
                          f"(EMA of spine acceptance p_s {ema}).</small>")
         out.paragraphs = paras
         return out
+
+    def _time_note(self, rec: CycleRecord) -> str:
+        """This cycle's time against plain decoding, in words (:func:`specviz_core.slowdown.cycle_cost`), when a
+        unit is known: the device's measured cost curve, or an AR session of the prompt in the recording."""
+        src = self.model.source
+        if src is None or not rec.timings_ms or src.info.method == "ar":
+            return ""
+        if getattr(self, "_unit_key", None) != id(src):
+            curve = ar_ms = None
+            try:
+                stored = load_cost_curve(src.info.model, src.info.device, src.info.dtype or None)
+                curve = CostCurve.from_dict(stored) if stored is not None else None
+                tps = src.ar_baseline()[0] if hasattr(src, "ar_baseline") else None
+                ar_ms = 1000.0 / tps if tps else None
+            except Exception:  # noqa: BLE001 - an unreadable measurement is "not measured"
+                pass
+            self._unit_key, self._unit = id(src), (curve, ar_ms)
+        curve, ar_ms = self._unit
+        if curve is None and ar_ms is None:
+            return ""
+        return "Time: " + cycle_cost(rec, curve, ar_ms).sentence
 
     def _oracle_runs(self) -> list[int | None]:
         """:func:`~specviz_core.metrics.oracle_runs` of the session, counted again only when it grew."""
