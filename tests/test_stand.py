@@ -150,6 +150,31 @@ def test_greedy_equals_generate_default_model(smol):
     assert len(out) == 24 and any(r.state["stochastic"] for r in records)
 
 
+@pytest.mark.default_model
+def test_the_default_model_runs_on_the_shipped_optimized_tree(smol, tiny):
+    """Issue 18: STAND as published drafts on a tree optimized from data; SpecViz ships one for the default model,
+    made from a 625-node depth-20 tree on calibration prompts that are not the bench prompts, at T=0.7."""
+    import json
+
+    from helpers import make_engine
+    from specviz_resources import read_text
+
+    shipped = json.loads(read_text("trees", "stand-smollm2-135m-instruct.json"))
+    cal = shipped["calibration"]
+    assert (cal["large_tree"], cal["temperature"], shipped["nodes"]) == (625, 0.7, 80)
+    assert cal["large_tree_depth"] >= 16 and cal["tables"] == "reset per prompt"
+    paths = [tuple(p) for p in shipped["paths"]]
+    assert_valid_tree([list(p) for p in paths])
+    bench = " ".join(read_text("suites", f"{n}.json") for n in ("code_editing", "summarising", "qa", "chat", "multi_turn"))
+    for name in ("code", "rewrite", "chat", "qa", "summary", "list"):  # calibration prompts are not bench prompts
+        assert read_text("prompts", f"calibration-{name}.txt").strip()[:60] not in bench
+    ids = [1, 2, 3]
+    assert make_engine(smol, "stand", ids, 4).drafter.template == paths  # auto: the shipped tree here
+    assert make_engine(smol, "stand", ids, 4, tree="heuristic").drafter.template != paths
+    assert make_engine(tiny, "stand", ids, 4).drafter.tree_used == "heuristic"  # another model: the heuristic tree
+    assert make_engine(smol, "stand", ids, 4, budget=20).drafter.template == paths[:20]
+
+
 @torch.no_grad()
 def test_tables_hold_running_means_of_the_decoded_trajectory(tiny):
     prompt = tiny_prompts()[2]
@@ -215,13 +240,9 @@ def test_optimizer_counts_accepted_paths_and_keeps_a_valid_tree(tiny, tmp_path):
     big.write_text(json.dumps({"format": "specviz-tree", "paths": [list(p) for p in large_tree(120, 10, 10)]}))
     from helpers import make_engine
 
-    drafter = None
     counts: Counter = Counter()
     for prompt in prompts:
-        e = make_engine(tiny, "stand", prompt, 40, tree=str(big))
-        if drafter is not None:
-            e.drafter = drafter  # one drafter throughout, as the optimizer does
-        drafter = e.drafter
+        e = make_engine(tiny, "stand", prompt, 40, tree=str(big))  # fresh tables per prompt, as STAND runs
         for rec in e.cycles():
             nodes = rec.node_by_id
             for nid in rec.accepted_path:

@@ -1,8 +1,11 @@
 """STAND's data-driven static tree (seed 002, Section 4.2): decode with a large tree, keep what got accepted.
 
-Decode calibration prompts with STAND and a large tree (625 rank paths by
-default), count how often each rank path lies on an accepted path, keep the
-best 80 and save them as a tree file (``--param tree=tree.json`` uses it).
+Decode calibration prompts with STAND and a large tree (625 rank paths, depth
+20, by default, as the paper starts), at the temperature the tree is for, count
+how often each rank path lies on an accepted path, keep the best 80 and save
+them as a tree file (``--param tree=tree.json`` uses it). The n-gram tables start
+empty for every prompt and carry over between that prompt's samples, as STAND
+runs (a prompt group shares its tables, prompts do not).
 
 The kept nodes must form a tree that stochastic drafting can fill: every path's
 parent and its lower-ranked siblings must be kept too (siblings are drawn in
@@ -55,7 +58,7 @@ def select_tree(paths: Sequence[RankPath], counts: dict[RankPath, int], keep: in
     return sorted(order[:keep], key=lambda p: (len(p), p))
 
 
-def optimize_tree(target: Any, prompts: list[list[int]], *, large: int = 625, keep: int = 80, max_depth: int = 16,
+def optimize_tree(target: Any, prompts: list[list[int]], *, large: int = 625, keep: int = 80, max_depth: int = 20,
                   max_new_tokens: int = 128, temperature: float = 0.0, seed: int = 0, samples: int = 1,
                   params: dict[str, Any] | None = None,
                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -64,15 +67,15 @@ def optimize_tree(target: Any, prompts: list[list[int]], *, large: int = 625, ke
     base: StandParams = choice.params
     if choice.auto:
         raise SpecVizError("optimize-tree decodes on its own large tree: budget=auto does not apply")
-    if base.tree:
+    if base.tree not in ("", "auto"):
         raise SpecVizError("optimize-tree starts from its own large tree: do not pass tree=")
     paths = large_tree(large, max_depth, base.top_k)
-    drafter = StandDrafter(base, target)
-    drafter.template = paths  # decode on the large tree
-    drafter.children = Counter(p[:-1] for p in paths)
     counts: Counter[RankPath] = Counter()
     cycles = tokens = 0
     for i, prompt in enumerate(prompts):
+        drafter = StandDrafter(base, target)  # fresh tables per prompt; its samples share them
+        drafter.template = paths  # decode on the large tree
+        drafter.children = Counter(p[:-1] for p in paths)
         for s in range(samples):
             engine = build_engine(target, choice, prompt, max_new_tokens=max_new_tokens, temperature=temperature,
                                   seed=seed + s, drafter=drafter)
@@ -86,6 +89,6 @@ def optimize_tree(target: Any, prompts: list[list[int]], *, large: int = 625, ke
     kept = select_tree(paths, counts, keep)
     meta = {"large_tree": len(paths), "large_tree_depth": max(len(p) for p in paths), "keep": keep,
             "prompts": len(prompts), "samples": samples, "temperature": temperature, "seed": seed,
-            "max_new_tokens": max_new_tokens, "cycles": cycles, "tokens": tokens,
+            "max_new_tokens": max_new_tokens, "cycles": cycles, "tokens": tokens, "tables": "reset per prompt",
             "accepted_tokens": sum(counts.values()), "model": getattr(target, "name", "?")}
     return tree_file(kept, [counts.get(p, 0) for p in kept], meta)

@@ -27,7 +27,7 @@ def add_parser(sub: Any) -> None:
     o.add_argument("--model", default=None, help="model folder or cached hub id (default: the embedded model)")
     o.add_argument("--large", type=int, default=625, help="rank paths in the large starting tree (default 625)")
     o.add_argument("--keep", type=int, default=80, help="nodes kept in the optimized tree (default 80)")
-    o.add_argument("--max-depth", type=int, default=16, help="depth of the large starting tree (default 16)")
+    o.add_argument("--max-depth", type=int, default=20, help="depth of the large starting tree (default 20, the paper's)")
     o.add_argument("--max-new-tokens", type=int, default=128, help="tokens decoded per sample (default 128)")
     o.add_argument("--temperature", type=float, default=0.0, help="decode at the temperature the tree is for (default 0)")
     o.add_argument("--samples", type=int, default=1, help="samples per prompt, one drafter throughout (default 1)")

@@ -14,8 +14,13 @@
   refilled when used up. The walk knows each child's q and removes rejected
   siblings from it, so sampling stays lossless. At temperature 0 rank r is the
   r-th most probable token.
-- The tree is the Token Recycling heuristic by default, or one optimized from
-  data by ``specviz optimize-tree`` (``--param tree=tree.json``).
+- The tree, as the paper runs it, is optimized from data: for the default model
+  SpecViz ships one (``resources/trees/stand-smollm2-135m-instruct.json``, made
+  by ``specviz optimize-tree`` from a 625-node depth-20 tree on calibration
+  prompts that are not the bench prompts, at T=0.7, tables reset per prompt) and
+  ``tree=auto`` (the default) uses it on that model; on another model, ``auto``
+  is the Token Recycling heuristic tree (``tree=heuristic``, the paper's
+  ablation), until ``specviz optimize-tree`` makes one (``--param tree=FILE``).
 - The tables live as long as the drafter: ``specviz record --samples N`` decodes
   N samples of one prompt with one drafter, so later samples draft from the
   earlier ones (best-of-N).
@@ -42,11 +47,15 @@ RankPath = tuple[int, ...]
 
 @dataclass(frozen=True)
 class StandParams:
-    budget: int = param(80, "Nodes in the default static tree (ignored when tree= names a tree file).", minimum=1, maximum=1024)
-    max_depth: int = param(8, "Levels of the default static tree.", minimum=1, maximum=64)
+    budget: int = param(80, "Nodes in the static tree (the heuristic one is built to it, the shipped one is cut to it "
+                        "breadth first; ignored for a tree file).", minimum=1, maximum=1024)
+    max_depth: int = param(8, "Levels of the heuristic static tree.", minimum=1, maximum=64)
     top_k: int = param(10, "Next-token probabilities stored per n-gram (top-k).", minimum=1, maximum=64)
     ngram_max: int = param(4, "Longest n-gram in the tables (tables for 1..n are kept; lookup tries n first).", minimum=1, maximum=16)
-    tree: str = param("", "A tree file written by `specviz optimize-tree` (JSON); empty: the heuristic tree.")
+    tree: str = param("auto", "The static tree: 'auto' (the shipped optimized tree on the default model, else the "
+                      "heuristic one), 'optimized' (the shipped tree, made for the default model), 'heuristic' (Token "
+                      "Recycling's heuristic, budget nodes: the paper's ablation) or a tree file written by specviz "
+                      "optimize-tree.")
     stochastic: bool = param(True, "With temperature > 0, draw children by Gumbel-top-k from the stored distribution (else top-k).")
     noise_cache: int = param(4096, "Gumbel noise values drawn at once and cached until used up.", minimum=1, maximum=1000000)
 
@@ -112,6 +121,26 @@ def load_tree(path: str, top_k: int) -> tuple[RankPath, ...]:
     return tuple(check_tree(paths, top_k, path))
 
 
+AUTO, OPTIMIZED, HEURISTIC = "auto", "optimized", "heuristic"
+SHIPPED_TREE = "stand-smollm2-135m-instruct.json"
+SHIPPED_FOR = "smollm2-135m-instruct"
+
+
+def shipped_tree(top_k: int) -> tuple[RankPath, ...]:
+    """The optimized tree shipped for the default model."""
+    from specviz_resources import files
+
+    with files("trees", SHIPPED_TREE).open("r", encoding="utf-8") as fh:
+        data = json.load(fh)
+    return tuple(check_tree([tuple(p) for p in data["paths"]], top_k, SHIPPED_TREE))
+
+
+def is_default_model(target: Any) -> bool:
+    """The model the shipped tree was optimized for (the embedded default, or the same model from a folder)."""
+    return any(SHIPPED_FOR in str(getattr(target, k, "")).lower() for k in ("name", "path")) or \
+        str(getattr(target, "name", "")) == "default"
+
+
 def default_tree(size: int, max_depth: int, top_k: int) -> list[RankPath]:
     """Token Recycling's heuristic tree (the paper's "heuristic" baseline): best rank-weight products."""
     return check_tree(rank_template(size, max_depth, top_k), top_k, "default tree")
@@ -125,8 +154,17 @@ class StandDrafter(Drafter):
 
     def __init__(self, params: StandParams, target, draft_model=None) -> None:
         super().__init__(params, target, draft_model)
-        self.template: list[RankPath] = (list(load_tree(params.tree, params.top_k)) if params.tree
-                                         else default_tree(params.budget, params.max_depth, params.top_k))
+        which = params.tree or AUTO
+        if which == AUTO:
+            which = OPTIMIZED if is_default_model(target) and params.top_k == 10 else HEURISTIC
+        self.tree_used = which if which in (OPTIMIZED, HEURISTIC) else "file"
+        """The tree this drafter runs on: ``optimized`` (shipped), ``heuristic`` or ``file``."""
+        if which == HEURISTIC:
+            self.template: list[RankPath] = default_tree(params.budget, params.max_depth, params.top_k)
+        else:
+            # A tree from data keeps its own shape; the shipped one is cut to a smaller budget breadth first.
+            paths = list(shipped_tree(params.top_k) if which == OPTIMIZED else load_tree(which, params.top_k))
+            self.template = paths[: params.budget] if which == OPTIMIZED else paths
         self._cut: dict[int, list[RankPath]] = {}  # smaller trees for budget=auto, by size
         self.children: dict[RankPath, int] = {}  # rank path -> number of children in the template
         for p in self.template:
@@ -146,7 +184,7 @@ class StandDrafter(Drafter):
         """A ``size``-node tree: the heuristic one of that size, or the file's tree cut breadth-first
         (a breadth-first prefix keeps every parent and lower-ranked sibling)."""
         if size not in self._cut:
-            self._cut[size] = (self.template[:size] if self.params.tree
+            self._cut[size] = (self.template[:size] if self.tree_used != HEURISTIC
                                else default_tree(size, self.params.max_depth, self.params.top_k))
         return self._cut[size]
 
