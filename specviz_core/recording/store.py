@@ -23,14 +23,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import psutil
 import sqlite_utils
 
 from specviz_core.errors import DamagedCycle, DamagedRecording, SpecVizError
 from specviz_core.recording.contract import RowError, int_list, loads, session_fields, session_label, summary_parts
 from specviz_core.recording.rows import cycle_from_row
 from specviz_core.recording.schema import SCHEMA_VERSION, create_schema, set_wal, upgrade
-from specviz_core.recording.writer import SessionWriter
+from specviz_core.recording.writer import SessionWriter, writer_alive
 from specviz_core.records import MODES, CycleRecord, SessionInfo
 from specviz_core.summary import CycleSummary, damaged_summary, summarize, summary_from_row
 
@@ -180,7 +179,7 @@ class Recording:
                 [host]).fetchall()
         except sqlite3.DatabaseError:
             return  # a damaged sessions table: reading it says so
-        self._dead = {sid for sid, pid, started in rows if not _process_alive(pid, started)}
+        self._dead = {sid for sid, pid, started in rows if not writer_alive(pid, started)}
         if self._dead and not self.read_only:
             try:
                 with self.db.conn:
@@ -388,16 +387,6 @@ class Recording:
         if self.read_only:
             raise SpecVizError(f"cannot write the recording: {self.path} is open read-only")
         return SessionWriter(self, info)
-
-
-def _process_alive(pid: int | None, started: float | None) -> bool:
-    if not pid:
-        return False
-    try:
-        proc = psutil.Process(pid)
-        return started is None or abs(proc.create_time() - started) < 1.0
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
 
 
 def new_session_id() -> str:

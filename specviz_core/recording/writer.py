@@ -101,3 +101,15 @@ class SessionWriter:
         except sqlite3.Error as e:
             raise SpecVizError(f"cannot write the recording at {self.rec.path}: {e}") from None
         self.finished = True
+
+
+def writer_alive(pid: int | None, started: float | None) -> bool:
+    """Whether the process a session row names as its writer (``writer_pid``, ``writer_started``, stamped by
+    :class:`SessionWriter`) is still running: the same pid with the same start time (a reused pid is another)."""
+    if not pid:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        return started is None or abs(proc.create_time() - started) < 1.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
