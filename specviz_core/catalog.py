@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .devices import header_params
 from .errors import SpecVizError
 from .models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, cache_dir, hub_cache_dir
 
@@ -92,21 +93,10 @@ def safetensors_params(folder: Path) -> int | None:
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         return None
-    n = 0
-    for f in files:
-        try:
-            with open(f, "rb") as fh:
-                (size,) = struct.unpack("<Q", fh.read(8))
-                header = json.loads(fh.read(size))
-        except (OSError, ValueError, struct.error):
-            return None
-        for key, t in header.items():
-            if key != "__metadata__":
-                count = 1
-                for d in t["shape"]:
-                    count *= d
-                n += count
-    return n
+    try:
+        return sum(header_params(f) for f in files)
+    except (OSError, ValueError, struct.error):
+        return None
 
 
 def folder_size(folder: Path) -> int:

@@ -86,22 +86,28 @@ class MemoryPlan:
         return f"~{self.weights_gb:.2g} GB of weights, {self.free_gb:.3g} GB free, {where}"
 
 
-def weights_bytes(path: Path, dtype: torch.dtype) -> int:
-    """The size of a model folder's weights at ``dtype``, from the safetensors headers (nothing is loaded)."""
+def header_params(file: Path) -> int:
+    """Parameters in one safetensors file, from its header alone (raises OSError, ValueError or struct.error on a
+    damaged file)."""
     import json
     import struct
 
-    n_params = 0
-    for f in sorted(path.glob("*.safetensors")):
-        with open(f, "rb") as fh:
-            (size,) = struct.unpack("<Q", fh.read(8))
-            header = json.loads(fh.read(size))
-        for name, t in header.items():
-            if name != "__metadata__":
-                n = 1
-                for d in t["shape"]:
-                    n *= d
-                n_params += n
+    with open(file, "rb") as fh:
+        (size,) = struct.unpack("<Q", fh.read(8))
+        header = json.loads(fh.read(size))
+    n = 0
+    for name, t in header.items():
+        if name != "__metadata__":
+            count = 1
+            for d in t["shape"]:
+                count *= d
+            n += count
+    return n
+
+
+def weights_bytes(path: Path, dtype: torch.dtype) -> int:
+    """The size of a model folder's weights at ``dtype``, from the safetensors headers (nothing is loaded)."""
+    n_params = sum(header_params(f) for f in sorted(path.glob("*.safetensors")))
     if not n_params:  # .bin checkpoints: their file size, at the stored dtype
         return sum(f.stat().st_size for f in path.glob("*.bin"))
     return n_params * torch.tensor([], dtype=dtype).element_size()
