@@ -27,12 +27,14 @@ SOURCE_COLORS: dict[str, str] = {
     "ngram": "#159a8c",
     "recycle": "#c0392b",
     "table": "#b8860b",
+    "head": "#d6509b",
     "bonus": "#2e9e44",
     "ar": "#6c7a89",
 }
 SOURCE_LABELS: dict[str, str] = {
     "prompt": "prompt", "root": "root", "spine": "spine (context match)", "branch": "branch (adjacency table)",
     "draft": "draft model", "ngram": "n-gram copy", "recycle": "recycled token", "table": "table drafter",
+    "head": "draft head",
     "bonus": "bonus token", "ar": "AR (one token)",
 }
 FALLBACK = "#7f8c8d"

@@ -98,6 +98,11 @@ class SessionMetrics:
     """Accepted draft tokens over the same cycles (what the headroom is compared with)."""
     headroom_by_source: dict[str, int] = field(default_factory=dict)
     """Per source, the sum of its own headroom."""
+    draft_steps: int = 0
+    """Draft steps over cycles that record them (TALON, EAGLE: one per tree layer; 0 for other methods)."""
+    step_cost: float | None = None
+    """c: the median over cycles of one draft step's time over the cycle's target forward (the head's own step time
+    where recorded, else the cycle's draft time over its steps); None when no cycle recorded draft steps."""
 
     @property
     def lost_to_shape(self) -> int:
@@ -112,6 +117,18 @@ class SessionMetrics:
     def mean_acceptance_length(self) -> float:
         return 1.0 + self.accepted / self.cycles if self.cycles else 0.0
 
+    @property
+    def delta(self) -> float:
+        """Draft steps per target forward (TALON's draft efficiency)."""
+        return self.draft_steps / self.cycles if self.cycles else 0.0
+
+    @property
+    def r(self) -> float | None:
+        """TALON's R = tau / (1 + c * delta): tokens per forward, discounted by the drafting's cost."""
+        if self.step_cost is None:
+            return None
+        return self.mean_acceptance_length / (1.0 + self.step_cost * self.delta)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "cycles": self.cycles, "drafting_cycles": self.drafting_cycles, "drafted": self.drafted,
@@ -121,7 +138,8 @@ class SessionMetrics:
                 {"position": p.position, "accepted": p.accepted, "reached": p.reached,
                  "unconditional": p.unconditional, "conditional": p.conditional} for p in self.positions],
             "stop_causes": dict(self.causes), "headroom": self.headroom, "headroom_accepted": self.headroom_accepted,
-            "headroom_by_source": dict(self.headroom_by_source),
+            "headroom_by_source": dict(self.headroom_by_source), "draft_steps": self.draft_steps,
+            "delta": self.delta, "step_cost": self.step_cost, "r": self.r,
         }
 
     def lines(self, max_positions: int = 8) -> list[str]:
@@ -137,6 +155,9 @@ class SessionMetrics:
             out.append("accepted / drafting     " + "".join(f"{p.unconditional:>7.3f}" for p in shown))
             out.append("accepted / reached      " + "".join(
                 f"{'n/a' if p.conditional is None else format(p.conditional, '.3f'):>7}" for p in shown))
+        if self.step_cost is not None:
+            out.append(f"draft cost               delta {self.delta:.2f} steps per forward, c {self.step_cost:.3f} "
+                       f"(a step over a target forward), R = tau / (1 + c delta) = {self.r:.3f}")
         if self.causes:
             out.append("stopped because          " + ", ".join(f"{CAUSES[c]} {n}" for c, n in self.causes.items()))
             out.append(f"headroom                 {self.headroom} tokens in reach, {self.headroom_accepted} accepted: "
@@ -164,6 +185,8 @@ class MetricsCounter:
         self.causes = {c: 0 for c in CAUSES}
         self.room = self.room_acc = 0
         self.by_source: dict[str, int] = {}
+        self.steps = 0
+        self.step_costs: list[float] = []
 
     def add(self, summaries: Iterable[CycleSummary]) -> None:
         for s in summaries:
@@ -177,6 +200,13 @@ class MetricsCounter:
                 for src, n in s.headroom.items():
                     if src != "*":
                         self.by_source[src] = self.by_source.get(src, 0) + n
+            steps = s.state.get("draft_steps")
+            if isinstance(steps, (int, float)) and steps > 0:
+                self.steps += int(steps)
+                per_step = s.state.get("draft_step_ms", s.timings_ms.get("draft", 0.0) / steps)
+                forward = s.timings_ms.get("forward", 0.0)
+                if forward > 0 and isinstance(per_step, (int, float)):
+                    self.step_costs.append(per_step / forward)
             n_draft = s.n_verified - 1
             if n_draft <= 0:
                 continue
@@ -199,5 +229,7 @@ class MetricsCounter:
                          self.drafting)
             for i in range(len(self.accepted_at)))
         known = {c: n for c, n in self.causes.items() if n} if any(self.causes.values()) else {}
+        costs = sorted(self.step_costs)
+        c = (costs[(len(costs) - 1) // 2] + costs[len(costs) // 2]) / 2 if costs else None
         return SessionMetrics(self.cycles, self.drafting, self.drafted, self.accepted, positions, known, self.room,
-                              self.room_acc, dict(self.by_source))
+                              self.room_acc, dict(self.by_source), self.steps, c)

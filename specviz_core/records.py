@@ -16,7 +16,7 @@ import numpy as np
 MODES = ("ar", "chain", "tree", "bypass")
 
 #: Node sources. ``root`` is the anchor; ``ar`` marks a bonus-only cycle.
-SOURCES = ("root", "spine", "branch", "draft", "ngram", "recycle", "table")
+SOURCES = ("root", "spine", "branch", "draft", "ngram", "recycle", "table", "head")
 
 #: What became of a candidate a source offered below a node (``state["offers"]``, see ``DraftTree.offer``):
 #: drafted (verified), cut by a confidence gate, cut by the budget or a depth limit, or left out by the tree's width.

@@ -16,6 +16,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 if "SPECVIZ_DATA" not in os.environ:
     os.environ["SPECVIZ_DATA"] = tempfile.mkdtemp(prefix="specviz-tests-")
     atexit.register(shutil.rmtree, os.environ["SPECVIZ_DATA"], ignore_errors=True)
+# Draft heads trained on this machine are not the tests' business: drafter=auto finds none unless a test makes one.
+if "SPECVIZ_HEADS" not in os.environ:
+    os.environ["SPECVIZ_HEADS"] = tempfile.mkdtemp(prefix="specviz-heads-")
+    atexit.register(shutil.rmtree, os.environ["SPECVIZ_HEADS"], ignore_errors=True)
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 

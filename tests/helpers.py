@@ -26,6 +26,26 @@ def tiny_llama(vocab: int = 96, seed: int = 0) -> LoadedModel:
                        dtype=torch.float32)
 
 
+def concentrated_llama(seed: int, noise: float = 0.0):
+    """A tiny random Llama (32 tokens) that is mostly a Markov chain with concentrated transitions.
+
+    Attention and MLP outputs are scaled down (x0.1), so the next token depends mostly, not only, on
+    the current one, and context copying (PLD, n-gram tables) predicts it; the output layer is scaled
+    up (x2.5), so the first three tokens fall on a dozen likely sequences. ``noise`` perturbs every
+    weight (relative to its spread) to make a draft model that differs from the target.
+    """
+    m = tiny_llama(vocab=32, seed=0)
+    with torch.no_grad():
+        for layer in m.model.model.layers:
+            layer.self_attn.o_proj.weight.mul_(0.1)
+            layer.mlp.down_proj.weight.mul_(0.1)
+        m.model.lm_head.weight.mul_(2.5)
+        g = torch.Generator().manual_seed(seed)
+        for p in m.model.parameters():
+            p.add_(noise * p.std() * torch.randn(p.shape, generator=g))
+    return m
+
+
 @torch.no_grad()
 def hf_greedy(m: LoadedModel, ids: list[int], n: int) -> list[int]:
     x = torch.tensor([ids])

@@ -20,7 +20,7 @@ import torch
 from scipy.stats import chisquare
 
 import specviz_core.engine.cycle as engine_mod
-from helpers import make_engine, tiny_llama
+from helpers import concentrated_llama, make_engine
 from specviz_core.engine.verify import WalkResult
 
 ALPHA = 0.001
@@ -34,8 +34,8 @@ PROMPT = PATTERN + [6, 25, 5, 10, 21, 6, 10, 19, 31, 30] + PATTERN  # the middle
 
 CHI2_RESULTS: dict[str, tuple[float, float, int]] = {}
 
-# name -> (method, params, uses a draft model). TALON and the EAGLE-style tree run with both drafters
-# (n-gram tables of the target's outputs, and a draft model unlike the target); ``stand:samples`` keeps
+# name -> (method, params, uses a draft model). TALON and the EAGLE-style tree run with their three drafters
+# (n-gram tables of the target's outputs, a draft model unlike the target, a draft head trained for it); ``stand:samples`` keeps
 # one STAND drafter across every seed, so its tables persist from sample to sample as with --samples.
 CONFIGS = {
     "ar": ("ar", {}, False),
@@ -44,38 +44,38 @@ CONFIGS = {
     "draft_tree": ("draft_tree", {}, True),
     "goose": ("goose", {}, False),
     "isotropic": ("isotropic", {}, False),
-    "talon:table": ("talon", {}, False),
-    "eagle_static:table": ("eagle_static", {}, False),
+    "talon:table": ("talon", {"drafter": "table"}, False),
+    "eagle_static:table": ("eagle_static", {"drafter": "table"}, False),
     "talon:model": ("talon", {"drafter": "model"}, True),
     "eagle_static:model": ("eagle_static", {"drafter": "model"}, True),
+    "talon:head": ("talon", {"drafter": "head"}, False),
+    "eagle_static:head": ("eagle_static", {"drafter": "head"}, False),
     "stand": ("stand", {}, False),
     "stand:samples": ("stand", {}, False),
 }
 
 
-def concentrated_llama(seed: int, noise: float = 0.0):
-    """A tiny random Llama (32 tokens) that is mostly a Markov chain with concentrated transitions.
-
-    Attention and MLP outputs are scaled down (x0.1), so the next token depends mostly, not only, on
-    the current one, and context copying (PLD, n-gram tables) predicts it; the output layer is scaled
-    up (x2.5), so the first three tokens fall on a dozen likely sequences. ``noise`` perturbs every
-    weight (relative to its spread) to make a draft model that differs from the target.
-    """
-    m = tiny_llama(vocab=32, seed=0)
-    with torch.no_grad():
-        for layer in m.model.model.layers:
-            layer.self_attn.o_proj.weight.mul_(0.1)
-            layer.mlp.down_proj.weight.mul_(0.1)
-        m.model.lm_head.weight.mul_(2.5)
-        g = torch.Generator().manual_seed(seed)
-        for p in m.model.parameters():
-            p.add_(noise * p.std() * torch.randn(p.shape, generator=g))
-    return m
-
-
 @pytest.fixture(scope="module")
-def models():
-    return concentrated_llama(0), concentrated_llama(1, noise=0.3)  # the target, and a draft model unlike it
+def models(tmp_path_factory):
+    """The target, and a draft model unlike it; a draft head trained for the target (``drafter=head``)."""
+    import os
+    import random
+
+    from specviz_core.drafters.head import save_head
+    from specviz_core.train_head import train_head
+
+    target = concentrated_llama(0)
+    rng = random.Random(3)
+    head, info = train_head(target, steps=200, text_tokens=4000, lr=3e-3,
+                            prompts=[[rng.randrange(3, 32) for _ in range(8)] for _ in range(8)])
+    old = os.environ.get("SPECVIZ_HEADS")
+    os.environ["SPECVIZ_HEADS"] = str(tmp_path_factory.mktemp("heads"))
+    save_head(target, head, info)
+    yield target, concentrated_llama(1, noise=0.3)
+    if old is None:
+        os.environ.pop("SPECVIZ_HEADS")
+    else:
+        os.environ["SPECVIZ_HEADS"] = old
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ from specviz_core.vocab import TextStream
 from ..theme import SOURCE_COLORS, SOURCE_LABELS, source_color
 from .base import PanelMixin
 
-LEGEND_KINDS = ("prompt", "spine", "branch", "draft", "ngram", "recycle", "table", "bonus", "ar")
+LEGEND_KINDS = ("prompt", "spine", "branch", "draft", "ngram", "recycle", "table", "head", "bonus", "ar")
 
 
 class _Text(QPlainTextEdit):

@@ -141,6 +141,11 @@ class Drafter(ABC):
         return cls.needs_draft_model
 
     @classmethod
+    def resolve_params(cls, params: Any, target: Any) -> Any:
+        """The parameters as a session on ``target`` runs and records them (an ``auto`` choice made)."""
+        return params
+
+    @classmethod
     def max_budget(cls, params: Any) -> int:
         """The most draft nodes one cycle may verify (``budget=auto`` chooses up to this): the ``budget`` parameter."""
         return params.budget

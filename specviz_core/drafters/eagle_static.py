@@ -30,7 +30,7 @@ class EagleStaticParams:
     budget: int = param(60, "N: draft nodes kept after the final pruning by path score (root excluded).", minimum=1, maximum=1024)
     top_k: int = param(10, "K: children expanded per parent, and parents kept per layer.", minimum=1, maximum=64)
     depth: int = param(8, "D: layers of the tree.", minimum=1, maximum=64)
-    drafter: str = param("table", DRAFTER_HELP, choices=("table", "model"))
+    drafter: str = param("auto", DRAFTER_HELP, choices=("auto", "head", "table", "model"))
     gated_shown: int = param(10, "Cut candidates recorded per layer as gated nodes (the best by path score).", minimum=0, maximum=1000)
     rerank: str = param("survivors", "What the final pruning to N chooses from: 'survivors' (the K kept per layer, "
                         "the seed's Algorithm 1) or 'all' (every expanded candidate, as EAGLE-2's released code "

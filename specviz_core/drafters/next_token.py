@@ -20,16 +20,20 @@ steps per target forward.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from ..errors import SpecVizError
+from ..models import synchronize
 from ..tree import DraftTree
 from .base import DraftContext, Drafter
 from .draft_tree import DraftModelRunner
+from .head import HeadRunner, install_feature_tap, load_head, tapped_features
 from .ngram_tables import NGramTables, Tail
 
 Candidates = tuple[list[int], list[float]]
@@ -62,6 +66,11 @@ class NextTokenSource(ABC):
         """The cycle's accepted path."""
 
 
+def _top(logits: torch.Tensor, m: int) -> list[Candidates]:
+    top = torch.softmax(logits, dim=-1).topk(min(m, logits.shape[-1]), dim=-1)  # [r, m]
+    return list(zip(top.indices.tolist(), top.values.tolist()))
+
+
 class ModelSource(NextTokenSource):
     kind = "model"
     node_source = "draft"
@@ -74,30 +83,19 @@ class ModelSource(NextTokenSource):
     def start(self, prompt_ids: list[int]) -> None:
         self.runner.reset()
 
-    def _top(self, logits: torch.Tensor, m: int) -> list[Candidates]:
-        top = torch.softmax(logits, dim=-1).topk(min(m, logits.shape[-1]), dim=-1)  # [r, m]
-        return list(zip(top.indices.tolist(), top.values.tolist()))
-
     def root(self, ctx: DraftContext, m: int) -> Candidates:
         self._run = []
         f0 = self.runner.forwards
         logits = self.runner.catch_up(ctx.ids)[None]  # [1, V]
         self.steps += self.runner.forwards - f0
-        return self._top(logits, m)[0]
+        return _top(logits, m)[0]
 
     def expand(self, tree: DraftTree, nodes: list[int], m: int) -> list[Candidates]:
-        rows = self._run + nodes
-        row_of = {nid: r for r, nid in enumerate(rows)}
-        mask = np.zeros((len(nodes), len(rows)), dtype=bool)  # each row sees its ancestors and itself
-        for i, nid in enumerate(nodes):
-            a = nid
-            while a != 0:
-                mask[i, row_of[a]] = True
-                a = tree.parents[a]
+        mask = tree_rows_mask(tree, self._run, nodes)
         logits = self.runner.forward_level([tree.tokens[n] for n in nodes], [tree.depths[n] for n in nodes], mask)
-        self._run = rows
+        self._run = self._run + nodes
         self.steps += 1
-        return self._top(logits, m)
+        return _top(logits, m)
 
     def accepted(self, tree: DraftTree, accepted_nodes: list[int]) -> None:
         # Keep the draft KV of the accepted prefix the draft model ran; the next catch-up runs the rest.
@@ -110,6 +108,90 @@ class ModelSource(NextTokenSource):
             toks.append(tree.tokens[nid])
         self.runner.keep(rows, toks)
         self._run = []
+
+
+def tree_rows_mask(tree: DraftTree, run: list[int], nodes: list[int]) -> np.ndarray:
+    """[len(nodes), len(run) + len(nodes)]: each new row sees its ancestors among the rows run so far, and itself."""
+    row_of = {nid: r for r, nid in enumerate(run + nodes)}
+    mask = np.zeros((len(nodes), len(run) + len(nodes)), dtype=bool)
+    for i, nid in enumerate(nodes):
+        a = nid
+        while a != 0:
+            mask[i, row_of[a]] = True
+            a = tree.parents[a]
+    return mask
+
+
+def verify_rows(tree: DraftTree) -> dict[int, int]:
+    """Node id -> row of the target's verify block (the verified nodes in id order, see ``tree.flatten``)."""
+    return {nid: r for r, nid in enumerate(i for i, g in enumerate(tree.gated) if not g)}
+
+
+class HeadSource(NextTokenSource):
+    """A trained draft head (:mod:`~specviz_core.drafters.head`): one head step per tree layer, on the
+    target's features for the committed tokens and the head's own predicted features inside the tree."""
+
+    kind = "head"
+    node_source = "head"
+
+    def __init__(self, head: Any, target: Any) -> None:
+        super().__init__()
+        self.runner = HeadRunner(head, target)
+        self.target = target
+        install_feature_tap(target.model)
+        self._feat: dict[int, torch.Tensor] = {}  # node id -> the head's predicted feature after it
+        self._run: list[int] = []  # tree node ids in head-cache row order this cycle
+        self._tree: DraftTree | None = None
+        self._pending: torch.Tensor | None = None  # the verify block's features, until the path is known
+        self._prefilled = 0
+        self.step_ms = 0.0  # wall time of the head steps so far
+
+    def start(self, prompt_ids: list[int]) -> None:
+        self.runner.reset()
+        self._prefilled, self._tree, self._pending = 0, None, None
+
+    def _timed(self, fn: Any, *args: Any) -> Any:
+        synchronize(self.target.device)
+        t0 = time.perf_counter()
+        out = fn(*args)
+        synchronize(self.target.device)
+        self.step_ms += (time.perf_counter() - t0) * 1000.0
+        self.steps += 1
+        return out
+
+    def root(self, ctx: DraftContext, m: int) -> Candidates:
+        h, logits = self._timed(self.runner.catch_up, ctx.ids)
+        self._feat, self._run = {0: h}, []
+        return _top(logits[None], m)[0]
+
+    def expand(self, tree: DraftTree, nodes: list[int], m: int) -> list[Candidates]:
+        mask = tree_rows_mask(tree, self._run, nodes)
+        parents = torch.stack([self._feat[tree.parents[n]] for n in nodes])
+        h, logits = self._timed(self.runner.forward_level, parents, [tree.tokens[n] for n in nodes],
+                                [tree.depths[n] for n in nodes], mask)
+        self._feat.update(zip(nodes, h))
+        self._run = self._run + nodes
+        return _top(logits, m)
+
+    def bind(self, tree: DraftTree) -> None:
+        self._tree = tree
+
+    def harvest(self, tokens: torch.Tensor, logits: torch.Tensor, prev: torch.Tensor | None) -> None:
+        feats = tapped_features(self.target.model, len(tokens))
+        if self._tree is None:  # a prefill chunk: features of the next prompt positions
+            self.runner.add_features(self._prefilled, feats)
+            self._prefilled += len(tokens)
+        else:
+            self._pending = feats
+
+    def accepted(self, tree: DraftTree, accepted_nodes: list[int]) -> None:
+        if self._pending is not None:  # the target's features of the root and the accepted nodes
+            row_of = verify_rows(tree)
+            rows = [row_of[n] for n in (0, *accepted_nodes)]
+            self.runner.add_features(len(self.runner.seen) - 1, self._pending[rows])
+            self._pending, self._tree = None, None
+        self.runner.drop_tree()
+        self._feat, self._run = {}, []
 
 
 class TableSource(NextTokenSource):
@@ -177,7 +259,7 @@ class TableSource(NextTokenSource):
         self._tree = None
 
     def _merge_rows(self, tree: DraftTree, logits: torch.Tensor, nodes: list[int]) -> None:
-        row_of = {nid: r for r, nid in enumerate(i for i, g in enumerate(tree.gated) if not g)}
+        row_of = verify_rows(tree)
         ids, probs = self.tables.topk(logits[[row_of[n] for n in nodes]])
         for n, i, p in zip(nodes, ids, probs):
             self.tables.update(self.tail_of(tree, n), i, p)
@@ -188,10 +270,20 @@ class TableSource(NextTokenSource):
             self._pending = None
 
 
+def resolve_drafter(drafter: str, target: Any) -> str:
+    """``auto``: the model's trained draft head when it has one, else the tables; other values as they are."""
+    if drafter != "auto":
+        return drafter
+    from .head import head_info
+
+    return "head" if target is not None and head_info(target) is not None else "table"
+
+
 class SourcedDrafter(Drafter):
-    """A tree drafter that reads next-token distributions from a draft model or from the n-gram tables."""
+    """A tree drafter that reads next-token distributions from a draft head, a draft model or the n-gram tables."""
 
     def __init__(self, params: Any, target: Any, draft_model: Any = None) -> None:
+        params = self.resolve_params(params, target)
         super().__init__(params, target, draft_model)
         if params.drafter == "model":
             if draft_model is None:
@@ -200,10 +292,20 @@ class SourcedDrafter(Drafter):
                     "tokenizer; the target itself works, e.g. --draft-model default); "
                     "drafter=table needs no draft model")
             self.source: NextTokenSource = ModelSource(draft_model)
+        elif params.drafter == "head":
+            head = load_head(target)
+            if head is None:
+                raise SpecVizError(f"{self.method_id} with drafter=head needs a draft head trained for this model: "
+                                   f"specviz train-head --model {target.name} (drafter=table needs none)")
+            self.source = HeadSource(head, target)
         else:
             self.source = TableSource()
         self.steps_total = 0
         self.cycles = 0
+
+    @classmethod
+    def resolve_params(cls, params: Any, target: Any) -> Any:
+        return replace(params, drafter=resolve_drafter(params.drafter, target))
 
     @classmethod
     def wants_draft_model(cls, params: Any) -> bool:
@@ -219,11 +321,12 @@ class SourcedDrafter(Drafter):
 
     def begin(self, ctx: DraftContext) -> int:
         """Start a cycle; returns the step count to measure this cycle's draft steps from."""
+        self._ms0 = getattr(self.source, "step_ms", 0.0)
         return self.source.steps
 
     def finish(self, tree: DraftTree, steps0: int) -> None:
         """End a cycle's drafting: the delta bookkeeping every TALON/EAGLE record carries."""
-        if isinstance(self.source, TableSource):
+        if isinstance(self.source, (TableSource, HeadSource)):
             self.source.bind(tree)
         steps = self.source.steps - steps0
         self.steps_total += steps
@@ -235,6 +338,8 @@ class SourcedDrafter(Drafter):
         })
         if self.source.kind == "model":
             tree.state["draft_forwards"] = steps
+        if isinstance(self.source, HeadSource):  # c = a head step's time over a target forward's (the summary)
+            tree.state["draft_step_ms"] = (self.source.step_ms - self._ms0) / steps if steps else 0.0
 
     def accepted(self, tree: DraftTree, accepted_nodes: list[int], committed: list[int]) -> dict[str, Any]:
         self.source.accepted(tree, accepted_nodes)

@@ -85,7 +85,7 @@ def session_info(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence
     """The session row a recording starts with."""
     return SessionInfo(
         id=new_session_id(), model=target.name, tokenizer=target.path, method=choice.method,
-        params=choice.recorded_params, prompt_ids=tuple(prompt_ids), prompt_text=prompt_text,
+        params=choice.on(target).recorded_params, prompt_ids=tuple(prompt_ids), prompt_text=prompt_text,
         temperature=temperature, seed=seed, device=str(target.device),
         dtype=str(target.dtype).removeprefix("torch."),
         attention=f"{target.attn_implementation}; {target.attention.describe()}", draft_model=draft.name if draft is not None else None,

@@ -237,7 +237,7 @@ class ForkedRun(RecordedRun):
         if len(e.output_ids) >= req.max_new_tokens:
             raise SpecVizError(f"{len(e.output_ids)} tokens are already committed at cycle {self.fork_cycle}: give "
                                f"a max new tokens above that")
-        if (new.choice.method, new.choice.recorded_params) != (parent.method, dict(parent.params)):
+        if (new.choice.method, new.choice.on(e.target).recorded_params) != (parent.method, dict(parent.params)):
             t0 = time.perf_counter()
             drafter = new.choice.cls(new.choice.params, e.target, self.draft)
             drafter.start(list(e.ids))  # the committed tokens as its prompt

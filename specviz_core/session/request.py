@@ -32,6 +32,11 @@ class MethodChoice:
         """The parameters as a session records them (``budget`` is ``"auto"`` when the controller picks it)."""
         return dict(vars(self.params), **({"budget": "auto"} if self.auto else {}))
 
+    def on(self, target: Any) -> MethodChoice:
+        """This choice as it runs on ``target``: any other ``auto`` choice made (``drafter=auto``: the model's
+        draft head when it has one). ``budget=auto`` stays: the controller makes it cycle by cycle."""
+        return replace(self, params=self.cls.resolve_params(self.params, target))
+
     @property
     def wants_draft_model(self) -> bool:
         return self.cls.wants_draft_model(self.params)

@@ -1,0 +1,249 @@
+"""A draft head for the target: EAGLE's drafter, small enough to train on the user's machine.
+
+The head is one decoder layer of the target's own architecture (its config with one layer) over
+``fc([f, e])``: ``f`` the target's last hidden state at the previous position (the feature its LM head
+reads), ``e`` the embedding of the token at this position (the target's embedding table, frozen). It
+outputs a predicted feature, which the target's LM head (frozen, reused) turns into next-token
+logits, and which feeds the next draft step as its ``f``: a tree is drafted one layer per head step
+(EAGLE-1, Li et al. 2024; TALON's seed drafts with EAGLE-3's head, which fuses three layers' features).
+
+Committed rows are always run on the target's real features (:class:`HeadRunner` keeps them as the
+target produces them); tree rows run on the head's own predictions and are dropped after each cycle.
+Trained heads are kept per model in the user cache (``SPECVIZ_HEADS`` overrides), see
+:mod:`specviz_core.train_head`.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from transformers import AutoModel, DynamicCache
+
+from .. import kv
+from ..attention import tree_masks
+from ..errors import SpecVizError
+
+FORMAT_VERSION = 1
+
+
+def head_config(target_config: Any) -> Any:
+    """The target's config with one decoder layer (per-layer lists cut to the last layer's entry)."""
+    cfg = copy.deepcopy(target_config)
+    cfg.num_hidden_layers = 1
+    for name in ("layer_types", "sliding_window_pattern_list"):
+        v = getattr(cfg, name, None)
+        if isinstance(v, (list, tuple)) and v:
+            setattr(cfg, name, list(v[-1:]))
+    cfg.use_cache = True
+    return cfg
+
+
+class DraftHead(nn.Module):
+    """``fc`` then one decoder layer; the target's embedding and LM head are borrowed, not owned."""
+
+    def __init__(self, target_config: Any) -> None:
+        super().__init__()
+        cfg = head_config(target_config)
+        h = int(cfg.hidden_size)
+        self.hidden_size = h
+        self.fc = nn.Linear(2 * h, h, bias=False)
+        self.body = AutoModel.from_config(cfg)
+        self.body.set_input_embeddings(nn.Embedding(1, h))  # inputs come as embeddings: no table of its own
+
+    def forward(self, feats: torch.Tensor, embeds: torch.Tensor, **body_kwargs: Any) -> tuple[torch.Tensor, Any]:
+        """``feats``, ``embeds`` [b, m, H] -> predicted features [b, m, H] and the body's output (its cache)."""
+        x = self.fc(torch.cat([feats, embeds], dim=-1))
+        out = self.body(inputs_embeds=x, **body_kwargs)
+        return out.last_hidden_state, out
+
+    def trained_state(self) -> dict[str, torch.Tensor]:
+        """The weights a saved head holds (everything but the placeholder input embedding)."""
+        placeholder = self.body.get_input_embeddings().weight
+        return {k: v for k, v in self.state_dict(keep_vars=True).items() if v is not placeholder}
+
+
+def lm_head_of(model: Any) -> nn.Module:
+    head = model.get_output_embeddings()
+    if head is None:
+        raise SpecVizError("this model has no output embedding (LM head) for a draft head to reuse")
+    return head
+
+
+def head_logits(model: Any, feats: torch.Tensor) -> torch.Tensor:
+    """The target's LM head on features, without calling the module (so the feature tap does not fire)."""
+    lm = lm_head_of(model)
+    return nn.functional.linear(feats.to(lm.weight.dtype), lm.weight, getattr(lm, "bias", None))
+
+
+def install_feature_tap(model: Any) -> None:
+    """Keep the input of the target's LM head after every forward (the features of the rows it ran). Idempotent;
+    costs a reference, no copy. :func:`tapped_features` reads it."""
+    lm = lm_head_of(model)
+    if getattr(lm, "_specviz_tap", False):
+        return
+
+    def keep(module: nn.Module, args: tuple[Any, ...]) -> None:
+        module._specviz_features = args[0]
+
+    lm.register_forward_pre_hook(keep)
+    lm._specviz_tap = True
+
+
+def tapped_features(model: Any, rows: int) -> torch.Tensor:
+    """The last forward's features [rows, H] (the forward must have kept the LM head's input for every row)."""
+    f = getattr(lm_head_of(model), "_specviz_features", None)
+    if f is None or f.shape[-2] != rows:
+        raise SpecVizError("the target's last forward did not give a feature per row: the draft head cannot follow it")
+    return f[0].detach()
+
+
+# -- where trained heads are kept ------------------------------------------------------------------------
+
+def heads_dir() -> Path:
+    from ..models import cache_dir
+
+    return Path(os.environ.get("SPECVIZ_HEADS") or cache_dir() / "heads")
+
+
+def head_key(target: Any) -> str:
+    """One name per model folder and architecture: ``<folder name>-<hash of its path and config>``."""
+    cfg = target.model.config
+    ident = json.dumps([str(Path(target.path).resolve()), cfg.model_type, cfg.hidden_size, cfg.vocab_size,
+                        cfg.num_hidden_layers])
+    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in Path(target.path).name) or "model"
+    return f"{slug}-{hashlib.sha1(ident.encode()).hexdigest()[:10]}"
+
+
+def head_paths(target: Any) -> tuple[Path, Path]:
+    base = heads_dir() / head_key(target)
+    return base.with_suffix(".safetensors"), base.with_suffix(".json")
+
+
+def head_info(target: Any) -> dict[str, Any] | None:
+    """What the saved head of this model says about itself (None: no head trained for it)."""
+    weights, meta = head_paths(target)
+    if not weights.exists():
+        return None
+    try:
+        info = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and info.get("version") == FORMAT_VERSION else None
+
+
+def save_head(target: Any, head: DraftHead, info: dict[str, Any]) -> Path:
+    """Write the head's weights and its description beside them (each through a temporary file)."""
+    from safetensors.torch import save_file
+
+    weights, meta = head_paths(target)
+    weights.parent.mkdir(parents=True, exist_ok=True)
+    tmp = weights.with_suffix(f".tmp{os.getpid()}")
+    save_file({k: v.detach().float().contiguous().cpu() for k, v in head.trained_state().items()}, str(tmp))
+    os.replace(tmp, weights)
+    tmp = meta.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(dict(info, version=FORMAT_VERSION), indent=1), encoding="utf-8")
+    os.replace(tmp, meta)
+    return weights
+
+
+def load_head(target: Any) -> DraftHead | None:
+    """The saved head of this model on the target's device and dtype, or None when none was trained."""
+    from safetensors.torch import load_file
+
+    if head_info(target) is None:
+        return None
+    weights, _ = head_paths(target)
+    head = DraftHead(target.model.config)
+    try:
+        state = load_file(str(weights))
+    except (OSError, ValueError) as e:
+        raise SpecVizError(f"the draft head {weights} cannot be read ({e}); train it again: specviz train-head") from None
+    missing = set(head.trained_state()) - set(state)
+    if missing or set(state) - set(head.state_dict()):
+        raise SpecVizError(f"the draft head {weights} does not fit this model; train it again: specviz train-head")
+    head.load_state_dict(state, strict=False)
+    return head.to(device=target.device, dtype=target.dtype).eval()
+
+
+# -- drafting with a head --------------------------------------------------------------------------------
+
+class HeadRunner:
+    """A draft head with a KV cache over the committed tokens, run on the target's real features.
+
+    Row ``j`` of the head's cache takes ``(f[j-1], token j)`` (``f[-1]`` is zero) at position ``j`` and
+    predicts the features after token ``j``. ``add_features`` receives the target's features as its
+    forwards produce them; ``catch_up`` runs the committed rows the cache lacks; ``forward_level`` runs
+    one layer of a draft tree on the head's predicted features; ``drop_tree`` forgets the tree rows.
+    """
+
+    def __init__(self, head: DraftHead, target: Any) -> None:
+        self.head = head
+        self.target = target
+        self.embed = target.model.get_input_embeddings()
+        self.reset()
+
+    def reset(self) -> None:
+        self.cache = DynamicCache()
+        self.seen: list[int] = []
+        self.feats = torch.zeros((0, self.head.hidden_size), device=self.target.device, dtype=self.target.dtype)
+        self.row_depths: list[int] = []
+
+    def add_features(self, first_position: int, feats: torch.Tensor) -> None:
+        """The target's features of positions ``first_position..`` ([k, H]), replacing any from there on."""
+        self.feats = torch.cat([self.feats[:first_position], feats.to(self.feats.dtype)], dim=0)
+
+    def _run(self, feats: torch.Tensor, tokens: list[int], positions: np.ndarray, mask: Any | None
+             ) -> torch.Tensor:
+        """One head step over rows; their predicted features [m, H]."""
+        dev = self.target.device
+        ids = torch.tensor([tokens], device=dev)
+        with torch.no_grad():
+            h, out = self.head(feats[None].to(self.target.dtype), self.embed(ids),
+                               position_ids=torch.from_numpy(positions).to(dev)[None],
+                               **({"attention_mask": mask} if mask is not None else {}),
+                               **kv.cache_arg(self.head.body, self.cache), use_cache=True)
+        self.cache = kv.returned_cache(out)
+        return h[0]
+
+    def catch_up(self, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run the committed rows the cache lacks; returns the root's predicted feature [H] and logits [V]."""
+        common = 0
+        for a, b in zip(self.seen, ids):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(ids) - 1)  # always run the root's row, for its prediction
+        if len(self.feats) < len(ids) - 1:
+            raise SpecVizError("the draft head lacks the target's features of the committed tokens")
+        kv.crop(self.cache, common)
+        zero = torch.zeros((1, self.head.hidden_size), device=self.feats.device, dtype=self.feats.dtype)
+        prev = torch.cat([zero, self.feats[: len(ids) - 1]], dim=0)[common: len(ids)]  # f[j-1] for each new row j
+        h = self._run(prev, ids[common:], np.arange(common, len(ids)), None)[-1]  # only the root's row is read
+        self.seen = list(ids)
+        self.row_depths = []
+        return h, head_logits(self.target.model, h[None])[0].float()
+
+    def forward_level(self, parent_feats: torch.Tensor, tokens: list[int], depths: list[int], tree_mask: np.ndarray
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One head step over tree rows (``tree_mask`` [m, r + m] over the rows run so far plus these, as
+        :meth:`DraftModelRunner.forward_level`). Returns their predicted features [m, H] and logits [m, V]."""
+        base = len(self.seen)
+        self.row_depths = self.row_depths + list(depths)
+        rows = base - 1 + np.asarray(depths)
+        cols = base - 1 + np.asarray(self.row_depths)
+        mask = tree_masks(self.target.attention, tree_mask, base, self.target.dtype, self.target.device, rows, cols)
+        h = self._run(parent_feats, tokens, rows, mask)
+        return h, head_logits(self.target.model, h).float()
+
+    def drop_tree(self) -> None:
+        """Forget this cycle's tree rows: the next catch-up runs the accepted tokens on the target's features."""
+        kv.crop(self.cache, len(self.seen))
+        self.row_depths = []

@@ -1,0 +1,255 @@
+"""Training a draft head (:mod:`specviz_core.drafters.head`) for the target, on this machine, in minutes.
+
+The text is the target's own: it answers the seed prompts shipped in ``resources/prompts/head-seeds.txt``
+(none of them a bench prompt), sampled at T=0.8. Self-distillation needs no download and no licence, and
+it is the distribution the head meets when it drafts: what this model says, in its own chat format.
+Then one teacher-forced forward per sequence gives the target's features (the input of its LM head) and
+its top-k next-token distribution at every position.
+
+The loss is EAGLE's: regress the next feature (smooth L1) plus 0.1 x cross-entropy against the target's
+distribution, over a softmax restricted to the batch's candidate tokens (every position's top-k; the full
+vocabulary costs 10x more on a CPU and ranks the same tokens). Each batch is run twice: once on the target's
+features, once on the head's own predictions of them (shifted by one), which is what a draft step past the
+root reads (EAGLE-3's training-time test, one step of it).
+
+Everything is seeded: the same seed, model and step count give the same head.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import DynamicCache
+
+from specviz_core import kv
+from specviz_core.drafters.head import DraftHead, head_logits, install_feature_tap, tapped_features
+from specviz_core.errors import SpecVizError
+from specviz_core.models import LoadedModel, encode_prompt
+
+TOPK = 16
+"""Target probabilities kept per position (the soft labels)."""
+
+TEXT_SHARE = 0.6
+"""Of the minutes, the share spent writing text (training is the cheap part: ~0.1 s a step on a 2-core CPU)."""
+CE_WEIGHT = 0.1
+"""Weight of the token loss against the feature loss (EAGLE's)."""
+
+Progress = Callable[[str, "float | None"], None]
+
+
+@dataclass
+class Corpus:
+    """Teacher-forced sequences: tokens [T], the target's features [T, H] and top-k [T, k] at each position."""
+
+    tokens: list[torch.Tensor] = field(default_factory=list)
+    feats: list[torch.Tensor] = field(default_factory=list)
+    top_ids: list[torch.Tensor] = field(default_factory=list)
+    top_p: list[torch.Tensor] = field(default_factory=list)
+
+    @property
+    def n_tokens(self) -> int:
+        return sum(len(t) for t in self.tokens)
+
+    def split(self, held_out: float) -> tuple[Corpus, Corpus]:
+        """(train, held-out): the last sequences held out, at least one."""
+        k = max(1, round(len(self.tokens) * held_out)) if len(self.tokens) > 1 else 0
+        cut = len(self.tokens) - k
+        parts = [(getattr(self, f)[:cut], getattr(self, f)[cut:]) for f in ("tokens", "feats", "top_ids", "top_p")]
+        return Corpus(*(p[0] for p in parts)), Corpus(*(p[1] for p in parts))
+
+
+def seed_prompts() -> list[str]:
+    text = resources.files("specviz_resources").joinpath("prompts/head-seeds.txt").read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+@torch.no_grad()
+def generate_text(target: LoadedModel, prompts: list[list[int]], n_tokens: int, seed: int, max_new_tokens: int = 192,
+                  temperature: float = 0.8, batch: int = 32, deadline: float | None = None,
+                  progress: Progress | None = None) -> tuple[list[list[int]], int]:
+    """The target's answers to ``prompts`` (cycled, each sampled afresh), prompt and answer, until ``n_tokens``
+    answer tokens or ``deadline`` (``time.monotonic``); returns them and the answer tokens written. One seeded generator; batches run one prompt at a time
+    per row with no padding (rows of a batch share a prompt), so no model needs a pad token."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    eos = set(target.eos_token_ids)
+    dev = target.device
+    out: list[list[int]] = []
+    made, i = 0, 0
+    while made < n_tokens and (deadline is None or time.monotonic() < deadline):
+        ids = list(prompts[i % len(prompts)])
+        i += 1
+        rows = torch.tensor([ids] * batch, device=dev)  # [b, p]
+        cache, alive = DynamicCache(), [True] * batch
+        answers: list[list[int]] = [[] for _ in range(batch)]
+        step_in, pos = rows, 0
+        for _ in range(max_new_tokens):
+            n = step_in.shape[1]
+            res = target.model(input_ids=step_in, position_ids=torch.arange(pos, pos + n, device=dev)[None].expand(batch, n),
+                               **kv.cache_arg(target.model, cache), use_cache=True)
+            cache, pos = kv.returned_cache(res), pos + n
+            probs = torch.softmax(res.logits[:, -1].float().cpu() / temperature, dim=-1)
+            nxt = torch.multinomial(probs, 1, generator=gen)[:, 0]  # [b]
+            for r, t in enumerate(nxt.tolist()):
+                if alive[r]:
+                    answers[r].append(t)
+                    alive[r] = t not in eos
+            step_in = nxt[:, None].to(dev)
+            if not any(alive):
+                break
+        for a in answers:
+            out.append(ids + a)
+            made += len(a)
+        if progress:
+            if deadline is None:
+                progress(f"Writing training text: {made:,} of {n_tokens:,} tokens", min(1.0, made / n_tokens))
+            else:
+                left = max(0.0, deadline - time.monotonic())
+                progress(f"Writing training text: {made:,} tokens, {left:.0f} s left for it", None)
+    return out, made
+
+
+@torch.no_grad()
+def teacher_force(target: LoadedModel, sequences: list[list[int]], progress: Progress | None = None) -> Corpus:
+    """One forward per sequence: the target's features and its top-k next-token distribution at every position."""
+    install_feature_tap(target.model)
+    dev = target.device
+    c = Corpus()
+    for i, seq in enumerate(sequences):
+        ids = torch.tensor([seq], device=dev)
+        logits = target.model(input_ids=ids, use_cache=False).logits[0].float()  # [T, V]
+        feats = tapped_features(target.model, len(seq)).float().cpu()
+        top = torch.softmax(logits, dim=-1).topk(min(TOPK, logits.shape[-1]), dim=-1)
+        c.tokens.append(ids[0].cpu())
+        c.feats.append(feats)
+        c.top_ids.append(top.indices.cpu())
+        c.top_p.append(top.values.cpu())
+        if progress:
+            progress(f"Reading the target's features: {i + 1} of {len(sequences)} answers", (i + 1) / len(sequences))
+    return c
+
+
+def _windows(c: Corpus, length: int, batch: int, rng: random.Random) -> tuple[torch.Tensor, ...]:
+    """A batch of random windows: tokens [b, L], previous features [b, L, H], features [b, L, H], top-k [b, L, k]."""
+    toks, prev, feats, ids, ps = [], [], [], [], []
+    usable = [i for i, t in enumerate(c.tokens) if len(t) >= 2]
+    L = min(length, min(len(c.tokens[i]) for i in usable))
+    for _ in range(batch):
+        i = rng.choice(usable)
+        s = rng.randrange(0, len(c.tokens[i]) - L + 1)
+        f = c.feats[i]
+        toks.append(c.tokens[i][s:s + L])
+        prev.append(torch.cat([torch.zeros_like(f[:1]), f[:-1]])[s:s + L])
+        feats.append(f[s:s + L])
+        ids.append(c.top_ids[i][s:s + L])
+        ps.append(c.top_p[i][s:s + L])
+    return tuple(torch.stack(x) for x in (toks, prev, feats, ids, ps))
+
+
+def _loss(head: DraftHead, embed: nn.Module, model: Any, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    dev = embed.weight.device
+    toks, prev, feats, top_ids, top_p = (t.to(dev) for t in batch)
+    emb = embed(toks).float()
+    vocab, inv = torch.unique(top_ids, return_inverse=True)  # the batch's candidate tokens
+    lm = model.get_output_embeddings()
+    w = lm.weight[vocab].float()  # [S, H]
+    target = torch.zeros(*top_ids.shape[:2], len(vocab), device=dev)
+    target.scatter_add_(-1, inv, top_p / top_p.sum(-1, keepdim=True))
+    total = torch.zeros((), device=dev)
+    inputs = prev
+    for k, weight in enumerate((1.0, 0.5)):  # on the target's features, then on the head's own
+        pred, _ = head(inputs, emb, use_cache=False)
+        logp = torch.log_softmax(pred @ w.T, dim=-1)
+        total = total + weight * (nn.functional.smooth_l1_loss(pred, feats) - CE_WEIGHT * (target * logp).sum(-1).mean())
+        if k == 0:
+            inputs = torch.cat([prev[:, :1], pred[:, :-1].detach()], dim=1)
+    return total
+
+
+@torch.no_grad()
+def agreement(head: DraftHead, target: LoadedModel, held: Corpus) -> dict[str, float]:
+    """Held-out agreement with the target: the target's most likely next token is the head's top-1 / in its top-5,
+    reading the target's features (a root step), and reading the head's own (a second step)."""
+    embed = target.model.get_input_embeddings()
+    hits = {"top1": 0, "top5": 0, "top1_step2": 0, "top5_step2": 0}
+    n = 0
+    dev = target.device
+    for toks, f, ids in zip(held.tokens, held.feats, held.top_ids):
+        f = f.to(dev)
+        prev = torch.cat([torch.zeros_like(f[:1]), f[:-1]])[None]  # [1, T, H]
+        emb = embed(toks[None].to(dev)).float()
+        want = ids[:, 0].to(dev)
+        first, _ = head(prev, emb, use_cache=False)
+        second, _ = head(torch.cat([prev[:, :1], first[:, :-1]], dim=1), emb, use_cache=False)
+        for suffix, pred in (("", first), ("_step2", second)):
+            top = head_logits(target.model, pred[0]).float().topk(5, dim=-1).indices
+            hits["top1" + suffix] += int((top[:, 0] == want).sum())
+            hits["top5" + suffix] += int((top == want[:, None]).any(-1).sum())
+        n += len(want)
+    return {k: v / max(n, 1) for k, v in hits.items()} | {"positions": n}
+
+
+def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None = None, seed: int = 0,
+               text_tokens: int | None = None, window: int = 128, batch: int = 8, lr: float = 1e-3,
+               prompts: list[list[int]] | None = None, progress: Progress | None = None) -> tuple[DraftHead, dict[str, Any]]:
+    """Write text, read its features, train a head; returns it and the facts a saved head records.
+
+    ``prompts``: token ids to answer (default: the shipped seed prompts). ``minutes`` bounds the whole run: 60% for the text (unless ``text_tokens`` fixes its size), then the step
+    count that fits the rest (unless ``steps`` fixes it: give both for a run that repeats exactly)."""
+    if minutes <= 0:
+        raise SpecVizError(f"minutes must be above 0, got {minutes}")
+    say = progress or (lambda s, f: None)
+    t_start = time.monotonic()
+    torch.manual_seed(seed)
+    if prompts is None:  # the shipped seed prompts, in the model's chat format when it has one
+        prompts = [encode_prompt(target, text, None)[0] for text in seed_prompts()]
+    prompts = list(prompts)
+    random.Random(seed).shuffle(prompts)
+    deadline = None if text_tokens is not None else t_start + TEXT_SHARE * minutes * 60
+    seqs, made = generate_text(target, prompts, text_tokens or 10**9, seed, deadline=deadline, progress=say)
+    corpus = teacher_force(target, seqs, progress=say)
+    train, held = corpus.split(0.1)
+    if not train.tokens:
+        raise SpecVizError("too little text was written to train on: give more minutes")
+    head = DraftHead(target.model.config).float().to(target.device)
+    head.train()
+    for p in target.model.parameters():
+        p.requires_grad_(False)
+    opt = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=0.0)
+    rng = random.Random(seed)
+    embed = target.model.get_input_embeddings()
+    done, t_train = 0, time.monotonic()
+    total = steps
+    losses: list[float] = []
+    while total is None or done < total:
+        if total is None and done == 5:  # fit the step count to the time left, from the first steps' pace
+            per = (time.monotonic() - t_train) / done
+            left = minutes * 60 - (time.monotonic() - t_start) - 0.05 * minutes * 60
+            total = max(done + 1, int(left / per))
+        frac = done / total if total else 0.0
+        for g in opt.param_groups:  # warm-up, then cosine to a tenth
+            g["lr"] = lr * min(1.0, (done + 1) / 20) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        loss = _loss(head, embed, target.model, _windows(train, window, batch, rng))
+        opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(head.parameters(), 1.0)
+        opt.step()
+        losses.append(float(loss.detach()))
+        done += 1
+        if total is not None and (done % 10 == 0 or done == total):
+            say(f"Training the head: step {done} of {total}, loss {sum(losses[-10:]) / len(losses[-10:]):.3f}",
+                done / total)
+    head.eval()
+    agree = agreement(head, target, held)
+    info = {"model": target.name, "path": target.path, "seed": seed, "steps": done, "window": window, "batch": batch,
+            "lr": lr, "text_tokens": corpus.n_tokens, "answer_tokens": made, "answers": len(seqs), "held_out_answers": len(held.tokens),
+            "temperature": 0.8, "minutes": round((time.monotonic() - t_start) / 60, 2), "agreement": agree,
+            "final_loss": sum(losses[-10:]) / max(1, len(losses[-10:])), "created": time.strftime("%Y-%m-%d %H:%M")}
+    return head, info
