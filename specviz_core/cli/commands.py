@@ -24,6 +24,8 @@ from specviz_core.cli.models import add_parser as add_models_parser
 from specviz_core.cli.models import cmd_models
 from specviz_core.cli.optimize_tree import add_parser as add_optimize_tree_parser
 from specviz_core.cli.optimize_tree import cmd_optimize_tree
+from specviz_core.cli.reproduce import add_parser as add_reproduce_parser
+from specviz_core.cli.reproduce import cmd_reproduce
 from specviz_core.cli.train_head import add_parser as add_train_head_parser
 from specviz_core.cli.train_head import cmd_train_head
 from specviz_core.cli.options import (
@@ -137,6 +139,7 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     add_explain_parser(sub)
     add_optimize_tree_parser(sub)
     add_train_head_parser(sub)
+    add_reproduce_parser(sub)
     add_bench_parser(sub)
     if extra is not None:
         extra(sub)
@@ -358,7 +361,7 @@ def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None 
     handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, "check": cmd_check,
                 None: cmd_demo, "optimize-tree": cmd_optimize_tree, "bench": cmd_bench, "audit": cmd_audit,
                 "compare": cmd_compare, "models": cmd_models, "explain": cmd_explain,
-                "train-head": cmd_train_head}
+                "train-head": cmd_train_head, "reproduce": cmd_reproduce}
     handlers.update(extra_handlers or {})
     try:
         return handlers[args.command](args)

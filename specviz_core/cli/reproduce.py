@@ -1,0 +1,79 @@
+"""``specviz reproduce``: the command line of :mod:`specviz_core.bench.reproduce`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from specviz_core.cli.options import add_device_args, atomic_output, check_writable
+from specviz_core.errors import SpecVizError
+
+
+def add_parser(sub: Any) -> None:
+    r = sub.add_parser(
+        "reproduce", help="check a seed paper's central claims on this model: the paper's figure against ours",
+        description="Run a seed paper's central, hardware-independent claims (tokens per target forward, acceptance) "
+                    "on the current model and print the paper's figure against ours, claim by claim, with whether "
+                    "it holds here. TALON's claims need a draft head: specviz train-head.")
+    r.add_argument("--paper", choices=("goose", "talon", "stand", "all"), required=True,
+                   help="goose (spine trees), talon (budget trees on a draft head), stand (stochastic n-grams), or all")
+    r.add_argument("--quick", action="store_true",
+                   help="the quick suite (3 prompts) and 48-token sessions instead of every suite and 96 tokens")
+    r.add_argument("--model", default=None, help="model folder or cached hub id (default: the embedded model)")
+    r.add_argument("--out", type=Path, default=None, help="write the claims as JSON here")
+    r.add_argument("--chart", type=Path, default=None, help="write a chart of paper against ours here (.svg)")
+    add_device_args(r)
+    r.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def verdict(holds: bool | None) -> str:
+    return {True: "holds", False: "does not hold", None: "n/a"}[holds]
+
+
+def claim_lines(result: dict[str, Any]) -> list[str]:
+    rows = [("claim", "paper", "ours", "here")]
+    rows += [(c["name"], c["paper_figure"], c["ours"], verdict(c["holds"])) for c in result["claims"]]
+    w = [min(60, max(len(r[i]) for r in rows)) for i in range(3)]
+    out = [(f"{result['paper']} on {result['model']} ({', '.join(result['suites'])}; {result['max_new_tokens']} new "
+           f"tokens a session)")]
+    for r in rows:
+        out.append(f"  {r[0][:w[0]]:<{w[0]}}  {r[1][:w[1]]:<{w[1]}}  {r[2]:<{w[2]}}  {r[3]}")
+    notes = [f"  {c['name']}: {c['note']}" for c in result["claims"] if c.get("note")]
+    return out + (["notes:"] + notes if notes else [])
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from specviz_core.bench.reproduce import PAPERS, reproduce
+    from specviz_core.bench.reproduce_chart import chart_svg
+    from specviz_core.session.factory import load_checked_model
+
+    for path in (args.out, args.chart):
+        if path is not None:
+            check_writable(path)
+    if args.chart is not None and args.chart.suffix.lower() != ".svg":
+        raise SpecVizError(f"--chart writes an SVG file: give a name ending in .svg, not {args.chart.name}")
+    say = (lambda s: None) if args.quiet else (lambda s: print(f"[specviz] {s}", file=sys.stderr, flush=True))
+    target = load_checked_model(args.model, args.device, args.dtype)
+    papers = PAPERS if args.paper == "all" else (args.paper,)
+    t0 = time.monotonic()
+    results = []
+    for paper in papers:
+        results.append(reproduce(target, paper, quick=args.quick, say=say))
+        print("\n".join(claim_lines(results[-1])), flush=True)
+    print(f"({(time.monotonic() - t0) / 60:.1f} min)")
+    doc = {"results": results, "minutes": round((time.monotonic() - t0) / 60, 2)}
+    for path, text in ((args.out, json.dumps(doc, indent=1) + "\n"),
+                       (args.chart, chart_svg(results) if args.chart is not None else "")):
+        if path is None:
+            continue
+        try:
+            with atomic_output(path) as fh:
+                fh.write(text)
+        except OSError as e:
+            raise SpecVizError(f"cannot write {path}: {e.strerror}") from None
+        print(f"wrote {path}")
+    return 0
