@@ -30,7 +30,7 @@ from torch import nn
 from transformers import DynamicCache
 
 from specviz_core import kv
-from specviz_core.drafters.head import DraftHead, head_logits, install_feature_tap, tapped_features
+from specviz_core.drafters.head import DraftHead, DraftLogits, install_feature_tap, tapped_features
 from specviz_core.errors import SpecVizError
 from specviz_core.models import LoadedModel, encode_prompt
 
@@ -39,6 +39,8 @@ TOPK = 16
 
 TEXT_SHARE = 0.6
 """Of the minutes, the share spent writing text (training is the cheap part: ~0.1 s a step on a 2-core CPU)."""
+DRAFT_VOCAB = 16384
+"""Most tokens a head drafts (EAGLE-3 drafts from 32k of Llama-3's 128k)."""
 CE_WEIGHT = 0.1
 """Weight of the token loss against the feature loss (EAGLE's)."""
 
@@ -53,6 +55,8 @@ class Corpus:
     feats: list[torch.Tensor] = field(default_factory=list)
     top_ids: list[torch.Tensor] = field(default_factory=list)
     top_p: list[torch.Tensor] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)
+    """Per sequence, its first answer position (the rows before ``start - 1`` predict prompt text: no loss there)."""
 
     @property
     def n_tokens(self) -> int:
@@ -62,7 +66,8 @@ class Corpus:
         """(train, held-out): the last sequences held out, at least one."""
         k = max(1, round(len(self.tokens) * held_out)) if len(self.tokens) > 1 else 0
         cut = len(self.tokens) - k
-        parts = [(getattr(self, f)[:cut], getattr(self, f)[cut:]) for f in ("tokens", "feats", "top_ids", "top_p")]
+        parts = [(getattr(self, f)[:cut], getattr(self, f)[cut:])
+                 for f in ("tokens", "feats", "top_ids", "top_p", "starts")]
         return Corpus(*(p[0] for p in parts)), Corpus(*(p[1] for p in parts))
 
 
@@ -74,14 +79,15 @@ def seed_prompts() -> list[str]:
 @torch.no_grad()
 def generate_text(target: LoadedModel, prompts: list[list[int]], n_tokens: int, seed: int, max_new_tokens: int = 192,
                   temperature: float = 0.8, batch: int = 32, deadline: float | None = None,
-                  progress: Progress | None = None) -> tuple[list[list[int]], int]:
+                  progress: Progress | None = None) -> tuple[list[tuple[int, list[int]]], int]:
     """The target's answers to ``prompts`` (cycled, each sampled afresh), prompt and answer, until ``n_tokens``
-    answer tokens or ``deadline`` (``time.monotonic``); returns them and the answer tokens written. One seeded generator; batches run one prompt at a time
+    answer tokens or ``deadline`` (``time.monotonic``); returns (answer start, prompt + answer) per answer and the
+    answer tokens written. One seeded generator; batches run one prompt at a time
     per row with no padding (rows of a batch share a prompt), so no model needs a pad token."""
     gen = torch.Generator(device="cpu").manual_seed(seed)
     eos = set(target.eos_token_ids)
     dev = target.device
-    out: list[list[int]] = []
+    out: list[tuple[int, list[int]]] = []
     made, i = 0, 0
     while made < n_tokens and (deadline is None or time.monotonic() < deadline):
         ids = list(prompts[i % len(prompts)])
@@ -105,7 +111,7 @@ def generate_text(target: LoadedModel, prompts: list[list[int]], n_tokens: int, 
             if not any(alive):
                 break
         for a in answers:
-            out.append(ids + a)
+            out.append((len(ids), ids + a))
             made += len(a)
         if progress:
             if deadline is None:
@@ -117,12 +123,13 @@ def generate_text(target: LoadedModel, prompts: list[list[int]], n_tokens: int, 
 
 
 @torch.no_grad()
-def teacher_force(target: LoadedModel, sequences: list[list[int]], progress: Progress | None = None) -> Corpus:
+def teacher_force(target: LoadedModel, sequences: list[tuple[int, list[int]]], progress: Progress | None = None
+                  ) -> Corpus:
     """One forward per sequence: the target's features and its top-k next-token distribution at every position."""
     install_feature_tap(target.model)
     dev = target.device
     c = Corpus()
-    for i, seq in enumerate(sequences):
+    for i, (start, seq) in enumerate(sequences):
         ids = torch.tensor([seq], device=dev)
         logits = target.model(input_ids=ids, use_cache=False).logits[0].float()  # [T, V]
         feats = tapped_features(target.model, len(seq)).float().cpu()
@@ -131,65 +138,86 @@ def teacher_force(target: LoadedModel, sequences: list[list[int]], progress: Pro
         c.feats.append(feats)
         c.top_ids.append(top.indices.cpu())
         c.top_p.append(top.values.cpu())
+        c.starts.append(start)
         if progress:
             progress(f"Reading the target's features: {i + 1} of {len(sequences)} answers", (i + 1) / len(sequences))
     return c
 
 
 def _windows(c: Corpus, length: int, batch: int, rng: random.Random) -> tuple[torch.Tensor, ...]:
-    """A batch of random windows: tokens [b, L], previous features [b, L, H], features [b, L, H], top-k [b, L, k]."""
-    toks, prev, feats, ids, ps = [], [], [], [], []
+    """A batch of windows, each as late in its answer as fits: tokens [b, L], previous features [b, L, H], features
+    [b, L, H], top-k ids and probabilities [b, L, k], and which rows predict answer text [b, L]."""
+    toks, prev, feats, ids, ps, keep = [], [], [], [], [], []
     usable = [i for i, t in enumerate(c.tokens) if len(t) >= 2]
     L = min(length, min(len(c.tokens[i]) for i in usable))
     for _ in range(batch):
         i = rng.choice(usable)
-        s = rng.randrange(0, len(c.tokens[i]) - L + 1)
+        n = len(c.tokens[i])
+        s = rng.randrange(min(max(0, c.starts[i] - 1 - L // 2), n - L), n - L + 1)
         f = c.feats[i]
         toks.append(c.tokens[i][s:s + L])
         prev.append(torch.cat([torch.zeros_like(f[:1]), f[:-1]])[s:s + L])
         feats.append(f[s:s + L])
         ids.append(c.top_ids[i][s:s + L])
         ps.append(c.top_p[i][s:s + L])
-    return tuple(torch.stack(x) for x in (toks, prev, feats, ids, ps))
+        keep.append(torch.arange(s, s + L) >= c.starts[i] - 1)
+    return tuple(torch.stack(x) for x in (toks, prev, feats, ids, ps, keep))
 
 
 def _loss(head: DraftHead, embed: nn.Module, model: Any, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
     dev = embed.weight.device
-    toks, prev, feats, top_ids, top_p = (t.to(dev) for t in batch)
+    toks, prev, feats, top_ids, top_p, keep = (t.to(dev) for t in batch)
     emb = embed(toks).float()
     vocab, inv = torch.unique(top_ids, return_inverse=True)  # the batch's candidate tokens
     lm = model.get_output_embeddings()
     w = lm.weight[vocab].float()  # [S, H]
     target = torch.zeros(*top_ids.shape[:2], len(vocab), device=dev)
     target.scatter_add_(-1, inv, top_p / top_p.sum(-1, keepdim=True))
+    weights = keep.float() / keep.float().sum().clamp(min=1.0)  # the mean over answer rows
     total = torch.zeros((), device=dev)
     inputs = prev
     for k, weight in enumerate((1.0, 0.5)):  # on the target's features, then on the head's own
         pred, _ = head(inputs, emb, use_cache=False)
         logp = torch.log_softmax(pred @ w.T, dim=-1)
-        total = total + weight * (nn.functional.smooth_l1_loss(pred, feats) - CE_WEIGHT * (target * logp).sum(-1).mean())
+        per_row = (nn.functional.smooth_l1_loss(pred, feats, reduction="none").mean(-1)
+                   - CE_WEIGHT * (target * logp).sum(-1))
+        total = total + weight * (per_row * weights).sum()
         if k == 0:
             inputs = torch.cat([prev[:, :1], pred[:, :-1].detach()], dim=1)
     return total
 
 
+def draft_vocabulary(c: Corpus, vocab_size: int, most: int = DRAFT_VOCAB) -> torch.Tensor:
+    """EAGLE-3's reduced draft vocabulary: the ``most`` tokens seen most often in the text and in the target's
+    top-k over it, most frequent first (the whole vocabulary when it is no larger)."""
+    if vocab_size <= most:
+        return torch.arange(vocab_size)
+    counts = torch.zeros(vocab_size, dtype=torch.long)
+    for t, ids in zip(c.tokens, c.top_ids):
+        counts += torch.bincount(torch.cat([t, ids.flatten()]), minlength=vocab_size)
+    seen = int((counts > 0).sum())
+    return counts.argsort(descending=True, stable=True)[: min(most, seen)]
+
+
 @torch.no_grad()
 def agreement(head: DraftHead, target: LoadedModel, held: Corpus) -> dict[str, float]:
-    """Held-out agreement with the target: the target's most likely next token is the head's top-1 / in its top-5,
-    reading the target's features (a root step), and reading the head's own (a second step)."""
+    """Held-out agreement with the target over answer rows: the target's most likely next token is the head's
+    top-1 / in its top-5, reading the target's features (a root step), and reading the head's own (a step further)."""
     embed = target.model.get_input_embeddings()
+    logits = DraftLogits(head, target.model)
     hits = {"top1": 0, "top5": 0, "top1_step2": 0, "top5_step2": 0}
     n = 0
     dev = target.device
-    for toks, f, ids in zip(held.tokens, held.feats, held.top_ids):
+    for toks, f, ids, start in zip(held.tokens, held.feats, held.top_ids, held.starts):
         f = f.to(dev)
         prev = torch.cat([torch.zeros_like(f[:1]), f[:-1]])[None]  # [1, T, H]
         emb = embed(toks[None].to(dev)).float()
-        want = ids[:, 0].to(dev)
+        rows = slice(max(0, start - 1), len(toks))
+        want = ids[rows, 0].to(dev)
         first, _ = head(prev, emb, use_cache=False)
         second, _ = head(torch.cat([prev[:, :1], first[:, :-1]], dim=1), emb, use_cache=False)
         for suffix, pred in (("", first), ("_step2", second)):
-            top = head_logits(target.model, pred[0]).float().topk(5, dim=-1).indices
+            top, _ = logits.top(pred[0, rows], 5)
             hits["top1" + suffix] += int((top[:, 0] == want).sum())
             hits["top5" + suffix] += int((top == want[:, None]).any(-1).sum())
         n += len(want)
@@ -197,7 +225,7 @@ def agreement(head: DraftHead, target: LoadedModel, held: Corpus) -> dict[str, f
 
 
 def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None = None, seed: int = 0,
-               text_tokens: int | None = None, window: int = 128, batch: int = 8, lr: float = 1e-3,
+               text_tokens: int | None = None, window: int = 256, batch: int = 4, lr: float = 1e-3,
                prompts: list[list[int]] | None = None, progress: Progress | None = None) -> tuple[DraftHead, dict[str, Any]]:
     """Write text, read its features, train a head; returns it and the facts a saved head records.
 
@@ -218,7 +246,8 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
     train, held = corpus.split(0.1)
     if not train.tokens:
         raise SpecVizError("too little text was written to train on: give more minutes")
-    head = DraftHead(target.model.config).float().to(target.device)
+    head = DraftHead(target.model.config, draft_vocabulary(train, int(target.model.config.vocab_size)))
+    head = head.float().to(target.device)
     head.train()
     for p in target.model.parameters():
         p.requires_grad_(False)
@@ -249,7 +278,7 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
     head.eval()
     agree = agreement(head, target, held)
     info = {"model": target.name, "path": target.path, "seed": seed, "steps": done, "window": window, "batch": batch,
-            "lr": lr, "text_tokens": corpus.n_tokens, "answer_tokens": made, "answers": len(seqs), "held_out_answers": len(held.tokens),
+            "lr": lr, "text_tokens": corpus.n_tokens, "answer_tokens": made, "draft_vocabulary": len(head.vocab), "answers": len(seqs), "held_out_answers": len(held.tokens),
             "temperature": 0.8, "minutes": round((time.monotonic() - t_start) / 60, 2), "agreement": agree,
             "final_loss": sum(losses[-10:]) / max(1, len(losses[-10:])), "created": time.strftime("%Y-%m-%d %H:%M")}
     return head, info

