@@ -33,6 +33,12 @@ DEFINITIONS: dict[str, str] = {
     "oracle_run": "hindsight across cycles: the target's tokens from a cycle's root on that some source offered at "
                   "every step, in a row, width unlimited; where a cycle's sources offered its w, the run goes on "
                   "along the next cycle's path with what the sources offered there (their tables one cycle newer).",
+    "delta": "draft steps / cycles: TALON's draft efficiency (one step per tree layer: a draft head or draft model "
+             "forward, or a layer of table lookups).",
+    "step_cost": "c: the median over cycles of one draft step's time / the cycle's target forward time (the head's "
+                 "own timed steps where recorded).",
+    "r": "TALON's R = mean_acceptance_length / (1 + c x delta): tokens per forward discounted by the drafting's "
+         "cost (seed 001, Eq. 7).",
 }
 
 

@@ -13,10 +13,14 @@ from typing import Any
 ROW = 34
 LABEL_W = 430
 BAR_W = 220
-TEXT_W = 330
+TEXT_W = 440
 MARK_W = 110
 COLORS = {True: "#2e9e44", False: "#d64541", None: "#8a8f98"}
 WORDS = {True: "holds", False: "does not hold", None: "n/a"}
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "\u2026"
 
 
 def _bars(x: float, y: float, paper: float | None, ours: float | None) -> list[str]:
@@ -54,12 +58,12 @@ def chart_svg(results: list[dict[str, Any]]) -> str:
                    f'{escape(", ".join(r["suites"]))}</tspan></text>')
         y += 30
         for c in r["claims"]:
-            out.append(f'<text x="20" y="{y + 21}">{escape(c["name"][:62])}</text>')
+            out.append(f'<text x="20" y="{y + 21}">{escape(_cut(c["name"], 62))}</text>')
             out += _bars(LABEL_W + 20, y, c.get("paper_value"), c.get("ours_value"))
             tx = LABEL_W + BAR_W + 30
             out.append(f'<text x="{tx}" y="{y + 15}" fill="#5f6b7a" font-size="11">paper: '
-                       f'{escape(c["paper_figure"][:48])}</text>')
-            out.append(f'<text x="{tx}" y="{y + 29}" font-size="11">ours: {escape(c["ours"][:52])}</text>')
+                       f'{escape(_cut(c["paper_figure"], 66))}</text>')
+            out.append(f'<text x="{tx}" y="{y + 29}" font-size="11">ours: {escape(_cut(c["ours"], 66))}</text>')
             mx = LABEL_W + BAR_W + TEXT_W + 30
             out.append(f'<rect x="{mx}" y="{y + 8}" width="{MARK_W - 10}" height="20" rx="4" '
                        f'fill="{COLORS[c["holds"]]}"/>'

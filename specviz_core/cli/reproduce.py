@@ -37,13 +37,18 @@ def verdict(holds: bool | None) -> str:
 def claim_lines(result: dict[str, Any]) -> list[str]:
     rows = [("claim", "paper", "ours", "here")]
     rows += [(c["name"], c["paper_figure"], c["ours"], verdict(c["holds"])) for c in result["claims"]]
-    w = [min(60, max(len(r[i]) for r in rows)) for i in range(3)]
+    w = [min(64, max(len(r[i]) for r in rows)) for i in range(3)]
     out = [(f"{result['paper']} on {result['model']} ({', '.join(result['suites'])}; {result['max_new_tokens']} new "
            f"tokens a session)")]
     for r in rows:
         out.append(f"  {r[0][:w[0]]:<{w[0]}}  {r[1][:w[1]]:<{w[1]}}  {r[2]:<{w[2]}}  {r[3]}")
-    notes = [f"  {c['name']}: {c['note']}" for c in result["claims"] if c.get("note")]
-    return out + (["notes:"] + notes if notes else [])
+    notes: dict[str, list[str]] = {}  # note -> the claims it explains, each note once
+    for c in result["claims"]:
+        if c.get("note"):
+            notes.setdefault(c["note"], []).append(c["name"])
+    lines = [f"  {', '.join(names)}: {note}" if len(names) == 1 else f"  {note} ({len(names)} claims)"
+             for note, names in notes.items()]
+    return out + (["notes:", *lines] if lines else [])
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
