@@ -30,6 +30,8 @@ CASES = [
 ]
 #: Session fields that depend on the clock, the host or the temporary folder.
 VOLATILE_SESSION = {"id", "created", "decode_ms", "prefill_ms", "tokens_per_s", "group_id"}
+#: Session metrics computed from the clock: TALON's c (a draft step's time over a forward's) and R from it.
+VOLATILE_METRICS = {"step_cost", "r"}
 
 
 def normalize(lines: list[str]) -> list[str]:
@@ -38,8 +40,12 @@ def normalize(lines: list[str]) -> list[str]:
         d = json.loads(line)
         if d["type"] == "session":
             d = {k: v for k, v in d.items() if k not in VOLATILE_SESSION}
+            if isinstance(d.get("metrics"), dict):
+                d["metrics"] = {k: v for k, v in d["metrics"].items() if k not in VOLATILE_METRICS}
         else:
             d.pop("timings_ms", None)
+            if isinstance(d.get("state"), dict):
+                d["state"].pop("draft_step_ms", None)
             d.pop("session", None)
         out.append(json.dumps(d, sort_keys=True, allow_nan=False))
     return out

@@ -22,6 +22,17 @@ from ..tree import OFFER_EXTRA, DraftTree
 from .base import DraftContext, Drafter, param
 
 
+def rows_kept(seen: list[int], ids: list[int]) -> int:
+    """How many cached rows a runner keeps on catching up from ``seen`` to ``ids``: their common prefix, short of
+    the root (always run again, for the prediction after it)."""
+    common = 0
+    for a, b in zip(seen, ids):
+        if a != b:
+            break
+        common += 1
+    return min(common, len(ids) - 1)
+
+
 class DraftModelRunner:
     """A draft model with a KV cache that follows the committed tokens."""
 
@@ -41,12 +52,7 @@ class DraftModelRunner:
     @torch.no_grad()
     def catch_up(self, ids: list[int]) -> torch.Tensor:
         """Run every committed token the cache lacks; return the logits after ``ids[-1]`` ([V])."""
-        common = 0
-        for a, b in zip(self.seen, ids):
-            if a != b:
-                break
-            common += 1
-        common = min(common, len(ids) - 1)  # always run at least the root, to get its logits
+        common = rows_kept(self.seen, ids)
         kv.crop(self.cache, common)
         self.seen = self.seen[:common]
         new = ids[common:]

@@ -30,6 +30,7 @@ from transformers import AutoModel, DynamicCache
 from .. import kv
 from ..attention import tree_masks
 from ..errors import SpecVizError
+from .draft_tree import rows_kept
 
 FORMAT_VERSION = 1
 
@@ -242,12 +243,7 @@ class HeadRunner:
 
     def catch_up(self, ids: list[int]) -> torch.Tensor:
         """Run the committed rows the cache lacks; returns the root's predicted feature [H]."""
-        common = 0
-        for a, b in zip(self.seen, ids):
-            if a != b:
-                break
-            common += 1
-        common = min(common, len(ids) - 1)  # always run the root's row, for its prediction
+        common = rows_kept(self.seen, ids)
         if len(self.feats) < len(ids) - 1:
             raise SpecVizError("the draft head lacks the target's features of the committed tokens")
         kv.crop(self.cache, common)
