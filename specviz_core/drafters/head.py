@@ -222,11 +222,14 @@ class HeadRunner:
         self.cache = DynamicCache()
         self.seen: list[int] = []
         self.feats = torch.zeros((0, self.head.hidden_size), device=self.target.device, dtype=self.target.dtype)
+        self.base = 0  # the position of feats[0]: older features are dropped once no catch-up can read them
         self.row_depths: list[int] = []
 
     def add_features(self, first_position: int, feats: torch.Tensor) -> None:
         """The target's features of positions ``first_position..`` ([k, H]), replacing any from there on."""
-        self.feats = torch.cat([self.feats[:first_position], feats.to(self.feats.dtype)], dim=0)
+        if first_position < self.base:
+            raise SpecVizError("the draft head was given features it has already let go of")
+        self.feats = torch.cat([self.feats[: first_position - self.base], feats.to(self.feats.dtype)], dim=0)
 
     def _run(self, feats: torch.Tensor, tokens: list[int], positions: np.ndarray, mask: Any | None
              ) -> torch.Tensor:
@@ -244,14 +247,19 @@ class HeadRunner:
     def catch_up(self, ids: list[int]) -> torch.Tensor:
         """Run the committed rows the cache lacks; returns the root's predicted feature [H]."""
         common = rows_kept(self.seen, ids)
-        if len(self.feats) < len(ids) - 1:
+        if self.base + len(self.feats) < len(ids) - 1 or (common > 0 and common - 1 < self.base):
             raise SpecVizError("the draft head lacks the target's features of the committed tokens")
         kv.crop(self.cache, common)
-        zero = torch.zeros((1, self.head.hidden_size), device=self.feats.device, dtype=self.feats.dtype)
-        prev = torch.cat([zero, self.feats[: len(ids) - 1]], dim=0)[common: len(ids)]  # f[j-1] for each new row j
+        # f[j-1] for each new row j (zero before the first token)
+        prev = self.feats[max(common - 1, 0) - self.base: len(ids) - 1 - self.base]
+        if common == 0:
+            zero = torch.zeros((1, self.head.hidden_size), device=self.feats.device, dtype=self.feats.dtype)
+            prev = torch.cat([zero, prev], dim=0)
         h = self._run(prev, ids[common:], np.arange(common, len(ids)), None)[-1]  # only the root's row is read
         self.seen = list(ids)
         self.row_depths = []
+        keep = max(len(ids) - 2, 0)  # the next catch-up reruns the root at most: older features are done with
+        self.feats, self.base = self.feats[keep - self.base:], keep
         return h
 
     def forward_level(self, parent_feats: torch.Tensor, tokens: list[int], depths: list[int], tree_mask: np.ndarray

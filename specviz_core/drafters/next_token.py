@@ -256,8 +256,7 @@ class TableSource(NextTokenSource):
             self._prefilled += len(ids)
             return
         tree = self._tree
-        order = [i for i, g in enumerate(tree.gated) if not g]  # the verify order (see tree.flatten)
-        for row, nid in enumerate(order):
+        for nid, row in verify_rows(tree).items():
             self.tables.update(self.tail_of(tree, nid), ids[row], probs[row])
         self._tree = None
 
