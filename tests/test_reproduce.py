@@ -92,3 +92,20 @@ def test_cli_refuses_a_chart_that_is_not_svg(tmp_path, capsys):
     code = main(["reproduce", "--paper", "goose", "--quick", "--chart", str(tmp_path / "c.png")])
     err = capsys.readouterr().err
     assert code == 2 and ".svg" in err and "Traceback" not in err
+
+
+@pytest.mark.default_model
+def test_every_suite_prompt_is_encoded_multi_turn_included(smol):
+    """The full run reads every built-in suite: a conversation is encoded with all its turns, not as an empty text."""
+    from specviz_core.bench.reproduce import prompts_of
+    from specviz_core.bench.suites import load_suites
+
+    suites = load_suites("all")
+    encoded = prompts_of(smol, suites)
+    assert len(encoded) == sum(len(s.prompts) for s in suites)
+    by_id = {(s.name, p.id): p for s in suites for p in s.prompts}
+    for suite, pid, ids in encoded:
+        text = smol.tokenizer.decode(ids)
+        prompt = by_id[(suite, pid)]
+        for part in [prompt.text] if prompt.text is not None else [m["content"] for m in prompt.messages]:
+            assert part.strip()[:40] in text, f"{suite}/{pid} lost {part[:40]!r}"

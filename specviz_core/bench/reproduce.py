@@ -24,7 +24,7 @@ from typing import Any
 
 from specviz_core.bench.suites import Suite, load_suites
 from specviz_core.errors import SpecVizError
-from specviz_core.models import LoadedModel, encode_prompt
+from specviz_core.models import LoadedModel
 from specviz_core.session.factory import build_engine
 from specviz_core.session.request import check_method
 
@@ -72,7 +72,7 @@ def decode(target: LoadedModel, method: str, params: dict[str, Any], ids: list[i
 
 def prompts_of(target: LoadedModel, suites: Sequence[Suite]) -> list[tuple[str, str, list[int]]]:
     """(suite, prompt id, token ids) for every prompt, in the model's chat format when it has one."""
-    return [(s.name, p.id, encode_prompt(target, p.text, None)[0]) for s in suites for p in s.prompts]
+    return [(s.name, p.id, p.encode(target)) for s in suites for p in s.prompts]
 
 
 def _pct(x: float) -> str:
