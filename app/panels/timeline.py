@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QContextMenuEvent, QMouseEvent, QPainter, QPaintEvent, QPen
+from PySide6.QtGui import QColor, QContextMenuEvent, QMouseEvent, QPainter, QPaintEvent, QPen, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QToolButton, QToolTip, QWidget
 
 from specviz_core.records import CycleRecord
@@ -35,6 +35,13 @@ class TimelineStrip(QWidget):
         self._mode = np.zeros(0, dtype=np.int8)
         self._match = np.zeros(0, dtype=bool)
         self._modes = list(MODE_COLORS)
+        self._bars: tuple[tuple, QPixmap] | None = None  # the bars drawn once per data and size
+        self._version = 0
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # paints every pixel: no parent background
+
+    def _changed(self) -> None:
+        self._version += 1
+        self.update()
 
     def set_data(self, summaries: list[CycleSummary], matching: np.ndarray) -> None:
         self._committed = np.fromiter((s.n_committed for s in summaries), dtype=np.int32, count=len(summaries))
@@ -42,13 +49,13 @@ class TimelineStrip(QWidget):
                                  dtype=np.int8, count=len(summaries))
         self._match = matching
         self._damaged = np.fromiter((bool(s.damaged) for s in summaries), dtype=bool, count=len(summaries))
-        self.update()
+        self._changed()
 
     def mark_damaged(self, index: int) -> None:
         """Cycle ``index`` turned out damaged when it was read."""
         if 0 <= index < len(self._damaged) and not self._damaged[index]:
             self._damaged[index] = True
-            self.update()
+            self._changed()
 
     def damaged_indices(self) -> list[int]:
         return [int(i) for i in np.flatnonzero(self._damaged)]
@@ -59,7 +66,7 @@ class TimelineStrip(QWidget):
                                                   for s in summaries]]).astype(np.int8)
         self._match = np.concatenate([self._match, np.asarray(matching, dtype=bool)])
         self._damaged = np.concatenate([self._damaged, [bool(s.damaged) for s in summaries]]).astype(bool)
-        self.update()
+        self._changed()
 
     def cycle_at(self, x: float) -> int:
         n = len(self._committed)
@@ -69,13 +76,38 @@ class TimelineStrip(QWidget):
 
     def paintEvent(self, e: QPaintEvent) -> None:
         p = QPainter(self)
-        w, h = self.width(), self.height()
-        p.fillRect(self.rect(), self.palette().base())
         n = len(self._committed)
         if n == 0:
+            p.fillRect(self.rect(), self.palette().base())
             p.setPen(self.palette().placeholderText().color())
             p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "no cycles yet")
+            p.end()
             return
+        p.drawPixmap(0, 0, self._bars_pixmap())  # moving the cursor redraws no bar
+        idx, w = self.panel.model.index, self.width()
+        if 0 <= idx < n:
+            x = (idx + 0.5) * w / n
+            p.setPen(QPen(self.palette().text().color(), 2))
+            p.drawLine(QPointF(x, 0), QPointF(x, self.height()))
+        p.end()
+
+    def _bars_pixmap(self) -> QPixmap:
+        """Every bar and damaged mark, drawn once for this data, size and palette."""
+        ratio = self.devicePixelRatioF()
+        key = (self._version, self.width(), self.height(), ratio, self.palette().base().color().rgba())
+        if self._bars is not None and self._bars[0] == key:
+            return self._bars[1]
+        pix = QPixmap(max(1, round(self.width() * ratio)), max(1, round(self.height() * ratio)))
+        pix.setDevicePixelRatio(ratio)
+        p = QPainter(pix)
+        self._paint_bars(p, self.width(), self.height())
+        p.end()
+        self._bars = (key, pix)
+        return pix
+
+    def _paint_bars(self, p: QPainter, w: int, h: int) -> None:
+        p.fillRect(QRectF(0, 0, w, h), self.palette().base())
+        n = len(self._committed)
         top = max(int(self._committed.max()), 1)
         per_px = n / w
         if per_px <= 1:  # one bar per cycle
@@ -95,12 +127,6 @@ class TimelineStrip(QWidget):
                     self._bar(p, x, 1, height[x], top, h, int(mode[x]), bool(match[x]))
         for i in np.flatnonzero(self._damaged):  # over the bars: a damaged cycle has no height to show
             p.fillRect(QRectF(int(i) * w / n, 0, max(w / n - (1 if w / n > 3 else 0), 1), h), QColor(DAMAGED_COLOR))
-        idx = self.panel.model.index
-        if 0 <= idx < n:
-            x = (idx + 0.5) * w / n
-            p.setPen(QPen(self.palette().text().color(), 2))
-            p.drawLine(QPointF(x, 0), QPointF(x, h))
-        p.end()
 
     def _bar(self, p: QPainter, x: float, bw: float, value: int, top: int, h: int, mode: int, match: bool) -> None:
         color = QColor(MODE_COLORS[self._modes[mode]])
