@@ -85,7 +85,7 @@ def test_fit_keeps_the_independently_best_nodes():
     for steep in (False, True):
         curve = CostCurve.from_dict({"n": [1, 2, 64], "ms": [50.0, 100.0, 5000.0]} if steep else CURVE)
         ctl = BudgetController(curve, max_budget=60)
-        ctl.stats.p = lambda source, score, depth: p[source]
+        ctl.stats.estimate = lambda source, score, depth: (p[source], p[source], source)
         tree = _tree()
         choice = ctl.fit(tree)
         # Independently: path probabilities, every parent-closed subset of each size, best rate.
@@ -109,6 +109,30 @@ def test_fit_keeps_the_independently_best_nodes():
         assert all(tree.parents[i] == 0 or tree.parents[i] in kept for i in kept)
         if steep:
             assert choice.chosen == 0 and tree.mode == "ar"
+
+
+def test_optimism_counts_once_per_class_on_a_path():
+    """A long spine of one class gets its optimism bonus once: mean^d x (upper / mean), not upper^d."""
+    st = AcceptanceStats(decay=1.0)
+    for k in range(6):  # spine runs of 12 accepted, then a break: about 12/13 per node past depth 4
+        nodes = [(d, d - 1, "spine", 1.0, d, d <= 12) for d in range(1, 14)]
+        st.observe(_record(nodes))
+    ctl = BudgetController(CostCurve.from_dict(CURVE), max_budget=100)
+    ctl.stats = st
+    tree = DraftTree(root_token=1)
+    tree.add_chain(list(range(10, 100)), "spine")
+    tree.add(0, 5, "branch", 0.3)
+    pp = ctl.path_probs(tree)
+    # Independently: classes are depth 1, 2, 3 and 4+ (the class of depth >= 4 repeats down the chain).
+    expect, seen = 1.0, set()
+    for d in range(1, 91):
+        mean = st.mean("spine", 1.0, d)
+        upper = st.p("spine", 1.0, d)
+        expect *= upper if min(d, 4) not in seen else mean
+        seen.add(min(d, 4))
+        assert pp[d] == pytest.approx(expect, rel=1e-9)
+    assert pp[90] < 0.5 * st.p("spine", 1.0, 90) ** 87 * pp[3]  # the compounded bound would keep the chain
+    assert pp[91] == pytest.approx(st.p("branch", 0.3, 1))  # the branch is a path of its own
 
 
 def _record(nodes: list[tuple[int, int, str, float, int, bool]]) -> CycleRecord:

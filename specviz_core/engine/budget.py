@@ -7,9 +7,10 @@ sometimes no tree at all. Each cycle, with ``budget=auto``:
 1. the drafter drafts up to a ceiling (``DraftContext.budget``);
 2. every verified node gets an estimated acceptance probability given that its parent is
    accepted, from the session's own running statistics (by source, score band and depth,
-   shrunk towards the drafter's score while there is little data, plus one standard deviation
-   of optimism so that what was judged on little data gets tried again), and a path
-   probability (the product along its path);
+   shrunk towards the drafter's score while there is little data), and a path probability:
+   the product of the estimates along its path, times one bonus per class of node on the path
+   (one standard deviation of optimism, so that what was judged on little data gets tried
+   again; once per class, not per node, or a 90-token spine would compound it 90 times);
 3. the controller keeps the B nodes with the highest path probability, B maximising
 
        expected tokens per ms = (1 + sum of the B best path probabilities) / predicted cycle ms(B + 1)
@@ -125,13 +126,18 @@ class AcceptanceStats:
         return (a + PRIOR_WEIGHT * coarse) / (n + PRIOR_WEIGHT), n
 
     def p(self, source: str, score: float, depth: int) -> float:
-        """The estimate the chooser uses: the mean plus ``OPTIMISM`` standard deviations of it.
+        """The mean plus ``OPTIMISM`` standard deviations of it (capped at 0.99).
 
         Optimism in the face of little data: without it a node class judged on one unlucky cycle
         (a spine rejected once) is never verified again, so never judged again.
         """
+        return self.estimate(source, score, depth)[1]
+
+    def estimate(self, source: str, score: float, depth: int) -> tuple[float, float, tuple]:
+        """(mean, optimistic estimate, the node's class): the chooser takes the optimism once per class on a path."""
         mean, n = self._mean(source, score, depth)
-        return min(0.99, mean + OPTIMISM * (mean * (1 - mean) / (n + PRIOR_WEIGHT)) ** 0.5)
+        upper = min(0.99, mean + OPTIMISM * (mean * (1 - mean) / (n + PRIOR_WEIGHT)) ** 0.5)
+        return mean, max(mean, upper), (source, score_band(score), min(depth, 4))
 
     def observe(self, record: CycleRecord) -> None:
         """Count every verified node whose parent was accepted: was it accepted too?"""
@@ -223,13 +229,21 @@ class BudgetController:
         return int(min(self.max_budget, max(self.min_ceiling, 2 * self._chosen_ema + 4)))
 
     def path_probs(self, tree: DraftTree) -> list[float]:
-        """Estimated probability that each node is on the accepted path (1 for the root, 0 for gated nodes)."""
+        """Estimated probability that each node is on the accepted path (1 for the root, 0 for gated nodes):
+        the product of the mean estimates along the path, times the optimism bonus (upper / mean) of each class
+        of node on it, once per class."""
         pp = [1.0] * len(tree)
+        classes: list[frozenset] = [frozenset()] * len(tree)
         for i in range(1, len(tree)):
             if tree.gated[i]:
                 pp[i] = 0.0
                 continue
-            pp[i] = pp[tree.parents[i]] * self.stats.p(tree.sources[i], tree.scores[i], tree.depths[i])
+            par = tree.parents[i]
+            mean, upper, cls = self.stats.estimate(tree.sources[i], tree.scores[i], tree.depths[i])
+            if cls in classes[par]:
+                pp[i], classes[i] = pp[par] * mean, classes[par]
+            else:
+                pp[i], classes[i] = pp[par] * upper, classes[par] | {cls}
         return pp
 
     def fit(self, tree: DraftTree, ceiling: int | None = None) -> Choice:
