@@ -23,6 +23,7 @@ from specviz_core.viewer.session_model import SessionModel
 
 from .controller import AUTOPLAY_SPEEDS, DEFAULT_SPEED, SessionController
 from .gc_guard import UiThreadGC
+from .head_training import stop_all as stop_head_training
 from .icons import action_icon
 from .panels.base import PanelMixin, export_widget
 from .panels.charts import ChartsPanel
@@ -34,8 +35,8 @@ from .panels.sessions_view import SessionsView
 from .panels.spine_panel import SpinePanel
 from .panels.timeline import TimelinePanel
 from .panels.tree_view import TreeView
-from .window_layout import LAYOUT_VERSION, DockLayout
 from .window_audit import AuditActions
+from .window_layout import LAYOUT_VERSION, DockLayout
 from .window_race import RaceActions
 from .window_whatif import WhatIfActions
 
@@ -387,6 +388,7 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
             QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
         try:
             self.controller.shutdown()
+            stop_head_training()  # a draft head in training stops, unsaved
         finally:
             if engine:
                 QApplication.restoreOverrideCursor()

@@ -71,6 +71,19 @@ class Corpus:
         return Corpus(*(p[0] for p in parts)), Corpus(*(p[1] for p in parts))
 
 
+Stop = Callable[[], bool]
+"""Asked between units of work (a generated token, an answer read, a training step): True stops the run."""
+
+
+class TrainingStopped(SpecVizError):
+    """The run was stopped (``stop`` returned True): nothing was saved."""
+
+
+def _check(stop: Stop | None) -> None:
+    if stop is not None and stop():
+        raise TrainingStopped("training stopped: no head was saved")
+
+
 def seed_prompts() -> list[str]:
     text = resources.files("specviz_resources").joinpath("prompts/head-seeds.txt").read_text(encoding="utf-8")
     return [line.strip() for line in text.splitlines() if line.strip()]
@@ -79,7 +92,7 @@ def seed_prompts() -> list[str]:
 @torch.no_grad()
 def generate_text(target: LoadedModel, prompts: list[list[int]], n_tokens: int, seed: int, max_new_tokens: int = 192,
                   temperature: float = 0.8, batch: int = 32, deadline: float | None = None,
-                  progress: Progress | None = None) -> tuple[list[tuple[int, list[int]]], int]:
+                  progress: Progress | None = None, stop: Stop | None = None) -> tuple[list[tuple[int, list[int]]], int]:
     """The target's answers to ``prompts`` (cycled, each sampled afresh), prompt and answer, until ``n_tokens``
     answer tokens or ``deadline`` (``time.monotonic``); returns (answer start, prompt + answer) per answer and the
     answer tokens written. One seeded generator; batches run one prompt at a time
@@ -97,6 +110,7 @@ def generate_text(target: LoadedModel, prompts: list[list[int]], n_tokens: int, 
         answers: list[list[int]] = [[] for _ in range(batch)]
         step_in, pos = rows, 0
         for _ in range(max_new_tokens):
+            _check(stop)
             n = step_in.shape[1]
             res = target.model(input_ids=step_in, position_ids=torch.arange(pos, pos + n, device=dev)[None].expand(batch, n),
                                **kv.cache_arg(target.model, cache), use_cache=True)
@@ -123,13 +137,14 @@ def generate_text(target: LoadedModel, prompts: list[list[int]], n_tokens: int, 
 
 
 @torch.no_grad()
-def teacher_force(target: LoadedModel, sequences: list[tuple[int, list[int]]], progress: Progress | None = None
-                  ) -> Corpus:
+def teacher_force(target: LoadedModel, sequences: list[tuple[int, list[int]]], progress: Progress | None = None,
+                  stop: Stop | None = None) -> Corpus:
     """One forward per sequence: the target's features and its top-k next-token distribution at every position."""
     install_feature_tap(target.model)
     dev = target.device
     c = Corpus()
     for i, (start, seq) in enumerate(sequences):
+        _check(stop)
         ids = torch.tensor([seq], device=dev)
         logits = target.model(input_ids=ids, use_cache=False).logits[0].float()  # [T, V]
         feats = tapped_features(target.model, len(seq)).float().cpu()
@@ -226,7 +241,8 @@ def agreement(head: DraftHead, target: LoadedModel, held: Corpus) -> dict[str, f
 
 def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None = None, seed: int = 0,
                text_tokens: int | None = None, window: int = 256, batch: int = 4, lr: float = 1e-3,
-               prompts: list[list[int]] | None = None, progress: Progress | None = None) -> tuple[DraftHead, dict[str, Any]]:
+               prompts: list[list[int]] | None = None, progress: Progress | None = None,
+               stop: Stop | None = None) -> tuple[DraftHead, dict[str, Any]]:
     """Write text, read its features, train a head; returns it and the facts a saved head records.
 
     ``prompts``: token ids to answer (default: the shipped seed prompts). ``minutes`` bounds the whole run: 60% for the text (unless ``text_tokens`` fixes its size), then the step
@@ -241,8 +257,8 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
     prompts = list(prompts)
     random.Random(seed).shuffle(prompts)
     deadline = None if text_tokens is not None else t_start + TEXT_SHARE * minutes * 60
-    seqs, made = generate_text(target, prompts, text_tokens or 10**9, seed, deadline=deadline, progress=say)
-    corpus = teacher_force(target, seqs, progress=say)
+    seqs, made = generate_text(target, prompts, text_tokens or 10**9, seed, deadline=deadline, progress=say, stop=stop)
+    corpus = teacher_force(target, seqs, progress=say, stop=stop)
     train, held = corpus.split(0.1)
     if not train.tokens:
         raise SpecVizError("too little text was written to train on: give more minutes")
@@ -258,6 +274,7 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
     total = steps
     losses: list[float] = []
     while total is None or done < total:
+        _check(stop)
         if total is None and done == 5:  # fit the step count to the time left, from the first steps' pace
             per = (time.monotonic() - t_train) / done
             left = minutes * 60 - (time.monotonic() - t_start) - 0.05 * minutes * 60

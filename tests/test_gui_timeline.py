@@ -44,7 +44,7 @@ def test_a_filter_fades_the_cached_bars_it_no_longer_matches(qtbot):
 
 
 def test_the_cursor_follows_the_cycle_over_unchanged_bars(qtbot):
-    model, timeline, strip = _strip(qtbot)
+    model, _, strip = _strip(qtbot)
     n = len(model.source)
     text = strip.palette().text().color().name()
 

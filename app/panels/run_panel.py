@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -42,6 +42,7 @@ from ..theme import set_role
 from .base import PanelMixin
 from .filter_editor import FilterEditor
 from .generate_dialog import GenerateCallDialog
+from .head_offer import HeadOffer
 from .model_picker import DEFAULT_MODEL_LABEL, NO_DRAFT_LABEL, SAME_AS_TARGET, ModelPicker, model_combo, with_browse
 from .run_params import param_value, param_widget, set_param_value
 
@@ -179,7 +180,13 @@ class RunPanel(PanelMixin, QWidget):
         mform.addWidget(self.method_help)
         self.params_form = QFormLayout()
         self.params_form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)  # long names: editor below
+        self.head_offer = HeadOffer()  # under the method's description: seen before its parameters
+        self.head_offer.train_requested.connect(self.open_train_head_dialog)
+        mform.addWidget(self.head_offer)
         mform.addLayout(self.params_form)
+        self._offer_timer = QTimer(self, singleShot=True, interval=300)  # typing a model path: look once it rests
+        self._offer_timer.timeout.connect(self._refresh_head_offer)
+        self.model.currentTextChanged.connect(self._offer_timer.start)
         defaults = QPushButton("Defaults")
         defaults.setToolTip("Put every parameter of this method back to its published default")
         defaults.clicked.connect(self._rebuild_params)
@@ -258,16 +265,24 @@ class RunPanel(PanelMixin, QWidget):
             self._param_widgets[f.name] = w
         if not self._param_widgets:
             self.params_form.addRow(QLabel("This method has no parameters."))
+        drafter = self._param_widgets.get("drafter")
+        if isinstance(drafter, QComboBox):
+            drafter.currentTextChanged.connect(self._refresh_head_offer)
+        self._refresh_head_offer()
 
     # -- reading ------------------------------------------------------------------------
+    def model_name(self) -> str | None:
+        """The target as the settings name it (None: the default model)."""
+        model = self.model.currentText().strip()
+        return None if model in ("", DEFAULT_MODEL_LABEL) else model
+
     def request(self) -> CheckedRequest:
         """The session the settings describe; raises SpecVizError with a message for the user."""
-        model = self.model.currentText().strip()
         draft = self.draft_model.currentText().strip()
         params = {name: param_value(w) for name, w in self._param_widgets.items()}
         req = SessionRequest(
             method=self.method.currentData(), prompt=self.prompt.toPlainText(),
-            model=None if model in ("", DEFAULT_MODEL_LABEL) else model,
+            model=self.model_name(),
             draft_model=None if draft in ("", NO_DRAFT_LABEL) else ("default" if draft == SAME_AS_TARGET else draft),
             params=params, max_new_tokens=self.max_new_tokens.value(), temperature=self.temperature.value(),
             seed=self.seed.value(), chat_template=None if self.chat_template.isChecked() else False,
@@ -381,6 +396,21 @@ class RunPanel(PanelMixin, QWidget):
             self.max_new_tokens.setValue(call.max_new_tokens)
         self.temperature.setValue(call.temperature)
         self.status.setText(f"From your generate() call: {call.method}. Step (F10) decodes it.")
+
+    def _refresh_head_offer(self) -> None:
+        if hasattr(self, "head_offer"):  # the editors are built before it
+            self.head_offer.show_for(self.method.currentData(), self.param_values().get("drafter"), self.model_name())
+
+    def open_train_head_dialog(self) -> None:
+        """Train a draft head for the target shown (on its device and dtype), in a window of its own."""
+        from ..head_training import TrainHeadDialog
+
+        dialog = TrainHeadDialog(self.model_name(), None if self.device.currentText() == "auto" else
+                                 self.device.currentText(), None if self.dtype.currentText() == "auto" else
+                                 self.dtype.currentText(), self.method.currentData(), self)
+        dialog.trained.connect(lambda info: self._refresh_head_offer())
+        self.train_dialog = dialog
+        dialog.show()
 
     def param_values(self) -> dict[str, object]:
         """The parameters as the editors show them."""

@@ -1,0 +1,83 @@
+"""The Run panel's draft-head line: it offers to train a head where TALON or EAGLE would draft from tables, trains
+one in a window of its own (progress, Stop) and then says the head is used."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.head_training import TrainHeadDialog
+from specviz_core.drafters.head import head_info, head_info_for, head_paths
+from specviz_core.models import load_model
+
+
+@pytest.fixture(autouse=True)
+def heads(tmp_path, monkeypatch):
+    """Each test starts with no head for any model."""
+    monkeypatch.setenv("SPECVIZ_HEADS", str(tmp_path / "heads"))
+
+
+def _set(panel, method: str, drafter: str | None = None) -> None:
+    panel.method.setCurrentIndex(panel.method.findData(method))
+    if drafter is not None:
+        panel._param_widgets["drafter"].setCurrentText(drafter)
+
+
+def test_the_offer_shows_for_talon_without_a_head_only(window, tiny_dir):
+    panel = window.run_panel
+    _set(panel, "talon")
+    panel._refresh_head_offer()
+    offer = panel.head_offer
+    assert offer.isVisible() and offer.button.isVisible()
+    assert "n-gram tables" in offer.text.text()
+    _set(panel, "eagle_static")
+    assert offer.isVisible() and offer.button.isVisible()
+    _set(panel, "eagle_static", "table")  # the user chose tables: nothing to offer
+    assert not offer.isVisible()
+    _set(panel, "talon", "head")
+    assert offer.isVisible() and "no draft head" in offer.text.text()
+    _set(panel, "goose")
+    assert not offer.isVisible()
+
+
+def test_training_from_the_dialog_saves_the_head_the_session_will_load(window, tiny_dir, qtbot):
+    panel = window.run_panel
+    _set(panel, "talon")
+    panel._refresh_head_offer()
+    assert head_info_for(str(tiny_dir)) is None
+    panel.head_offer.button.click()
+    dialog = panel.train_dialog
+    assert isinstance(dialog, TrainHeadDialog) and dialog.isVisible()
+    stages: list[str] = []
+    with qtbot.waitSignal(dialog.trained, timeout=120_000) as got:
+        dialog.start(steps=4, text_tokens=200)
+        dialog.trainer.progress.connect(lambda s, f: stages.append(s))
+    info = got.args[0]
+    qtbot.waitUntil(lambda: not dialog.running, timeout=10_000)
+    # Independently of the panel's lookup: the head saved under the loaded model's own key.
+    target = load_model(str(tiny_dir), device="cpu")
+    assert head_paths(target)[0].exists()
+    assert head_info(target) == head_info_for(str(tiny_dir)) and head_info(target)["steps"] == info["steps"] == 4
+    assert "Saved" in dialog.stage.text() and dialog.bar.value() == dialog.bar.maximum()
+    assert any(s.startswith("Training the head") for s in stages)
+    assert panel.head_offer.isVisible() and not panel.head_offer.button.isVisible()
+    assert "draft head" in panel.head_offer.text.text()
+    dialog.close()
+
+
+def test_stop_saves_nothing(window, tiny_dir, qtbot):
+    panel = window.run_panel
+    _set(panel, "talon")
+    panel.open_train_head_dialog()
+    dialog = panel.train_dialog
+    dialog.start(steps=10_000, text_tokens=10**7)  # far longer than the test waits
+    qtbot.waitUntil(lambda: dialog.stage.text().startswith(("Writing", "Loading", "Checking")), timeout=60_000)
+    dialog.stop_button.click()
+    qtbot.waitUntil(lambda: not dialog.running, timeout=60_000)
+    assert "stopped" in dialog.stage.text() and "no head was saved" in dialog.stage.text()
+    assert head_info_for(str(tiny_dir)) is None
+    assert dialog.train_button.isEnabled()
+
+
+@pytest.mark.parametrize("name", ["/no/such/model", "no-such-org/no-such-model"])
+def test_a_model_that_is_not_here_has_no_head_and_raises_nothing(name):
+    assert head_info_for(name) is None
