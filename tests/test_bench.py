@@ -108,9 +108,16 @@ def test_compare_to_ar_names_the_divergence(tiny_dir):
 def test_method_specs():
     specs = parse_method_specs("ar,goose:budget=auto,isotropic:branching_factor=5,hf_prompt_lookup", {"budget": "40"})
     assert [s.label for s in specs] == ["ar", "goose:budget=auto", "isotropic:branching_factor=5:budget=40", "hf_prompt_lookup"]
-    for bad in ("nope", "goose:budget", "goose:adjacency_top_k=x", "pld:budget=auto", "hf_greedy:k=1"):
+    for bad in ("nope", "goose:budget", "goose:adjacency_top_k=x", "pld:budget=auto", "hf_greedy:k=1", "ar,nope",
+                "goose:budget=auto,nope"):
         with pytest.raises(SpecVizError):
             parse_method_specs(bad)
+
+
+def test_a_value_may_hold_commas():
+    specs = parse_method_specs("goose:spine_ratio_tiers=0,0.3,0.5:budget=40,tr,goose:ngram_lengths=4,3")
+    assert [(s.method, s.params) for s in specs] == [
+        ("goose", {"spine_ratio_tiers": "0,0.3,0.5", "budget": "40"}), ("tr", {}), ("goose", {"ngram_lengths": "4,3"})]
 
 
 def test_bad_input_is_one_line(tmp_path, capsys):

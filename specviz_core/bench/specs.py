@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specviz_core.bench import hf as bench_hf
-from specviz_core.drafters import method_class, parse_params
+from specviz_core.drafters import METHODS, method_class, parse_params
 from specviz_core.engine.budget import split_auto
 from specviz_core.errors import SpecVizError
 
@@ -30,13 +30,25 @@ class MethodSpec:
         return self.method in bench_hf.HF_METHODS
 
 
+def _items(text: str) -> list[str]:
+    """``text`` split at its commas, except those inside a value (``goose:ngram_lengths=5,4,3,tr``: a piece that is
+    neither a method nor a ``key=value`` continues the value before it)."""
+    known = set(METHODS) | {"hf_greedy", "hf_universal"}
+    items: list[str] = []
+    for piece in (s.strip() for s in text.split(",")):
+        head = piece.split(":", 1)[0]
+        if items and "=" in items[-1] and piece and "=" not in head and head not in known:
+            items[-1] += "," + piece
+        elif piece:
+            items.append(piece)
+    return items
+
+
 def parse_method_specs(text: str, extra_params: dict[str, str] | None = None) -> list[MethodSpec]:
-    """``ar,pld,goose:budget=auto,isotropic:branching_factor=5:budget=auto``; ``extra_params`` (``--param``) go to every
-    method that has them."""
+    """``ar,pld,goose:budget=auto,isotropic:branching_factor=5:budget=auto``; a value may hold commas
+    (``goose:spine_ratio_tiers=0,0.3,0.5``); ``extra_params`` (``--param``) go to every method that has them."""
     specs, seen = [], set()
-    for item in (s.strip() for s in text.split(",")):
-        if not item:
-            continue
+    for item in _items(text):
         method, *kvs = item.split(":")
         params: dict[str, Any] = {}
         for kv in kvs:
