@@ -135,6 +135,25 @@ def test_optimism_counts_once_per_class_on_a_path():
     assert pp[91] == pytest.approx(st.p("branch", 0.3, 1))  # the branch is a path of its own
 
 
+def test_the_budget_counts_mean_tokens_while_the_optimism_only_orders():
+    st = AcceptanceStats(decay=1.0)
+    for k in range(3):  # little data: the optimistic estimate sits well above the mean
+        st.observe(_record([(1, 0, "spine", 1.0, 1, k != 0), (2, 1, "spine", 1.0, 2, False),
+                            (3, 0, "branch", 0.3, 1, False)]))
+    ctl = BudgetController(CostCurve.from_dict(CURVE), max_budget=60)
+    ctl.stats = st
+    tree = _tree()
+    choice = ctl.fit(tree)
+    kept = [i for i in range(1, len(tree)) if not tree.gated[i]]
+    assert kept and len(kept) == choice.chosen
+
+    def mean_path(i: int) -> float:
+        return 1.0 if i == 0 else mean_path(tree.parents[i]) * st.mean(tree.sources[i], tree.scores[i], tree.depths[i])
+
+    assert choice.expected_tokens == pytest.approx(1 + sum(mean_path(i) for i in kept))
+    assert sum(ctl.path_probs(_tree())[i] for i in kept) > 1.2 * sum(mean_path(i) for i in kept)  # optimism is real
+
+
 def _record(nodes: list[tuple[int, int, str, float, int, bool]]) -> CycleRecord:
     """nodes: (id, parent, source, score, depth, accepted); the root is added."""
     ns = [Node(0, -1, 1, "root", 0, 1.0, True, accepted=True)]
