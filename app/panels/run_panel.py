@@ -44,7 +44,8 @@ from .filter_editor import FilterEditor
 from .generate_dialog import GenerateCallDialog
 from .head_offer import HeadOffer
 from .model_picker import DEFAULT_MODEL_LABEL, NO_DRAFT_LABEL, SAME_AS_TARGET, ModelPicker, model_combo, with_browse
-from .run_params import param_value, param_widget, set_param_value
+from .run_fill import fill_from_generate_call, fill_from_session
+from .run_params import param_value, param_widget
 
 DEFAULT_METHOD = "goose"
 
@@ -347,34 +348,7 @@ class RunPanel(PanelMixin, QWidget):
 
     def show_settings(self, info: SessionInfo) -> None:
         """Fill every field from a recorded session: model, method and every parameter, prompt, decoding."""
-        self.model.setEditText(DEFAULT_MODEL_LABEL if info.model == "default" else info.model)
-        self.draft_model.setEditText(NO_DRAFT_LABEL if not info.draft_model
-                                     else SAME_AS_TARGET if info.draft_model == "default" else info.draft_model)
-        for combo in (self.model, self.draft_model):
-            combo.lineEdit().setCursorPosition(0)  # a long path shows its beginning
-        for combo, value in ((self.device, info.device), (self.dtype, info.dtype)):
-            if combo.findText(value) < 0:
-                combo.addItem(value)  # a GPU this machine lacks still shows what the session ran on
-            combo.setCurrentText(value)
-        i = self.method.findData(info.method)
-        if i < 0:
-            self.method.addItem(info.method, info.method)
-            i = self.method.count() - 1
-        if i != self.method.currentIndex():
-            self.method.setCurrentIndex(i)  # rebuilds the editors, at their defaults
-        elif info.method in METHODS:
-            self._rebuild_params()
-        if info.method in METHODS:
-            for name, value in info.params.items():
-                w = self._param_widgets.get(name)
-                if w is not None:
-                    set_param_value(w, value)
-        self.prompt.setPlainText(info.prompt_text)
-        self.chat_template.setChecked(info.chat_template)
-        self.temperature.setValue(info.temperature)
-        self.seed.setValue(min(info.seed, self.seed.maximum()))
-        if info.max_new_tokens:
-            self.max_new_tokens.setValue(info.max_new_tokens)
+        fill_from_session(self, info)
 
     def open_generate_dialog(self) -> None:
         """Paste a generate() call: on Apply its method, parameters, draft and decoding settings fill the panel."""
@@ -386,16 +360,7 @@ class RunPanel(PanelMixin, QWidget):
 
     def apply_generate_call(self, call) -> None:
         """Show a mapped generate() call: method (parameters at their defaults, then the call's), draft, decoding."""
-        self.method.setCurrentIndex(self.method.findData(call.method))
-        self._rebuild_params()
-        for name, value in call.params.items():
-            set_param_value(self._param_widgets[name], value)
-        if call.draft_model:
-            self.draft_model.setEditText(SAME_AS_TARGET if call.draft_model == "default" else call.draft_model)
-        if call.max_new_tokens:
-            self.max_new_tokens.setValue(call.max_new_tokens)
-        self.temperature.setValue(call.temperature)
-        self.status.setText(f"From your generate() call: {call.method}. Step (F10) decodes it.")
+        fill_from_generate_call(self, call)
 
     def _refresh_head_offer(self) -> None:
         if hasattr(self, "head_offer"):  # the editors are built before it
