@@ -1,9 +1,10 @@
 """Filling the Run panel from a description made elsewhere: a recorded session (replay, "New session from these
-settings") or a pasted ``generate()`` call."""
+settings") or a pasted ``generate()`` call. ``panel`` is the :class:`~app.panels.run_panel.RunPanel` (not imported:
+the panel imports this module)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from specviz_core.drafters import METHODS
 from specviz_core.records import SessionInfo
@@ -11,11 +12,8 @@ from specviz_core.records import SessionInfo
 from .model_picker import DEFAULT_MODEL_LABEL, NO_DRAFT_LABEL, SAME_AS_TARGET
 from .run_params import set_param_value
 
-if TYPE_CHECKING:
-    from .run_panel import RunPanel
 
-
-def fill_from_session(panel: RunPanel, info: SessionInfo) -> None:
+def fill_from_session(panel: Any, info: SessionInfo) -> None:
     """Fill every field from a recorded session: model, method and every parameter, prompt, decoding."""
     panel.model.setEditText(DEFAULT_MODEL_LABEL if info.model == "default" else info.model)
     panel.draft_model.setEditText(NO_DRAFT_LABEL if not info.draft_model
@@ -47,7 +45,7 @@ def fill_from_session(panel: RunPanel, info: SessionInfo) -> None:
         panel.max_new_tokens.setValue(info.max_new_tokens)
 
 
-def fill_from_generate_call(panel: RunPanel, call: Any) -> None:
+def fill_from_generate_call(panel: Any, call: Any) -> None:
     """Show a mapped generate() call: method (parameters at their defaults, then the call's), draft, decoding."""
     panel.method.setCurrentIndex(panel.method.findData(call.method))
     panel._rebuild_params()
