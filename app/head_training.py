@@ -63,8 +63,6 @@ class HeadTrainer(QThread):
 
         try:
             target = load_checked_model(self.model, self.device, self.dtype, progress=say)
-            if self._stop:
-                raise SpecVizError("training stopped: no head was saved")
             head, info = train_head(target, minutes=self.minutes, seed=self.seed, progress=say,
                                     stop=lambda: self._stop, **self.train_args)
             save_head(target, head, info)
