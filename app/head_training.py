@@ -7,6 +7,7 @@ from typing import Any
 
 from PySide6.QtCore import QThread, Signal
 from PySide6.QtWidgets import (
+    QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
@@ -82,7 +83,7 @@ def stop_all(wait_s: float = STOP_WAIT_S) -> None:
 
 
 class TrainHeadDialog(QDialog):
-    """Minutes and seed, Train, a progress bar, Stop; emits ``trained`` with the head's description when saved."""
+    """Minutes, text and seed, Train, a progress bar, Stop; emits ``trained`` with the head's description when saved."""
 
     trained = Signal(object)
 
@@ -98,8 +99,9 @@ class TrainHeadDialog(QDialog):
 
         about = QLabel(
             f"{NAMES.get(method, method)} drafts with a trained draft head in its paper. This model has none yet, so it drafts from "
-            "n-gram tables of its own output.<br><br>Training writes the model's own answers to shipped seed prompts, "
-            "reads its features and fits one decoder layer to predict them (EAGLE's layout). Nothing is downloaded; "
+            "n-gram tables of its own output.<br><br>Training reads the shipped answers to 350 seed prompts (or has "
+            "the model write its own), reads the model's features over them and fits one decoder layer to predict "
+            "them (EAGLE's layout). Nothing is downloaded; "
             "the head is kept in your user cache, and <i>drafter=auto</i> uses it from the next session on. "
             "The same as <tt>specviz train-head</tt>.")
         about.setWordWrap(True)
@@ -109,12 +111,19 @@ class TrainHeadDialog(QDialog):
         self.minutes.setRange(1, 240)
         self.minutes.setValue(DEFAULT_MINUTES)
         self.minutes.setSuffix(" min")
-        self.minutes.setToolTip("Time for the whole run: 60% writing text, the rest training. More minutes, more "
-                                "text: 14 min gave about 32% top-1 agreement on the default model on a 2-core CPU")
+        self.minutes.setToolTip("Time for the whole run: half reading the text (60% writing it, for the model's "
+                                "own answers), the rest training. More minutes, more text and more steps")
+        self.text = QComboBox()
+        self.text.addItem("Shipped answers (most text a minute)", "shipped")
+        self.text.addItem("The model's own answers, written now", "own")
+        self.text.setToolTip("Shipped: the embedded model's answers to the seed prompts, read about 4x faster than "
+                             "written, so the head sees more text. Own: this model writes its answers first (its own "
+                             "words, for a model unlike the embedded one)")
         self.seed = QSpinBox()
         self.seed.setRange(0, 2**31 - 1)
         self.seed.setToolTip("Seed of the text and the training")
         form.addRow("Time", self.minutes)
+        form.addRow("Text", self.text)
         form.addRow("Seed", self.seed)
         lay.addLayout(form)
         self.bar = QProgressBar()
@@ -144,9 +153,10 @@ class TrainHeadDialog(QDialog):
         return self._running
 
     def start(self, **train_args: Any) -> None:
-        """Train with the minutes and seed shown (``train_args``: :func:`train_head`'s others, for tests)."""
+        """Train with the minutes, text and seed shown (``train_args``: :func:`train_head`'s others, for tests)."""
         if self.running:
             return
+        train_args.setdefault("text", self.text.currentData())
         self.trainer = HeadTrainer(self.model, self.device, self.dtype, float(self.minutes.value()),
                                    self.seed.value(), **train_args)
         self.trainer.progress.connect(self._progress)
@@ -155,8 +165,8 @@ class TrainHeadDialog(QDialog):
         self.trainer.finished.connect(self._finished)
         self.train_button.setEnabled(False)
         self.stop_button.setEnabled(True)
-        self.minutes.setEnabled(False)
-        self.seed.setEnabled(False)
+        for w in (self.minutes, self.text, self.seed):
+            w.setEnabled(False)
         self.stage.setText("Starting…")
         self._running = True
         self.trainer.start()
@@ -194,8 +204,8 @@ class TrainHeadDialog(QDialog):
         self._running = False
         self.train_button.setEnabled(True)
         self.stop_button.setEnabled(False)
-        self.minutes.setEnabled(True)
-        self.seed.setEnabled(True)
+        for w in (self.minutes, self.text, self.seed):
+            w.setEnabled(True)
 
     def closeEvent(self, e) -> None:
         """Closing stops a run (nothing is saved) and waits for it briefly."""

@@ -37,7 +37,7 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def trained(tiny):
-    head, info = train_head(tiny, steps=300, text_tokens=8000, lr=1e-2, prompts=prompts(40, 1))
+    head, info = train_head(tiny, steps=300, text="own", text_tokens=8000, lr=1e-2, prompts=prompts(40, 1))
     return head, info
 
 
@@ -48,7 +48,7 @@ def heads(tmp_path, monkeypatch):
 
 
 def test_training_is_deterministic_given_a_seed(tiny):
-    kw = {"steps": 12, "text_tokens": 600, "prompts": prompts(4, 2)}
+    kw = {"steps": 12, "text": "own", "text_tokens": 600, "prompts": prompts(4, 2)}
     a, info_a = train_head(tiny, seed=5, **kw)
     b, info_b = train_head(tiny, seed=5, **kw)
     c, _ = train_head(tiny, seed=6, **kw)

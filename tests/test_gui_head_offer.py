@@ -70,7 +70,7 @@ def test_stop_saves_nothing(window, tiny_dir, qtbot):
     panel.open_train_head_dialog()
     dialog = panel.train_dialog
     dialog.start(steps=10_000, text_tokens=10**7)  # far longer than the test waits
-    qtbot.waitUntil(lambda: dialog.stage.text().startswith(("Writing", "Loading", "Checking")), timeout=60_000)
+    qtbot.waitUntil(lambda: dialog.stage.text().startswith(("Reading", "Writing", "Loading", "Checking")), timeout=60_000)
     dialog.stop_button.click()
     qtbot.waitUntil(lambda: not dialog.running, timeout=60_000)
     assert "stopped" in dialog.stage.text() and "no head was saved" in dialog.stage.text()

@@ -63,7 +63,7 @@ def test_talon_needs_a_head_then_reports_r(tiny, tmp_path, monkeypatch):
     from specviz_core.train_head import train_head
 
     rng = random.Random(5)
-    head, info = train_head(tiny, steps=150, text_tokens=3000, lr=3e-3,
+    head, info = train_head(tiny, steps=150, text="own", text_tokens=3000, lr=3e-3,
                             prompts=[[rng.randrange(3, 32) for _ in range(8)] for _ in range(6)])
     save_head(tiny, head, info)
     res = reproduce(tiny, "talon", prompts=prompts(), max_new_tokens=16)

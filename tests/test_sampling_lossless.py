@@ -66,7 +66,7 @@ def models(tmp_path_factory):
 
     target = concentrated_llama(0)
     rng = random.Random(3)
-    head, info = train_head(target, steps=200, text_tokens=4000, lr=3e-3,
+    head, info = train_head(target, steps=200, text="own", text_tokens=4000, lr=3e-3,
                             prompts=[[rng.randrange(3, 32) for _ in range(8)] for _ in range(8)])
     old = os.environ.get("SPECVIZ_HEADS")
     os.environ["SPECVIZ_HEADS"] = str(tmp_path_factory.mktemp("heads"))

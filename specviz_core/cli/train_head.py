@@ -13,16 +13,24 @@ from specviz_core.errors import SpecVizError
 def add_parser(sub: Any) -> None:
     t = sub.add_parser(
         "train-head", help="train a draft head for a model (TALON's and EAGLE's drafter), kept in the user cache",
-        description="Train a small EAGLE-style draft head for the model on this machine: the model answers the "
-                    "shipped seed prompts, its features are read, one decoder layer learns to predict them. "
-                    "talon and eagle_static then draft with it (drafter=auto picks it up).")
+        description="Train a small EAGLE-style draft head for the model on this machine: the model reads the "
+                    "shipped answers (the embedded model's own, to 350 seed prompts) or writes its own, its features "
+                    "are read, one decoder layer learns to predict them. talon and eagle_static then draft with it "
+                    "(drafter=auto picks it up).")
     t.add_argument("--model", default=None, help="model folder or cached hub id (default: the embedded model)")
     t.add_argument("--minutes", type=float, default=10.0,
-                   help="time for the whole run: 60%% writing text, the rest training (default 10)")
+                   help="time for the whole run: half reading the text (60%% writing it, with --text own), "
+                        "the rest training (default 10)")
+    t.add_argument("--text", choices=("shipped", "own"), default="shipped",
+                   help="shipped: the shipped answers, read (fast, most text); own: the model writes its own "
+                        "answers to the seed prompts first (slower, fewer tokens; its own words) (default shipped)")
     t.add_argument("--steps", type=int, default=None,
                    help="training steps (default: as many as fit); with --text-tokens a run repeats exactly")
     t.add_argument("--text-tokens", type=int, default=None,
-                   help="answer tokens to write (default: as many as fit in 60%% of the minutes)")
+                   help="answer tokens to read or write (default: as many as fit in the text's share of the minutes)")
+    t.add_argument("--write-text", metavar="FILE", default=None,
+                   help="instead of training, write the model's answers to the seed prompts to FILE (JSON lines; "
+                        "resumes an unfinished FILE): how resources/head-text/answers.jsonl.gz was made")
     t.add_argument("--seed", type=int, default=0, help="seed of the text and the training (default 0)")
     add_device_args(t)
     t.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -67,10 +75,15 @@ def cmd_train_head(args: argparse.Namespace) -> int:
     for name, v in (("--steps", args.steps), ("--text-tokens", args.text_tokens)):
         if v is not None and v < 1:
             raise SpecVizError(f"{name} must be at least 1, got {v}")
+    if args.write_text and args.write_text.endswith(".gz"):
+        raise SpecVizError("--write-text writes plain JSON lines (so an interrupted run can resume): compress the "
+                           "finished file yourself (gzip -9)")
     bar = _Bar(args.quiet)
     target = load_checked_model(args.model, args.device, args.dtype, progress=bar)
     old = head_info(target)
-    head, info = train_head(target, minutes=args.minutes, steps=args.steps, seed=args.seed,
+    if args.write_text:
+        return _write_text(target, args, bar)
+    head, info = train_head(target, minutes=args.minutes, steps=args.steps, seed=args.seed, text=args.text,
                             text_tokens=args.text_tokens, progress=bar)
     bar.done()
     path = save_head(target, head, info)
@@ -80,7 +93,20 @@ def cmd_train_head(args: argparse.Namespace) -> int:
           f"top-1 {a['top1_step2']:.1%}, top-5 {a['top5_step2']:.1%} a step further")
     print(f"trained {info['steps']} steps on {info['text_tokens']:,} tokens in {info['minutes']:.1f} min; "
           f"saved {path}{' (replacing the previous head)' if old else ''}")
-    print(f"to repeat it exactly: specviz train-head --seed {args.seed} --steps {info['steps']} "
+    print(f"to repeat it exactly: specviz train-head --seed {args.seed} --text {args.text} --steps {info['steps']} "
           f"--text-tokens {info['answer_tokens']}")
     print("talon and eagle_static now draft with it (drafter=auto); drafter=table keeps the n-gram tables")
+    return 0
+
+
+def _write_text(target: Any, args: argparse.Namespace, bar: _Bar) -> int:
+    from pathlib import Path
+
+    from specviz_core.head_text import write_answers
+    from specviz_core.train_head import seed_prompts
+
+    out = Path(args.write_text)
+    n = write_answers(target, seed_prompts(), out, seed=args.seed, progress=bar)
+    bar.done()
+    print(f"wrote {n:,} answer tokens to {out}")
     return 0
