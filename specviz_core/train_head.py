@@ -33,7 +33,7 @@ from transformers import DynamicCache
 from specviz_core import kv
 from specviz_core.drafters.head import DraftHead, DraftLogits, install_feature_tap, lm_head_of
 from specviz_core.errors import SpecVizError
-from specviz_core.head_text import Answer, encode_answer, read_answers
+from specviz_core.head_text import shipped_text
 from specviz_core.models import LoadedModel, encode_prompt
 
 TOPK = 16
@@ -313,32 +313,6 @@ def agreement(head: DraftHead, target: LoadedModel, held: Corpus) -> dict[str, f
             hits["top5" + suffix] += int((top == want[:, None]).any(-1).sum())
         n += len(want)
     return {k: v / max(n, 1) for k, v in hits.items()} | {"positions": n}
-
-
-def shipped_text(target: LoadedModel, seed: int, text_tokens: int | None = None, held_out: float = 0.1,
-                 most_held: int = 160) -> tuple[list[tuple[int, list[int]]], list[tuple[int, list[int]]]]:
-    """(train, held-out) sequences of the shipped answers in ``target``'s format: the held-out ones answer
-    prompts the training never sees (a share of the prompts, at most ``most_held`` answers), the training ones
-    are shuffled and, with ``text_tokens``, cut to about that many answer tokens."""
-    _, answers = read_answers()
-    by_prompt: dict[str, list[Answer]] = {}
-    for a in answers:
-        by_prompt.setdefault(a.prompt, []).append(a)
-    names = sorted(by_prompt)
-    rng = random.Random(seed)
-    rng.shuffle(names)
-    k = max(1, round(len(names) * held_out)) if len(names) > 1 else 0
-    held = [encode_answer(target, a) for name in names[:k] for a in by_prompt[name]][:most_held]
-    train_answers = [a for name in names[k:] for a in by_prompt[name]]
-    rng.shuffle(train_answers)
-    train, count = [], 0
-    for a in train_answers:
-        if text_tokens is not None and count >= text_tokens:
-            break
-        start, seq = encode_answer(target, a)
-        train.append((start, seq))
-        count += len(seq) - start
-    return train, held
 
 
 def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None = None, seed: int = 0,

@@ -20,6 +20,7 @@ from tokenizers.pre_tokenizers import Whitespace
 from transformers import PreTrainedTokenizerFast
 
 from helpers import compare_greedy, concentrated_llama, hf_greedy, tiny_llama
+from specviz_core import head_text
 from specviz_core import train_head as th
 from specviz_core.errors import SpecVizError
 from specviz_core.head_text import Answer, encode_answer, read_answers, sample_answers, write_answers
@@ -105,16 +106,16 @@ def _corpus(n_prompts: int, per: int) -> list[Answer]:
 
 
 def test_shipped_text_holds_out_whole_prompts_and_caps_the_tokens(monkeypatch):
-    monkeypatch.setattr(th, "read_answers", lambda: ({}, _corpus(20, 5)))
+    monkeypatch.setattr(head_text, "read_answers", lambda: ({}, _corpus(20, 5)))
     m = worded(tiny_llama())
-    train, held = th.shipped_text(m, seed=3, text_tokens=200)
-    assert train == th.shipped_text(m, seed=3, text_tokens=200)[0]  # seeded
+    train, held = head_text.shipped_text(m, seed=3, text_tokens=200)
+    assert train == head_text.shipped_text(m, seed=3, text_tokens=200)[0]  # seeded
     prompt_of = lambda s: tuple(s[1][:s[0]])
     assert {prompt_of(s) for s in held}.isdisjoint({prompt_of(s) for s in train})
     assert len({prompt_of(s) for s in held}) == 2  # a tenth of the prompts
     answer_tokens = [len(seq) - start for start, seq in train]
     assert sum(answer_tokens) >= 200 > sum(answer_tokens[:-1])
-    full, _ = th.shipped_text(m, seed=3)
+    full, _ = head_text.shipped_text(m, seed=3)
     assert len(full) == 90
 
 
@@ -127,7 +128,7 @@ def test_training_on_shipped_text_learns_the_targets_next_token(monkeypatch):
     drawn = sample_answers(m, ids, 6, seed=1, max_new_tokens=24)
     corpus = [Answer(p, m.tokenizer.decode(a[:-1] if a and a[-1] == 1 else a), bool(a) and a[-1] == 1)
               for p, answers in zip(prompts, drawn) for a in answers]
-    monkeypatch.setattr(th, "read_answers", lambda: ({}, corpus))
+    monkeypatch.setattr(head_text, "read_answers", lambda: ({}, corpus))
     _, info = th.train_head(m, steps=150, lr=1e-2, window=24, text_tokens=10**6)
     assert info["text"] == "shipped" and info["held_out_answers"] == 12
     assert info["agreement"]["top1"] > 3 / 32, info["agreement"]  # chance is 1/32 (15% here)
