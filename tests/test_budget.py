@@ -168,7 +168,7 @@ def _record(nodes: list[tuple[int, int, str, float, int, bool]]) -> CycleRecord:
 
 def test_acceptance_stats_learn_the_measured_rate():
     st = AcceptanceStats(decay=1.0)
-    assert st.mean("spine", 1.0, 1) == pytest.approx(0.5)  # the prior for a node without a score
+    assert st.mean("spine", 1.0, 1) == pytest.approx(0.85)  # the measured prior for a copy at depth 1
     assert st.p("spine", 1.0, 1) > 0.8  # optimism while there is no data
     for k in range(200):
         # depth-1 spine accepted 9 times in 10; its child (depth 2) is seen only when the parent was accepted.
@@ -237,3 +237,31 @@ def test_session_request_takes_budget_auto(curve_cache, tiny):
     assert choice.params.budget == METHODS["goose"].params_cls().budget
     with pytest.raises(SpecVizError, match="no budget"):
         SessionRequest(method="pld", prompt="x", params={"budget": "auto"}).check()
+
+
+def test_a_copys_depths_are_estimated_apart_and_the_spine_kept_accordingly():
+    """A spine that breaks at its first token in most cycles but runs on once past it: each depth's estimate is
+    its own Beta posterior around the measured prior (not pooled with depth 1's breaks), and the controller
+    keeps the chain length an independent argmax over those posteriors gives."""
+    st = AcceptanceStats(decay=1.0)
+    runs = [0, 0, 0, 9, 0, 12]  # spine tokens accepted per cycle, of 20 offered
+    for run in runs:
+        st.observe(_record([(d, d - 1, "spine", 1.0, d, d <= run) for d in range(1, 21)]))
+    prior = {1: 0.85, 2: 0.80, 3: 0.88, 4: 0.92}
+    seen = {d: [0, 0] for d in prior}  # depth class -> [accepted, tried with the parent accepted]
+    for run in runs:
+        for d in range(1, min(run + 1, 20) + 1):
+            seen[min(d, 4)][0] += d <= run
+            seen[min(d, 4)][1] += 1
+    post = {d: (a + 2 * prior[d]) / (n + 2) for d, (a, n) in seen.items()}
+    for d in (1, 2, 3, 4, 9):
+        assert st.mean("spine", 1.0, d) == pytest.approx(post[min(d, 4)])
+    assert st.mean("spine", 1.0, 1) < 0.5 < 0.85 < st.mean("spine", 1.0, 6)  # 4 of 6 broke at once; survivors ran on
+
+    ctl = BudgetController(CostCurve.from_dict(CURVE), max_budget=100)
+    ctl.stats = st
+    tree = DraftTree(root_token=1)
+    tree.add_chain(list(range(10, 60)), "spine")
+    choice = ctl.fit(tree)
+    assert choice.chosen == brute_force_best([post[min(d, 4)] for d in range(1, 51)], CURVE)
+    assert choice.chosen >= 10
