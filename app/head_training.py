@@ -114,7 +114,7 @@ class TrainHeadDialog(QDialog):
         self.minutes.setToolTip("Time for the whole run: half reading the text (60% writing it, for the model's "
                                 "own answers), the rest training. More minutes, more text and more steps")
         self.text = QComboBox()
-        self.text.addItem("Shipped answers (most text a minute)", "shipped")
+        self.text.addItem("Shipped answers (the most text per minute)", "shipped")
         self.text.addItem("The model's own answers, written now", "own")
         self.text.setToolTip("Shipped: the embedded model's answers to the seed prompts, read about 4x faster than "
                              "written, so the head sees more text. Own: this model writes its answers first (its own "
