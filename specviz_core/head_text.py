@@ -26,7 +26,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -37,12 +37,10 @@ from transformers import DynamicCache
 
 from specviz_core import kv
 from specviz_core.errors import SpecVizError
-from specviz_core.models import LoadedModel, encode_prompt
+from specviz_core.models import LoadedModel, Progress, encode_prompt
 
 SHIPPED = "head-text/answers.jsonl.gz"
 """The shipped answers, inside ``specviz_resources``."""
-
-Progress = Callable[[str, "float | None"], None]
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from specviz_core import kv
 from specviz_core.drafters.head import DraftHead, DraftLogits, install_feature_tap, lm_head_of
 from specviz_core.errors import SpecVizError
 from specviz_core.head_text import shipped_text
-from specviz_core.models import LoadedModel, encode_prompt
+from specviz_core.models import LoadedModel, Progress, encode_prompt
 
 TOPK = 16
 """Target probabilities kept per position (the soft labels)."""
@@ -54,8 +54,6 @@ DRAFT_VOCAB = 16384
 """Most tokens a head drafts (EAGLE-3 drafts from 32k of Llama-3's 128k)."""
 CE_WEIGHT = 0.1
 """Weight of the token loss against the feature loss (EAGLE's)."""
-
-Progress = Callable[[str, "float | None"], None]
 
 
 @dataclass
