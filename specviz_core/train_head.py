@@ -340,7 +340,6 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
         held = teacher_force(target, held_seqs, progress=say, stop=stop)
         deadline = None if text_tokens is not None else t_start + READ_SHARE * minutes * 60
         train = teacher_force(target, train_seqs, progress=say, stop=stop, deadline=deadline)
-        seqs = train_seqs[:len(train.tokens)] + held_seqs
         made = sum(len(t) - s for t, s in zip(train.tokens, train.starts))
     else:
         if prompts is None:  # the shipped seed prompts, in the model's chat format when it has one
@@ -387,7 +386,7 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
     agree = agreement(head, target, held)
     info = {"model": target.name, "path": target.path, "seed": seed, "steps": done, "window": window, "batch": batch,
             "lr": lr, "text": text, "text_tokens": train.n_tokens + held.n_tokens, "answer_tokens": made,
-            "draft_vocabulary": len(head.vocab), "answers": len(seqs), "held_out_answers": len(held.tokens),
+            "draft_vocabulary": len(head.vocab), "answers": len(train.tokens) + len(held.tokens), "held_out_answers": len(held.tokens),
             "temperature": 0.8, "minutes": round((time.monotonic() - t_start) / 60, 2), "agreement": agree,
             "final_loss": sum(losses[-10:]) / max(1, len(losses[-10:])), "created": time.strftime("%Y-%m-%d %H:%M")}
     return head, info
