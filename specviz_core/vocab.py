@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
+
+from .locations import locate_model
 
 _VISIBLE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
 
@@ -85,11 +86,13 @@ class _FastTokenizer:
 
 
 @lru_cache(maxsize=8)
-def load_token_text(tokenizer_path: str | None) -> TokenText:
-    """The tokenizer of a recorded session, from its local folder; ids only if it cannot be found."""
-    if not tokenizer_path:
+def load_token_text(tokenizer: str | None) -> TokenText:
+    """The tokenizer of a recorded session, found on this machine by the name the recording gives it (``default``,
+    a hub id, a folder; see :mod:`specviz_core.locations`); ids only if it cannot be found."""
+    folder = locate_model(tokenizer)
+    if folder is None:
         return TokenText(None)
-    fast = Path(tokenizer_path) / "tokenizer.json"
+    fast = folder / "tokenizer.json"
     try:
         if fast.is_file():
             from tokenizers import Tokenizer
@@ -97,6 +100,6 @@ def load_token_text(tokenizer_path: str | None) -> TokenText:
             return TokenText(_FastTokenizer(Tokenizer.from_file(str(fast))))
         from transformers import AutoTokenizer
 
-        return TokenText(AutoTokenizer.from_pretrained(tokenizer_path, local_files_only=True))
+        return TokenText(AutoTokenizer.from_pretrained(str(folder), local_files_only=True))
     except Exception:
         return TokenText(None)

@@ -2,7 +2,8 @@
 ``specviz screenshot --demo`` renders the bundled demo from the installed files, not from this checkout.
 
 No network: the wheel is built without build isolation and installed without dependencies into a venv
-that sees this interpreter's site-packages (torch, Qt and the rest are reused, not downloaded).
+that sees this interpreter's site-packages (torch, Qt and the rest are reused, not downloaded), whether this
+interpreter is the system's or a virtualenv's.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -64,10 +66,24 @@ def wheel(tmp_path_factory) -> Path:
     return whl
 
 
+def _site_packages(venv: Path) -> Path:
+    """The venv's own site-packages folder, asked of its python (its layout differs by platform)."""
+    proc = _run([str(_venv_bin(venv, "python")), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                cwd=venv.parent)
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory) -> Path:
     venv = tmp_path_factory.mktemp("venv") / "env"
-    _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], cwd=venv.parent)
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=venv.parent)
+    # The venv sees what this interpreter sees: not ``--system-site-packages``, which gives the *base*
+    # interpreter's folders (run from a virtualenv, that misses everything installed in it), but this
+    # interpreter's own site folders, after the venv's own. Plain paths, not ``addsitedir``: an editable
+    # install's finder of the checkout is not carried over.
+    seen = [p for p in (*site.getsitepackages(), site.getusersitepackages() if site.ENABLE_USER_SITE else "")
+            if p and Path(p).is_dir()]
+    (_site_packages(venv) / "specviz-test-parent.pth").write_text("\n".join(seen) + "\n", encoding="utf-8")
     # This interpreter's pip, run by the venv's python, installs into the venv.
     _run([str(_venv_bin(venv, "python")), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
          cwd=venv.parent)

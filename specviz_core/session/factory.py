@@ -13,7 +13,7 @@ from specviz_core.drafters import Drafter
 from specviz_core.engine.budget import make_controller
 from specviz_core.engine.cycle import DecodeConfig, Engine
 from specviz_core.engine.selfcheck import SelfCheck, check_tree_support
-from specviz_core.models import DEFAULT_MODEL, LoadedModel, check_same_tokenizer, encode_prompt, load_model
+from specviz_core.models import DEFAULT_MODEL, LoadedModel, check_same_tokenizer, encode_prompt, load_model, model_reference
 from specviz_core.recording.store import new_session_id
 from specviz_core.records import SessionInfo
 from specviz_core.session.request import CheckedRequest, MethodChoice
@@ -84,11 +84,13 @@ def session_info(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence
                  chat_template: bool = False, group_id: str | None = None) -> SessionInfo:
     """The session row a recording starts with."""
     return SessionInfo(
-        id=new_session_id(), model=target.name, tokenizer=target.path, method=choice.method,
+        # The model by a name that any machine resolves (never this machine's cache folder): a recording made here
+        # replays elsewhere with the same model.
+        id=new_session_id(), model=model_reference(target.name), tokenizer=model_reference(target.name), method=choice.method,
         params=choice.on(target).recorded_params, prompt_ids=tuple(prompt_ids), prompt_text=prompt_text,
         temperature=temperature, seed=seed, device=str(target.device),
         dtype=str(target.dtype).removeprefix("torch."),
-        attention=f"{target.attn_implementation}; {target.attention.describe()}", draft_model=draft.name if draft is not None else None,
+        attention=f"{target.attn_implementation}; {target.attention.describe()}", draft_model=model_reference(draft.name) if draft is not None else None,
         chat_template=chat_template, max_new_tokens=max_new_tokens, group_id=group_id,
     )
 
