@@ -1,5 +1,5 @@
 """SpecViz's Qt application (PySide6 + pyqtgraph): views over the headless core."""
 
-from ._compat import guard_none_refcount
+from specviz_app._compat import guard_none_refcount
 
 guard_none_refcount()

@@ -9,10 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import specviz_core.cli.commands as core_cli
+from specviz_app.bench import options as bench_cli
 from specviz_core.cli.options import bounded_int, check_writable, finite_float, refuse_overwriting
 from specviz_core.errors import SpecVizError
-
-from . import bench_cli
 
 PANELS = ("tree", "mask", "kv", "charts", "output", "spine", "window")
 DEMO_HELP = "replay the bundled demo recording (a Goose session on the default model; loads no model)"
@@ -66,8 +65,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     refuse_overwriting(args.out, [args.db])
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     comparison, vocab = core_cli.load_comparison(args.db, args.sessions)
-    from .compare_view import render_png
-    from .gui import make_app
+    from specviz_app.gui import make_app
+    from specviz_app.windows.compare.view import render_png
 
     make_app(theme=args.theme)
     try:
@@ -105,15 +104,15 @@ def cmd_race(args: argparse.Namespace) -> int:
         check_writable(args.out)
         refuse_overwriting(args.out, [args.db])
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from specviz_core.race import make_race
+    from specviz_core.analysis.race import make_race
 
     comparison, vocab = core_cli.load_comparison(args.db, args.sessions)
     if not comparison.same_prompt():
         raise SpecVizError("the sessions decode different prompts: race sessions of one prompt")
     race = make_race(comparison.sessions)
-    from .gui import make_app
-    from .race_view import RaceView, write_gif
-    from .race_window import RaceWindow
+    from specviz_app.gui import make_app
+    from specviz_app.windows.race.view import RaceView, write_gif
+    from specviz_app.windows.race.window import RaceWindow
 
     app = make_app(theme=args.theme)
     if args.out is None:
@@ -147,10 +146,10 @@ def parse_size(text: str, bounds: tuple[tuple[int, int], tuple[int, int]]) -> tu
 
 
 def cmd_gui(args: argparse.Namespace) -> int:
-    from .gui import run_gui
+    from specviz_app.gui import run_gui
 
     if args is not None and getattr(args, "demo", False):
-        from .demo import demo_recording
+        from specviz_app.demo import demo_recording
 
         with demo_recording() as db:
             return run_gui(db, args.session, replay=True)
@@ -178,7 +177,7 @@ def cmd_screenshot(args: argparse.Namespace) -> int:
     check_writable(args.out)
     if not args.demo:
         refuse_overwriting(args.out, [args.db])
-    from .screenshot import render
+    from specviz_app.screenshot import render
 
     if args.live < 0:
         raise SpecVizError("--live takes a number of cycles >= 1")
@@ -194,7 +193,7 @@ def cmd_screenshot(args: argparse.Namespace) -> int:
             raise SpecVizError(f"cannot write {args.out}: {e.strerror or e}") from None
 
     if args.demo:
-        from .demo import demo_recording
+        from specviz_app.demo import demo_recording
 
         with demo_recording() as db:
             shot(db)

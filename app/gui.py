@@ -12,8 +12,8 @@ from specviz_core.errors import SpecVizError
 def make_app(argv: list[str] | None = None, theme: str = "system"):
     from PySide6.QtWidgets import QApplication
 
-    from .icons import app_icon
-    from .theme import apply_system_theme
+    from specviz_app.icons import app_icon
+    from specviz_app.theme import apply_system_theme
 
     app = QApplication.instance()
     if app is None:
@@ -28,7 +28,7 @@ def make_app(argv: list[str] | None = None, theme: str = "system"):
 
 def open_window(db: Path, session: str | None = None, replay: bool = False):
     """Build the main window on ``db``; with ``replay``, open ``session`` (or the latest) from it."""
-    from .main_window import MainWindow
+    from specviz_app.shell.window import MainWindow
 
     if replay and not Path(db).exists():
         raise SpecVizError(f"no recording at {db}")
@@ -71,7 +71,7 @@ def window_excepthook(window):
 
 def run_gui(db: Path, session: str | None = None, replay: bool = False) -> int:
     app = make_app()
-    from .worker import WorkerThread
+    from specviz_app.session.worker import WorkerThread
 
     window = open_window(db, session, replay)
     window.show()

@@ -14,8 +14,8 @@ def render(db: Path, session: str | None, cycle: int, panel: str, out: Path, siz
            prompt: str | None = None, model: str | None = None, timeout_s: float = 600.0) -> Path:
     from PySide6.QtWidgets import QApplication
 
-    from .gui import make_app
-    from .main_window import MainWindow
+    from specviz_app.gui import make_app
+    from specviz_app.shell.window import MainWindow
 
     if not live and not Path(db).exists():
         raise SpecVizError(f"no recording at {db}")

@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .models import LoadedModel, available_devices
-from .records import SessionInfo
+from specviz_core.records import SessionInfo
+from specviz_core.runtime.models import LoadedModel, available_devices
 
 #: Top-2 logit gaps below these, per dtype, are numerical ties.
 TIE_EPSILON = {"float32": 1e-3, "float16": 5e-2, "bfloat16": 1e-1}

@@ -45,7 +45,7 @@ def one_thread(request):
 
 @pytest.fixture(scope="session")
 def smol():
-    from specviz_core.models import load_model
+    from specviz_core.runtime.models import load_model
 
     return load_model(device="cpu")
 
@@ -58,7 +58,7 @@ def tiny_dir(tmp_path_factory):
 
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from specviz_core.models import default_model_dir
+    from specviz_core.runtime.models import default_model_dir
 
     src = default_model_dir()
     out = tmp_path_factory.mktemp("tiny-model")
@@ -81,7 +81,7 @@ def window(qtbot, tmp_path, monkeypatch, tiny_dir):
     import gc
 
     monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
-    from app.main_window import MainWindow
+    from specviz_app.shell.window import MainWindow
 
     w = MainWindow(tmp_path / "sessions.db")
     qtbot.addWidget(w)

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from specviz_core.records import CycleRecord, Node, SessionInfo
+from specviz_core.runtime.vocab import TokenText
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import LiveSource
-from specviz_core.vocab import TokenText
 
 # Token id i decodes to WORDS[i]; ids 0-2 are punctuation and a newline so whitespace display can be checked.
 WORDS: tuple[str, ...] = (".", ",", "\n") + tuple(" " + w for w in (

@@ -6,7 +6,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from specviz_core.engine.cycle import Engine
-from specviz_core.models import LoadedModel
+from specviz_core.runtime.models import LoadedModel
 from specviz_core.session.factory import build_engine
 from specviz_core.session.request import check_method
 

@@ -21,7 +21,7 @@ from transformers import PreTrainedTokenizerFast
 from transformers.generation import candidate_generator as cg
 
 from helpers import tiny_llama
-from specviz_core.models import LoadedModel
+from specviz_core.runtime.models import LoadedModel
 
 GENERATORS = {"hf_assisted": cg.AssistedCandidateGenerator,
               "hf_universal": cg.AssistedCandidateGeneratorDifferentTokenizers,

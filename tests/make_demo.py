@@ -75,7 +75,7 @@ def tokenizer_slice(full: dict, ids: set[int]) -> dict:
 def main() -> int:
     import torch
 
-    from specviz_core.models import default_model_dir
+    from specviz_core.runtime.models import default_model_dir
 
     # One thread: on a shared CPU a multi-threaded forward slows down many times over when another process
     # runs, and the demo's timings (tokens/s, the speed-up over AR) would show that instead of the method.

@@ -25,8 +25,8 @@ def build(tmp: Path) -> Path:
     from test_catalog import OTHER_WORDS, put_in_hub_cache, save_tiny
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from specviz_core.catalog import remember_model
-    from specviz_core.models import default_model_dir
+    from specviz_core.runtime.catalog import remember_model
+    from specviz_core.runtime.models import default_model_dir
 
     cache = tmp / "hub"
     put_in_hub_cache(cache, "HuggingFaceTB/SmolLM2-135M-Instruct", default_model_dir())
@@ -52,8 +52,8 @@ def shoot(size: tuple[int, int], out: Path) -> None:
     from PySide6.QtTest import QSignalSpy
     from PySide6.QtWidgets import QScrollArea
 
-    from app.gui import make_app
-    from app.main_window import MainWindow
+    from specviz_app.gui import make_app
+    from specviz_app.shell.window import MainWindow
 
     app = make_app(theme="light")
     w = MainWindow(Path(tempfile.mkdtemp()) / "sessions.db", restore_layout=False)

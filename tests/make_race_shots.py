@@ -34,8 +34,8 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)  # on a shared CPU a second intra-op thread spins against the other load: 10x slower
-    from app.gui import make_app
-    from app.main_window import MainWindow
+    from specviz_app.gui import make_app
+    from specviz_app.shell.window import MainWindow
 
     app = make_app(theme="light")
     w = MainWindow(Path(tempfile.mkdtemp()) / "sessions.db", restore_layout=False)

@@ -19,13 +19,13 @@ os.environ.setdefault("SPECVIZ_CONFIG", str(Path(tempfile.mkdtemp()) / "gui.ini"
 
 
 def main(db: str, session: str, out: Path = ROOT / "docs" / "screenshots" / "why-charts.png") -> None:
-    from app.gui import make_app
-    from app.panels.base import export_widget
-    from app.panels.charts import ChartsPanel
+    from specviz_app.gui import make_app
+    from specviz_app.panels.base import export_widget
+    from specviz_app.panels.charts.panel import ChartsPanel
     from specviz_core.recording.store import Recording
+    from specviz_core.runtime.vocab import load_token_text
     from specviz_core.viewer.session_model import SessionModel
     from specviz_core.viewer.sources import RecordingSource
-    from specviz_core.vocab import load_token_text
 
     app = make_app(theme="light")
     rec = Recording(Path(db), read_only=True)

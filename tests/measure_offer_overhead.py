@@ -2,11 +2,15 @@
 goose tr talon``. The same 64-token sessions on the default model, recorded to a temporary file, with the drafters'
 candidate lists (``DraftTree.offer`` and the lazy offers of Goose and Token Recycling) on and off, alternating, one
 thread; prints the median decode-and-record time of each (prefill excluded) and the overhead."""
-import statistics, sys, time
+import statistics
+import sys
+import time
+
 import torch
+
 torch.set_num_threads(1)
 from specviz_core import tree as tree_mod
-from specviz_core.models import load_model, encode_prompt
+from specviz_core.runtime.models import encode_prompt, load_model
 from specviz_core.session.factory import build_engine
 from specviz_core.session.request import check_method
 
@@ -16,15 +20,18 @@ prompt, _ = encode_prompt(m, "Rename x to total:\n\ndef f(x):\n    x = x + 1\n  
 orig_offer = tree_mod.DraftTree.offer
 def off(*a, **k): pass
 
-import specviz_core.drafters.goose as goose_mod
+import specviz_core.drafters.goose.drafter as goose_mod
 import specviz_core.drafters.token_recycling as tr_mod
+
 orig_goose, orig_tr = goose_mod.offer_goose, tr_mod.TokenRecyclingDrafter._offer
 
 def session(method, on):
     tree_mod.DraftTree.offer = orig_offer if on else off
     goose_mod.offer_goose = orig_goose if on else off
     tr_mod.TokenRecyclingDrafter._offer = orig_tr if on else off
-    import tempfile, os
+    import os
+    import tempfile
+
     from specviz_core.recording.store import Recording
     from specviz_core.session.factory import prepare
     from specviz_core.session.request import SessionRequest

@@ -12,12 +12,12 @@ import torch
 from arch_models import ARCHS, WINDOW, save_tiny
 
 from helpers import compare_greedy, hf_greedy, run
-from specviz_core import attention
-from specviz_core.attention import attention_pattern
 from specviz_core.engine import forward
 from specviz_core.engine.selfcheck import check_tree_support
 from specviz_core.errors import SpecVizError
-from specviz_core.models import encode_prompt, load_model
+from specviz_core.runtime import attention
+from specviz_core.runtime.attention import attention_pattern
+from specviz_core.runtime.models import encode_prompt, load_model
 
 PROMPT = "The quick brown fox jumps over the lazy dog. " * 6 + "Repeat after me: alpha beta gamma delta alpha beta"
 N = 48
@@ -25,7 +25,7 @@ N = 48
 
 @pytest.fixture(scope="module")
 def arch_dirs(tmp_path_factory):
-    from specviz_core.models import default_model_dir
+    from specviz_core.runtime.models import default_model_dir
 
     tok = default_model_dir()
     root = tmp_path_factory.mktemp("archs")
@@ -110,7 +110,7 @@ def test_self_check_refuses_a_wrong_mask(arch, plant, arch_dirs, monkeypatch):
 
 def test_memory_plan_from_the_safetensors_headers(arch_dirs):
     """The estimate is the parameter count times the dtype's size, read without loading the weights."""
-    from specviz_core.models import plan_memory, weights_bytes
+    from specviz_core.runtime.models import plan_memory, weights_bytes
 
     m = load_model(str(arch_dirs["llama"]), device="cpu")
     n = sum(p.numel() for p in m.model.parameters())  # a tied embedding is one parameter, stored once
@@ -123,7 +123,7 @@ def test_memory_plan_from_the_safetensors_headers(arch_dirs):
 def test_a_model_larger_than_memory_is_refused_in_one_line(arch_dirs, monkeypatch):
     import psutil
 
-    from specviz_core import models
+    from specviz_core.runtime import models
 
     monkeypatch.setattr(psutil, "virtual_memory", lambda: SimpleNamespace(available=1000))
     with pytest.raises(SpecVizError, match=r"needs ~.* GB at float32; this machine has .* GB of RAM free"):
@@ -133,7 +133,7 @@ def test_a_model_larger_than_memory_is_refused_in_one_line(arch_dirs, monkeypatc
 @pytest.mark.parametrize("device,message", [("meta", "unsupported device"), ("cuda:7", "no GPU"),
                                             ("gpu!", "unknown device")])
 def test_bad_devices_are_refused_in_one_line(device, message):
-    from specviz_core.models import pick_device
+    from specviz_core.runtime.models import pick_device
 
     if torch.cuda.is_available() and device == "cuda:7" and torch.cuda.device_count() > 7:
         pytest.skip("this machine has 8 GPUs")

@@ -11,7 +11,7 @@ import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("specviz_core", "app", "specviz_resources")
+PACKAGES = ("specviz_core", "specviz_app", "specviz_resources")
 
 
 def lint_imports(cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -42,8 +42,8 @@ def test_layers_contract_names_every_core_subpackage():
 @pytest.mark.parametrize("bad", ["records_imports_session", "new_unlisted_module"])
 def test_a_wrong_import_breaks_the_layers(tmp_path, bad):
     """A copy of the tree with one deliberate mistake must fail lint-imports."""
-    for pkg in ("specviz_core", "app"):
-        shutil.copytree(ROOT / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "specviz_core", tmp_path / "specviz_core", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "app", tmp_path / "specviz_app", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "resources", tmp_path / "specviz_resources", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     if bad == "records_imports_session":
@@ -76,8 +76,10 @@ def test_core_runs_without_qt_loaded():
 
 
 def test_every_package_is_listed_for_the_wheel():
-    """setuptools is given an explicit package list (specviz_resources lives in resources/): it must be complete."""
+    """setuptools is given an explicit package list (specviz_app lives in app/, specviz_resources in resources/): it
+    must be complete."""
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {str(p.parent.relative_to(ROOT)).replace("/", ".") for d in ("specviz_core", "app")
-             for p in (ROOT / d).rglob("__init__.py")} | {"specviz_resources"}
+    folders = {"specviz_core": "specviz_core", "app": "specviz_app"}
+    found = {".".join((folders[p.relative_to(ROOT).parts[0]], *p.relative_to(ROOT).parts[1:-1]))
+             for d in folders for p in (ROOT / d).rglob("__init__.py")} | {"specviz_resources"}
     assert listed == found

@@ -97,7 +97,7 @@ def test_bench_samples_with_a_temperature_and_prints_a_row_per_prompt(tiny_dir, 
 
 
 def test_compare_to_ar_names_the_divergence(tiny_dir):
-    from specviz_core.models import load_model
+    from specviz_core.runtime.models import load_model
 
     m = load_model(str(tiny_dir))
     assert compare_to_ar(m, [2, 3, 4], [5, 6], [5, 6]) == "identical"
@@ -128,7 +128,7 @@ def test_bad_input_is_one_line(tmp_path, capsys):
 
 
 def test_builtin_suites_load_and_are_packaged(tiny_dir):
-    from specviz_core.models import load_model
+    from specviz_core.runtime.models import load_model
 
     m = load_model(str(tiny_dir))
     assert [s.name for s in load_suites("all")] == list(ALL) == ["code_editing", "summarising", "qa", "chat", "multi_turn"]

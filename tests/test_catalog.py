@@ -10,8 +10,8 @@ import pytest
 
 from helpers import tiny_llama
 from hf_reference import word_tokenizer
-from specviz_core.catalog import list_models, recent_models, remember_model
 from specviz_core.cli.commands import main
+from specviz_core.runtime.catalog import list_models, recent_models, remember_model
 
 WORDS = ["<unk>", "<eos>"] + [f"w{i}" for i in range(94)]
 OTHER_WORDS = ["<unk>", "<eos>"] + [f"v{i}" for i in range(94)]

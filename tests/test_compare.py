@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from specviz_core.analysis.compare import compare
 from specviz_core.cli.commands import main
-from specviz_core.compare import compare
 from specviz_core.recording.store import Recording
 
 PROMPT = "one two three one two three one two"

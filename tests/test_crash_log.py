@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.gui import window_excepthook
+from specviz_app.gui import window_excepthook
 from specviz_core.cli.crash import one_line
 
 
@@ -50,14 +50,14 @@ def test_an_unexpected_error_on_the_engine_thread_is_one_line_in_the_window(wind
                                                                             capfd):
     from PySide6.QtCore import Qt
 
-    import app.worker
+    import specviz_app.session.worker
 
     monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug in the engine")
 
-    monkeypatch.setattr(app.worker, "prepare", broken)
+    monkeypatch.setattr(specviz_app.session.worker, "prepare", broken)
     qtbot.keyClick(window, Qt.Key.Key_F10)
     qtbot.waitUntil(lambda: "a bug in the engine" in window.run_panel.message.text(), timeout=60000)
     text = window.run_panel.message.text()

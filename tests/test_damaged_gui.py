@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 from test_damaged import BAD, CYCLE_DAMAGE, damaged_copy, good  # noqa: F401 - good: the recording, built once
 
-from app.cli import main
+from specviz_app.cli import main
 
 SOOT = CYCLE_DAMAGE["unknown source"]
 
@@ -19,7 +19,7 @@ SOOT = CYCLE_DAMAGE["unknown source"]
 @pytest.fixture
 def window(qtbot, tmp_path, monkeypatch):
     monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
-    from app.main_window import MainWindow
+    from specviz_app.shell.window import MainWindow
 
     w = MainWindow(tmp_path / "sessions.db")
     qtbot.addWidget(w)

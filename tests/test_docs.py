@@ -108,7 +108,7 @@ def test_every_documented_record_command_parses():
 
     from specviz_core.cli.commands import build_parser
     from specviz_core.drafters import METHODS
-    from specviz_core.models import pick_dtype
+    from specviz_core.runtime.models import pick_dtype
 
     commands = [c for c in documented_commands("specviz record") if "--db" in c]  # whole commands, not fragments
     assert any("--dtype" in c for c in commands)
@@ -128,7 +128,7 @@ def test_every_documented_record_command_parses():
 
 def test_every_documented_bench_command_parses():
     """The documented ``specviz bench`` commands name real options, methods (with their parameters) and suites."""
-    from app.cli import add_commands
+    from specviz_app.cli import add_commands
     from specviz_core.bench.specs import parse_method_specs
     from specviz_core.bench.suites import load_suites
     from specviz_core.cli.commands import build_parser
@@ -148,7 +148,7 @@ def test_bench_report_command_redraws_the_published_tables_and_chart(tmp_path, m
     """The documented refresh from the stored results reproduces docs/benchmarks.md's tables as they are."""
     from PySide6.QtGui import QImage
 
-    from app.cli import main as app_main
+    from specviz_app.cli import main as app_main
 
     (command,) = [c for c in documented_commands("specviz bench --report") if "--chart-png" in c]
     docs = tmp_path / "docs"
@@ -168,7 +168,7 @@ def test_gui_bench_command(smol, tmp_path):
     """``specviz bench --gui`` (docs/gui.md) prints its three medians; run small."""
     (command,) = documented_commands("specviz bench --gui")
     argv = shlex.split(command)[2:] + ["--cycles", "48", "--repeats", "1", "--jumps", "2", "--threads", "1"]
-    p = subprocess.run([sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main(sys.argv[1:]))",
+    p = subprocess.run([sys.executable, "-c", "import sys; from specviz_app.cli import main; sys.exit(main(sys.argv[1:]))",
                         "bench", *argv], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     for line in ("redraw all panels", "open a 48-cycle recording", "jump to a random cycle"):

@@ -16,7 +16,7 @@ import torch
 from helpers import compare_greedy, concentrated_llama, hf_greedy, make_engine, run, tiny_llama
 from specviz_core.cli.commands import main
 from specviz_core.drafters.head import DraftHead, HeadRunner, head_info, load_head, save_head, tapped_features
-from specviz_core.train_head import train_head
+from specviz_core.training.train import train_head
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -142,8 +142,8 @@ def test_session_metrics_give_talons_r(tiny, trained, heads):
     """R = tau / (1 + c * delta) (seed 001), c the median head step over the cycle's target forward, from the records."""
     import statistics
 
-    from specviz_core.metrics import session_metrics
-    from specviz_core.summary import summarize
+    from specviz_core.analysis.cycle_summary import summarize
+    from specviz_core.analysis.metrics import session_metrics
 
     save_head(tiny, trained[0], trained[1])
     _, records = run(tiny, "talon", prompts(1, 21)[0], 40)

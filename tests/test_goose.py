@@ -11,7 +11,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from helpers import compare_greedy, hf_greedy, make_engine, plain_logits, run
 from specviz_core.drafters.adjacency import AdjacencyTable
-from specviz_core.models import LoadedModel
+from specviz_core.runtime.models import LoadedModel
 
 
 def test_adjacency_lookup_returns_what_was_harvested():
@@ -113,7 +113,7 @@ GOOSE_PROMPTS = {
 @pytest.mark.default_model
 @pytest.mark.parametrize("method", ["goose", "isotropic"])
 def test_greedy_equals_generate_default_model(smol, method):
-    from specviz_core.models import encode_prompt
+    from specviz_core.runtime.models import encode_prompt
 
     modes = collections.Counter()
     for name, text in GOOSE_PROMPTS.items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from specviz_core.audit import plain_greedy
-from specviz_core.models import load_model
+from specviz_core.runtime.models import load_model
 
 
 def test_audit_of_a_live_greedy_session_is_identical(window, qtbot, tiny_dir):

@@ -14,12 +14,12 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtTest import QTest
 
-from app.panels import charts as charts_mod
-from app.panels.base import export_widget
-from app.panels.charts import HINT, ChartsPanel
-from app.panels.charts_layout import grid_cells
+from specviz_app.panels.base import export_widget
+from specviz_app.panels.charts import panel as charts_mod
+from specviz_app.panels.charts.layout import grid_cells
+from specviz_app.panels.charts.panel import HINT, ChartsPanel
+from specviz_core.analysis.cycle_summary import CycleSummary
 from specviz_core.records import CycleRecord, Node, SessionInfo
-from specviz_core.summary import CycleSummary
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import LiveSource
 

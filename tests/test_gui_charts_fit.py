@@ -14,7 +14,7 @@ keep_none_alive()
 @pytest.fixture
 def window(qtbot, tmp_path, monkeypatch):
     monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
-    from app.main_window import MainWindow
+    from specviz_app.shell.window import MainWindow
 
     w = MainWindow(tmp_path / "sessions.db", restore_layout=False)
     qtbot.addWidget(w)

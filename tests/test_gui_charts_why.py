@@ -3,9 +3,9 @@ position, checked against counts made here from the recorded cycles themselves."
 
 from __future__ import annotations
 
+from specviz_core.analysis.stop_cause import CAUSES, stop_cause
 from specviz_core.cli.commands import main
 from specviz_core.recording.store import Recording
-from specviz_core.why import CAUSES, stop_cause
 
 PROMPT = "one two three four one two three four five one two three"
 

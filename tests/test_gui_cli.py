@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QImage
 
-from app.cli import main
+from specviz_app.cli import main
 from specviz_core.recording.store import Recording
 
 
@@ -79,7 +79,7 @@ def test_image_outputs_never_overwrite_the_recording_and_are_written_atomically(
     """Issue 15: no command writes onto a recording it reads, and a failed write leaves the old file whole."""
     import shutil
 
-    from app.panels import base
+    from specviz_app.panels import base
 
     monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
     db, sid, n, last = recorded

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QImage
 
-from app.cli import main as app_main
-from app.compare_view import click_position
+from specviz_app.cli import main as app_main
+from specviz_app.windows.compare.view import click_position
 from specviz_core.cli.commands import main
 from specviz_core.recording.store import Recording
 

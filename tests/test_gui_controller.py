@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.controller import NO_SESSION, SessionController
 from gui_records import goose_session, keep_none_alive
+from specviz_app.session.controller import NO_SESSION, SessionController
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.viewer.filters import CycleFilter

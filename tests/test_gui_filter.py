@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.panels.filter_editor import FilterEditor
-from app.panels.timeline import TimelinePanel
 from gui_records import goose_session, keep_none_alive, word_vocab
+from specviz_app.panels.filter_editor import FilterEditor
+from specviz_app.panels.timeline import TimelinePanel
 from specviz_core.records import MODES
 from specviz_core.viewer.filters import KINDS, CycleFilter
 from specviz_core.viewer.session_model import SessionModel

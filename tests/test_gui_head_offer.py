@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.head_training import TrainHeadDialog
+from specviz_app.windows.train_head import TrainHeadDialog
 from specviz_core.drafters.head import head_info, head_info_for, head_paths
-from specviz_core.models import load_model
+from specviz_core.runtime.models import load_model
 
 
 @pytest.fixture(autouse=True)

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from test_catalog import OTHER_WORDS, WORDS, put_in_hub_cache, save_tiny
 
-from app.cli import main
-from app.panels import model_picker
-from app.panels.charts import ChartsPanel
-from app.panels.generate_dialog import GenerateCallDialog
-from app.panels.model_picker import DETAILS_ROLE, NAME_ROLE
-from app.panels.run_panel import RunPanel
-from app.panels.tree_view import TreeView
+from specviz_app.cli import main
+from specviz_app.panels.charts.panel import ChartsPanel
+from specviz_app.panels.run import model_picker
+from specviz_app.panels.run.generate_dialog import GenerateCallDialog
+from specviz_app.panels.run.model_picker import DETAILS_ROLE, NAME_ROLE
+from specviz_app.panels.run.panel import RunPanel
+from specviz_app.panels.tree.view import TreeView
 from specviz_core.recording.store import Recording
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import RecordingSource
@@ -222,8 +222,8 @@ def test_universal_node_tooltip_shows_the_alignment(qtbot, one_thread):
     from gui_records import session_info
     from helpers import run
     from hf_reference import universal_pair
+    from specviz_core.runtime.vocab import TokenText
     from specviz_core.viewer.sources import LiveSource
-    from specviz_core.vocab import TokenText
 
     target, assistant = universal_pair()
     prompt = target.tokenizer("w1 w2 w3 w4 w5 w6 w7 w8 w9 w10")["input_ids"]

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-import app.worker as worker_mod
+import specviz_app.session.worker as worker_mod
 from specviz_core.recording.store import Recording
 from specviz_core.viewer.sources import LiveSource
 

@@ -7,9 +7,9 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import QApplication
 
-from app.panels.kv_view import KVView
-from app.theme import SOURCE_COLORS, source_color
 from gui_records import bfs_goose_cycle, goose_session, keep_none_alive, model_for, single_cycle_source, small_cycle
+from specviz_app.panels.kv.view import KVView
+from specviz_app.theme import SOURCE_COLORS, source_color
 from specviz_core.viewer.session_model import SessionModel
 
 keep_none_alive()

@@ -16,7 +16,7 @@ keep_none_alive()
 @pytest.fixture
 def window(qtbot, qapp, tmp_path, monkeypatch):
     monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
-    from app.main_window import MainWindow
+    from specviz_app.shell.window import MainWindow
 
     style = qapp.style().name()
     qapp.setStyle("Fusion")  # the window's style (specviz gui sets it): Qt's stray tab bars show under it

@@ -7,9 +7,9 @@ from PySide6.QtCore import QEvent, QPoint, Qt
 from PySide6.QtGui import QColor, QHelpEvent, QImage, QPalette
 from PySide6.QtWidgets import QApplication, QToolTip
 
-from app.panels.mask_view import HINT, MIN_CELL, MaskView
-from app.theme import ACCEPTED
 from gui_records import bfs_goose_cycle, goose_session, keep_none_alive, model_for, single_cycle_source, small_cycle
+from specviz_app.panels.mask.view import HINT, MIN_CELL, MaskView
+from specviz_app.theme import ACCEPTED
 from specviz_core.viewer.session_model import SessionModel
 
 keep_none_alive()

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.panels.output_view import OutputView
 from gui_records import ar_cycle, keep_none_alive, session_info
+from specviz_app.panels.output import OutputView
+from specviz_core.runtime.vocab import TextStream, TokenText
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import LiveSource
-from specviz_core.vocab import TextStream, TokenText
 
 keep_none_alive()
 

@@ -11,9 +11,9 @@ from PIL import Image
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
-from app.race_view import LANE_COLORS
-from app.race_window import GIF_FPS, GIF_SIZE
-from app.worker_race import ar_request
+from specviz_app.session.jobs.race import ar_request
+from specviz_app.windows.race.view import LANE_COLORS
+from specviz_app.windows.race.window import GIF_FPS, GIF_SIZE
 from specviz_core.cli.commands import main
 from specviz_core.recording.store import Recording
 from specviz_core.session.request import SessionRequest

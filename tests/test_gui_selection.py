@@ -7,8 +7,8 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QTextCursor
 
-from app.panels.tree_layout import BONUS
 from gui_records import goose_session, keep_none_alive, word_vocab
+from specviz_app.panels.tree.layout import BONUS
 from specviz_core.viewer.selection import committed_index, committed_node
 
 keep_none_alive()
@@ -17,7 +17,7 @@ keep_none_alive()
 @pytest.fixture
 def window(qtbot, tmp_path, monkeypatch):
     monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
-    from app.main_window import MainWindow
+    from specviz_app.shell.window import MainWindow
 
     w = MainWindow(tmp_path / "sessions.db", restore_layout=False)
     qtbot.addWidget(w)

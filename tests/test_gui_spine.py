@@ -7,7 +7,6 @@ import dataclasses
 import pytest
 from PySide6.QtCore import QUrl
 
-from app.panels.spine_panel import SpinePanel
 from gui_records import (
     WordTokenizer,
     goose_session,
@@ -16,6 +15,7 @@ from gui_records import (
     word_id,
     word_vocab,
 )
+from specviz_app.panels.stop_cause import SpinePanel
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import LiveSource
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtGui import QColor
 
-from app.panels.timeline import MODE_COLORS, TimelinePanel
 from gui_records import goose_session, keep_none_alive, word_vocab
+from specviz_app.panels.timeline import MODE_COLORS, TimelinePanel
 from specviz_core.viewer.session_model import SessionModel
 
 keep_none_alive()

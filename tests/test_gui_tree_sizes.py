@@ -9,9 +9,9 @@ import pytest
 from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QFontInfo, QFontMetricsF, QWheelEvent
 
-from app.panels.tree_layout import BONUS, is_marker
 from gui_records import keep_none_alive, word_vocab
 from gui_trees import talon_cycle, talon_source
+from specviz_app.panels.tree.layout import BONUS, is_marker
 
 keep_none_alive()
 
@@ -19,7 +19,7 @@ keep_none_alive()
 @pytest.fixture
 def window(qtbot, tmp_path, monkeypatch):
     monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
-    from app.main_window import MainWindow
+    from specviz_app.shell.window import MainWindow
 
     w = MainWindow(tmp_path / "sessions.db", restore_layout=False)
     qtbot.addWidget(w)

@@ -11,8 +11,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from specviz_core.engine.cycle import Engine
-from specviz_core.models import load_model
 from specviz_core.recording.store import Recording
+from specviz_core.runtime.models import load_model
 from specviz_core.session.factory import prepare
 from specviz_core.session.request import SessionRequest
 from specviz_core.viewer.filters import CycleFilter
@@ -60,7 +60,7 @@ def test_f10_runs_one_cycle_and_every_panel_shows_it(qtbot, window):
 
 def assert_panels_show(w, rec) -> None:
     """Every panel draws ``rec``: numbers read back from the widgets against the record itself."""
-    from app.panels.tree_layout import BONUS
+    from specviz_app.panels.tree.layout import BONUS
 
     items = w.tree.node_items()
     shown_nodes = {k for k in items if k != BONUS}
@@ -253,7 +253,7 @@ def test_export_csv_and_panels(qtbot, window, long_recording, tmp_path):
 
 def test_layout_is_restored_on_restart(qtbot, tmp_path, monkeypatch):
     monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
-    from app.main_window import MainWindow
+    from specviz_app.shell.window import MainWindow
 
     w = MainWindow(tmp_path / "s.db")
     qtbot.addWidget(w)
@@ -337,7 +337,7 @@ def test_cyclic_garbage_is_collected_on_the_ui_thread(qtbot, window):
     t.join()
     qtbot.waitUntil(lambda: len(where) == 50, timeout=5000)
     assert all(where), f"{where.count(False)} of 50 cycles were freed on another thread"
-    from app import gc_guard
+    from specviz_app.session import gc_guard
 
     others = gc_guard._holders - 1  # windows an earlier test left open (a leak noted in the closing note)
     window.close()
@@ -357,7 +357,7 @@ def test_device_dtype_and_bounds_from_the_run_panel(qtbot, window):
     """The Run panel offers this machine's devices and the dtypes; its parameter editors take the bounds the CLI
     checks; the session records them and the attention the model got, and the status line shows it."""
     from specviz_core.drafters import METHODS
-    from specviz_core.models import available_devices
+    from specviz_core.runtime.models import available_devices
 
     w = window
     rp = w.run_panel

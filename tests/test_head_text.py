@@ -20,11 +20,11 @@ from tokenizers.pre_tokenizers import Whitespace
 from transformers import PreTrainedTokenizerFast
 
 from helpers import compare_greedy, concentrated_llama, hf_greedy, tiny_llama
-from specviz_core import head_text
-from specviz_core import train_head as th
 from specviz_core.errors import SpecVizError
-from specviz_core.head_text import Answer, encode_answer, read_answers, sample_answers, write_answers
-from specviz_core.models import LoadedModel
+from specviz_core.runtime.models import LoadedModel
+from specviz_core.training import text as head_text
+from specviz_core.training import train as th
+from specviz_core.training.text import Answer, encode_answer, read_answers, sample_answers, write_answers
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

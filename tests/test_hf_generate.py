@@ -13,9 +13,9 @@ import pytest
 
 from helpers import compare_greedy, run
 from hf_reference import hf_reference, near_copy, universal_pair
+from specviz_core.analysis.stop_cause import stop_cause
 from specviz_core.errors import SpecVizError
 from specviz_core.session.request import SessionRequest
-from specviz_core.why import stop_cause
 
 
 def tiny_prompts() -> list[list[int]]:
@@ -198,7 +198,7 @@ def test_sampling_is_refused_in_one_line(method):
 @pytest.mark.default_model
 def test_default_model_assisting_itself_is_generate(smol):
     """The default model as its own assistant, with transformers' defaults, on a chat prompt."""
-    from specviz_core.models import encode_prompt
+    from specviz_core.runtime.models import encode_prompt
 
     ids, _ = encode_prompt(smol, "Write the numbers one to ten as words.", chat_template=True)
     ref = hf_reference(smol, ids, 32, "hf_assisted", smol)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.cli import main
+from specviz_app.cli import main
 
 BAD_NUMBERS = ["-1", "0x", "nan", "inf", "-inf", "1e999", "", "  ", "9" * 40, "1.5"]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from specviz_core.locations import locate_model, model_reference
-from specviz_core.vocab import load_token_text
+from specviz_core.runtime.locations import locate_model, model_reference
+from specviz_core.runtime.vocab import load_token_text
 
 
 def _fake_model(folder: Path, tokenizer: Path) -> Path:

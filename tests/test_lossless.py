@@ -47,7 +47,7 @@ def test_greedy_equals_generate_tiny(tiny, method):
 
 @pytest.fixture(scope="module")
 def smol_refs(smol):
-    from specviz_core.models import encode_prompt
+    from specviz_core.runtime.models import encode_prompt
 
     refs = {}
     for name, text in PROMPTS.items():

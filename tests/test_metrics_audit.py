@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from helpers import plain_logits
+from specviz_core.analysis.cycle_summary import CycleSummary
+from specviz_core.analysis.metrics import DEFINITIONS, session_metrics
 from specviz_core.audit import classify
 from specviz_core.cli.commands import main
-from specviz_core.metrics import DEFINITIONS, session_metrics
-from specviz_core.models import load_model
 from specviz_core.recording.store import Recording
-from specviz_core.summary import CycleSummary
+from specviz_core.runtime.models import load_model
 
 
 def summary(index: int, n_verified: int, n_accepted: int, frontier: int | None) -> CycleSummary:
@@ -149,8 +149,8 @@ def test_classify_ties_and_divergences():
 def test_oracle_runs_continue_through_cycles_whose_sources_offered_w():
     """Worked by hand: cycle 0 accepted 2 and some source offered w (headroom 3), cycle 1 accepted 1 but no source
     offered w (headroom 1), cycle 2 offered w, cycle 3 (the last) offered w but has no next cycle."""
-    from specviz_core.metrics import oracle_runs
-    from specviz_core.summary import CycleSummary
+    from specviz_core.analysis.cycle_summary import CycleSummary
+    from specviz_core.analysis.metrics import oracle_runs
 
     def cyc(acc: int, room: int | None) -> CycleSummary:
         return CycleSummary(index=0, mode="tree", n_verified=8, n_accepted=acc, committed_ids=(1,) * (acc + 1),

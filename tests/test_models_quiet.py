@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import warnings
 
-from specviz_core import models
+from specviz_core.runtime import models
 
 
 def test_quiet_leaves_the_process_streams_alone_and_restores_the_switches() -> None:

@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from specviz_core.compare import Compared
-from specviz_core.race import frame_times, make_race
+from specviz_core.analysis.compare import Compared
+from specviz_core.analysis.cycle_summary import CycleSummary
+from specviz_core.analysis.race import frame_times, make_race
 from specviz_core.records import SessionInfo
-from specviz_core.summary import CycleSummary
 
 
 def session(sid: str, prefill_ms: float, cycles: list[tuple[float, int, int]]) -> Compared:
@@ -72,7 +72,7 @@ def test_race_needs_two_to_four_lanes():
 def test_race_gif_has_the_frames_and_size(tiny_dir, tmp_path, qapp):
     from PIL import Image
 
-    from app.cli import main
+    from specviz_app.cli import main
     from specviz_core.recording.store import Recording
 
     db = tmp_path / "r.db"
@@ -100,7 +100,7 @@ def test_race_gif_has_the_frames_and_size(tiny_dir, tmp_path, qapp):
 
 
 def test_race_of_different_prompts_is_refused(tiny_dir, tmp_path, capsys):
-    from app.cli import main
+    from specviz_app.cli import main
     from specviz_core.recording.store import Recording
 
     db = tmp_path / "r.db"

@@ -60,7 +60,7 @@ def test_talon_needs_a_head_then_reports_r(tiny, tmp_path, monkeypatch):
     with pytest.raises(SpecVizError, match="train-head"):
         reproduce(tiny, "talon", prompts=prompts(), max_new_tokens=16)
     from specviz_core.drafters.head import save_head
-    from specviz_core.train_head import train_head
+    from specviz_core.training.train import train_head
 
     rng = random.Random(5)
     head, info = train_head(tiny, steps=150, text="own", text_tokens=3000, lr=3e-3,

@@ -13,10 +13,10 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QLabel
 
 import specviz_resources
-from app.cli import main
-from app.demo import DEMO_DB, copy_demo, demo_recording
-from app.icons import ACTION_ICONS, action_icon, app_icon, render
-from app.theme import dark_palette, set_role, style_sheet
+from specviz_app.cli import main
+from specviz_app.demo import DEMO_DB, copy_demo, demo_recording
+from specviz_app.icons import ACTION_ICONS, action_icon, app_icon, render
+from specviz_app.theme import dark_palette, set_role, style_sheet
 from specviz_core.recording.store import Recording
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +39,7 @@ def test_action_icon_draws_at_toolbar_size(qapp, name):
 
 
 def test_app_icon(qapp):
-    from app.gui import make_app
+    from specviz_app.gui import make_app
 
     assert make_app() is qapp
     assert not qapp.windowIcon().isNull()
@@ -174,7 +174,7 @@ def test_screenshot_demo(monkeypatch, tmp_path):
 
 def test_demo_replay_shows_token_text():
     """The tokenizer slice travels with the copy: the replay shows words, not ``#id`` labels."""
-    from specviz_core.vocab import load_token_text
+    from specviz_core.runtime.vocab import load_token_text
 
     with demo_recording() as db, Recording(db) as rec:
         info = rec.session()
@@ -189,7 +189,7 @@ def test_screenshot_demo_and_live_is_an_error(capsys, tmp_path):
 
 
 def test_gui_demo_opens_a_copy(monkeypatch):
-    import app.gui
+    import specviz_app.gui
 
     seen = {}
 
@@ -197,7 +197,7 @@ def test_gui_demo_opens_a_copy(monkeypatch):
         seen.update(db=db, exists=Path(db).is_file(), session=session, replay=replay)
         return 0
 
-    monkeypatch.setattr(app.gui, "run_gui", fake_run_gui)
+    monkeypatch.setattr(specviz_app.gui, "run_gui", fake_run_gui)
     assert main(["gui", "--demo"]) == 0
     assert seen["exists"] and seen["replay"] and seen["session"] is None
     assert Path(seen["db"]).name == DEMO_DB and Path(seen["db"]).parent != RESOURCES / "demo"
@@ -224,7 +224,7 @@ def test_demo_tokenizer_slice_decodes_like_the_full_tokenizer(tmp_path):
     from make_demo import token_ids
     from tokenizers import Tokenizer
 
-    from specviz_core.models import default_model_dir
+    from specviz_core.runtime.models import default_model_dir
 
     full = Tokenizer.from_file(str(default_model_dir() / "tokenizer.json"))
     part = Tokenizer.from_file(str(RESOURCES / "demo" / "tokenizer.json"))

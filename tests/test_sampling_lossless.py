@@ -62,7 +62,7 @@ def models(tmp_path_factory):
     import random
 
     from specviz_core.drafters.head import save_head
-    from specviz_core.train_head import train_head
+    from specviz_core.training.train import train_head
 
     target = concentrated_llama(0)
     rng = random.Random(3)

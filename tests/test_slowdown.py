@@ -10,11 +10,11 @@ import sys
 import pytest
 
 from helpers import make_engine
+from specviz_core.analysis.timing import cycle_cost, session_cost
 from specviz_core.engine.cost_curve import load_cost_curve, measure_cost_curve, save_cost_curve
 from specviz_core.recording.store import Recording, new_session_id
 from specviz_core.records import SessionInfo
 from specviz_core.session.run import Prepared, RecordedRun
-from specviz_core.slowdown import cycle_cost, session_cost
 
 PROMPT = [3, 4, 5, 6, 3, 4, 5, 6, 3, 4]
 

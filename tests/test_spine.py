@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from specviz_core.analysis.cycle_summary import summarize
+from specviz_core.analysis.spine import SpineMatch, analyze_spine, topk_after
 from specviz_core.records import CycleRecord, Node
-from specviz_core.spine import SpineMatch, analyze_spine, topk_after
-from specviz_core.summary import summarize
 
 #: (id, parent, token, source, accepted, target_token, target_prob); gated nodes are listed in GATED.
 Row = tuple[int, int, int, str, bool, int, "float | None"]
@@ -152,7 +152,7 @@ def test_topk_after():
 
 
 def test_summary_route_path_and_accepted_tokens_by_path():
-    from specviz_core.summary import accepted_by_path
+    from specviz_core.analysis.cycle_summary import accepted_by_path
 
     cont = record([
         (0, -1, 10, "root", True, 11, None),

@@ -137,7 +137,7 @@ def test_greedy_equals_generate_tiny(tiny, optimized_tree, tree):
 
 @pytest.mark.default_model
 def test_greedy_equals_generate_default_model(smol):
-    from specviz_core.models import encode_prompt
+    from specviz_core.runtime.models import encode_prompt
 
     text = "List the first five prime numbers, then list them again in reverse order, then list them again."
     ids, _ = encode_prompt(smol, text)

@@ -56,7 +56,7 @@ def test_greedy_equals_generate_tiny(tiny, other_draft, method, drafter):
 @pytest.mark.default_model
 @pytest.mark.parametrize("method", METHODS)
 def test_greedy_equals_generate_default_model(smol, method):
-    from specviz_core.models import encode_prompt
+    from specviz_core.runtime.models import encode_prompt
 
     text = "Add type hints to this function:\n\ndef mean(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total / len(xs)\n"
     ids, _ = encode_prompt(smol, text)

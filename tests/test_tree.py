@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from specviz_core.attention import additive_mask
+from specviz_core.runtime.attention import additive_mask
 from specviz_core.tree import DraftTree, flatten
 
 

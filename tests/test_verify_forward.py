@@ -9,8 +9,8 @@ import torch
 from transformers import DynamicCache
 
 from helpers import make_engine, plain_logits, tiny_llama
-from specviz_core import kv
 from specviz_core.engine.forward import verify_forward
+from specviz_core.runtime import kv
 from specviz_core.tree import DraftTree, flatten
 
 

@@ -27,9 +27,9 @@ TIMEOUT_S = 600  # generous: a busy two-core machine builds, installs and import
 
 WHERE = """
 import json, sys
-import app, specviz_core, specviz_resources
+import specviz_app, specviz_core, specviz_resources
 print(json.dumps({
-    "modules": {m.__name__: m.__file__ for m in (app, specviz_core, specviz_resources)},
+    "modules": {m.__name__: m.__file__ for m in (specviz_app, specviz_core, specviz_resources)},
     "prefix": sys.prefix,
     "meta_path": [getattr(f, "__name__", type(f).__name__) for f in sys.meta_path],
     "icons": sorted(p.name for p in specviz_resources.files("icons").iterdir()),
@@ -79,10 +79,12 @@ def venv(wheel, tmp_path_factory) -> Path:
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=venv.parent)
     # The venv sees what this interpreter sees: not ``--system-site-packages``, which gives the *base*
     # interpreter's folders (run from a virtualenv, that misses everything installed in it), but this
-    # interpreter's own site folders, after the venv's own. Plain paths, not ``addsitedir``: an editable
+    # interpreter's own site folders (and those its .pth files added), after the venv's own. Plain paths, not ``addsitedir``: an editable
     # install's finder of the checkout is not carried over.
-    seen = [p for p in (*site.getsitepackages(), site.getusersitepackages() if site.ENABLE_USER_SITE else "")
+    seen = [p for p in (*site.getsitepackages(), site.getusersitepackages() if site.ENABLE_USER_SITE else "",
+                        *(p for p in sys.path if Path(p or ".").name in ("site-packages", "dist-packages")))
             if p and Path(p).is_dir()]
+    seen = list(dict.fromkeys(seen))
     (_site_packages(venv) / "specviz-test-parent.pth").write_text("\n".join(seen) + "\n", encoding="utf-8")
     # This interpreter's pip, run by the venv's python, installs into the venv.
     _run([str(_venv_bin(venv, "python")), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],

@@ -1,4 +1,4 @@
-"""Why a cycle stopped (specviz_core.why): each cause on constructed cycles of three methods (Token Recycling's
+"""Why a cycle stopped (specviz_core.analysis.stop_cause): each cause on constructed cycles of three methods (Token Recycling's
 table, TALON with a controlled source, a draft-model tree), the wanted token checked against a plain forward, and
 headroom never below what a source got accepted."""
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from helpers import make_engine, plain_logits, tiny_llama
+from specviz_core.analysis.stop_cause import CAUSES, offers_at, stop_cause
 from specviz_core.drafters.next_token import NextTokenSource
-from specviz_core.why import CAUSES, offers_at, stop_cause
 
 PROMPT = [5, 17, 33, 2, 61, 40, 9, 12]
 
@@ -212,11 +212,11 @@ def test_every_cycle_of_a_default_model_session_has_one_consistent_cause(smol, m
 def test_causes_round_trip_through_a_recording_and_the_filters(tmp_path, capsys, tiny, one_thread):
     """The cause stored with each summary is the one the record gives when read back; the timeline's filters and
     `sessions --metrics` count the same cycles."""
-    from specviz_core.metrics import session_metrics
+    from specviz_core.analysis.cycle_summary import summarize
+    from specviz_core.analysis.metrics import session_metrics
     from specviz_core.recording.store import Recording
     from specviz_core.session.factory import session_info
     from specviz_core.session.request import check_method
-    from specviz_core.summary import summarize
     from specviz_core.viewer.filters import CycleFilter
 
     e = make_engine(tiny, "tr", PROMPT, 40)

@@ -7,13 +7,12 @@ from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QContextMenuEvent, QMouseEvent, QPainter, QPaintEvent, QPen, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QToolButton, QToolTip, QWidget
 
+from specviz_app.panels.base import PanelMixin
+from specviz_app.panels.filter_editor import FilterEditor
+from specviz_core.analysis.cycle_summary import CycleSummary
 from specviz_core.records import CycleRecord
-from specviz_core.summary import CycleSummary
 from specviz_core.viewer.filters import CycleFilter
 from specviz_core.viewer.sources import CycleSource
-
-from .base import PanelMixin
-from .filter_editor import FilterEditor
 
 MODE_COLORS = {"ar": "#8a8f98", "chain": "#159a8c", "tree": "#e07b00", "bypass": "#1f77d0"}
 DAMAGED_COLOR = "#c62828"

@@ -28,8 +28,8 @@ from typing import Any
 import torch
 
 from specviz_core.drafters import METHODS, parse_params
-from specviz_core.drafters.hf_generate import assistant_settings
-from specviz_core.models import LoadedModel, synchronize
+from specviz_core.drafters.hf.generate import assistant_settings
+from specviz_core.runtime.models import LoadedModel, synchronize
 from specviz_core.session.generate_kwargs import to_generate_kwargs
 
 HF_METHODS = ("hf_prompt_lookup", "hf_assisted", "hf_greedy")

@@ -10,9 +10,9 @@ from typing import Any
 import torch
 
 from specviz_core.bench import hf as bench_hf
+from specviz_core.bench.aggregate import STAGES
 from specviz_core.bench.specs import MethodSpec
-from specviz_core.bench.summary import STAGES
-from specviz_core.models import LoadedModel
+from specviz_core.runtime.models import LoadedModel
 from specviz_core.session.factory import Prepared, build_engine, session_info
 from specviz_core.session.request import check_method
 

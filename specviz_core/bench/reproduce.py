@@ -24,7 +24,7 @@ from typing import Any
 
 from specviz_core.bench.suites import Suite, load_suites
 from specviz_core.errors import SpecVizError
-from specviz_core.models import LoadedModel
+from specviz_core.runtime.models import LoadedModel
 from specviz_core.session.factory import build_engine
 from specviz_core.session.request import check_method
 
@@ -167,9 +167,9 @@ def _shape_by_confidence(records: list) -> dict[str, float] | None:
 
 
 def reproduce_talon(target: LoadedModel, prompts: list[tuple[str, str, list[int]]], n: int, say: Say) -> list[Claim]:
+    from specviz_core.analysis.cycle_summary import summarize
+    from specviz_core.analysis.metrics import session_metrics
     from specviz_core.drafters.head import head_info
-    from specviz_core.metrics import session_metrics
-    from specviz_core.summary import summarize
 
     if head_info(target) is None:
         raise SpecVizError(f"TALON's claims are about a trained draft head and {target.name} has none: "

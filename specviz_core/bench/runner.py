@@ -29,14 +29,14 @@ from typing import Any
 
 import torch
 
+from specviz_core.bench.aggregate import STAGES, budget_auto_summary, recording_summary, suite_summary
 from specviz_core.bench.measure import RunResult, run_engine, run_one
 from specviz_core.bench.specs import DEFAULT_RECORDED, MethodSpec
 from specviz_core.bench.suites import Prompt, Suite
-from specviz_core.bench.summary import STAGES, budget_auto_summary, recording_summary, suite_summary
 from specviz_core.drafters import METHODS
 from specviz_core.engine.cost_curve import SIZES, device_name, measure_cost_curve, save_cost_curve
 from specviz_core.errors import SpecVizError
-from specviz_core.models import LoadedModel
+from specviz_core.runtime.models import LoadedModel
 
 TIE_GAP = 1e-3
 #: Repeats whose fastest is this many times their slowest are flagged ``noisy`` (a disturbed machine).

@@ -19,7 +19,7 @@ from typing import Any
 
 import specviz_resources
 from specviz_core.errors import SpecVizError
-from specviz_core.models import LoadedModel, encode_prompt
+from specviz_core.runtime.models import LoadedModel, encode_prompt
 
 #: The suites ``--suite all`` runs, in this order (the published benchmark).
 ALL = ("code_editing", "summarising", "qa", "chat", "multi_turn")

@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from specviz_core.catalog import data_dir
 from specviz_core.cli.bench import add_parser as add_bench_parser
 from specviz_core.cli.bench import cmd_bench
 from specviz_core.cli.check import add_parser as add_check_parser
@@ -24,10 +23,6 @@ from specviz_core.cli.models import add_parser as add_models_parser
 from specviz_core.cli.models import cmd_models
 from specviz_core.cli.optimize_tree import add_parser as add_optimize_tree_parser
 from specviz_core.cli.optimize_tree import cmd_optimize_tree
-from specviz_core.cli.reproduce import add_parser as add_reproduce_parser
-from specviz_core.cli.reproduce import cmd_reproduce
-from specviz_core.cli.train_head import add_parser as add_train_head_parser
-from specviz_core.cli.train_head import cmd_train_head
 from specviz_core.cli.options import (
     Parser,
     add_device_args,
@@ -37,9 +32,14 @@ from specviz_core.cli.options import (
     read_prompt_file,
     refuse_overwriting,
 )
+from specviz_core.cli.reproduce import add_parser as add_reproduce_parser
+from specviz_core.cli.reproduce import cmd_reproduce
+from specviz_core.cli.train_head import add_parser as add_train_head_parser
+from specviz_core.cli.train_head import cmd_train_head
 from specviz_core.drafters import METHODS, param_specs
 from specviz_core.drafters.base import parse_kv
 from specviz_core.errors import SpecVizError
+from specviz_core.runtime.catalog import data_dir
 from specviz_core.session.request import MAX_NEW_TOKENS, MAX_SEED
 from specviz_resources import demo_prompt
 
@@ -159,9 +159,9 @@ class _Progress:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from specviz_core.catalog import remember_model
-    from specviz_core.models import resolve_model_path
     from specviz_core.recording.store import Recording, new_session_id
+    from specviz_core.runtime.catalog import remember_model
+    from specviz_core.runtime.models import resolve_model_path
     from specviz_core.session.factory import load_models, prepare
     from specviz_core.session.run import RecordedRun, summary_line
 
@@ -249,8 +249,8 @@ def record_request(args: argparse.Namespace) -> Any:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from specviz_core.compare import fork_label, fork_tree
-    from specviz_core.metrics import session_metrics
+    from specviz_core.analysis.compare import fork_label, fork_tree
+    from specviz_core.analysis.metrics import session_metrics
     from specviz_core.recording.store import Recording
 
     damaged: list = []
@@ -318,11 +318,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def load_comparison(db: Path, ids: Sequence[str]):
-    """The sessions ``ids`` of recording ``db`` as a :class:`~specviz_core.compare.Comparison`, and their token text
+    """The sessions ``ids`` of recording ``db`` as a :class:`~specviz_core.analysis.compare.Comparison`, and their token text
     (ids only if the tokenizer is not on this machine)."""
-    from specviz_core.compare import compare
+    from specviz_core.analysis.compare import compare
     from specviz_core.recording.store import Recording
-    from specviz_core.vocab import load_token_text
+    from specviz_core.runtime.vocab import load_token_text
 
     if len(ids) < 2:
         raise SpecVizError("compare needs two session ids or more")

@@ -13,7 +13,7 @@ import traceback
 from pathlib import Path
 from types import TracebackType
 
-from specviz_core.catalog import data_dir
+from specviz_core.runtime.catalog import data_dir
 
 
 def write_crash_log(exc: BaseException | None = None) -> Path:

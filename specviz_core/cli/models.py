@@ -34,7 +34,7 @@ def _bytes(n: int) -> str:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from specviz_core.catalog import list_models
+    from specviz_core.runtime.catalog import list_models
 
     entries = list_models(draft_for=args.draft_for)
     if args.json:

@@ -39,7 +39,7 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_optimize_tree(args: argparse.Namespace) -> int:
-    from specviz_core.models import encode_prompt
+    from specviz_core.runtime.models import encode_prompt
     from specviz_core.session.factory import load_checked_model
 
     for name, v, lo in (("--large", args.large, 1), ("--keep", args.keep, 1), ("--max-depth", args.max_depth, 1),

@@ -1,4 +1,4 @@
-"""``specviz train-head``: the command line of :mod:`specviz_core.train_head`."""
+"""``specviz train-head``: the command line of :mod:`specviz_core.training.train`."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class _Bar:
 def cmd_train_head(args: argparse.Namespace) -> int:
     from specviz_core.drafters.head import head_info, save_head
     from specviz_core.session.factory import load_checked_model
-    from specviz_core.train_head import train_head
+    from specviz_core.training.train import train_head
 
     if not args.minutes > 0:
         raise SpecVizError(f"--minutes must be above 0, got {args.minutes}")
@@ -102,8 +102,8 @@ def cmd_train_head(args: argparse.Namespace) -> int:
 def _write_text(target: Any, args: argparse.Namespace, bar: _Bar) -> int:
     from pathlib import Path
 
-    from specviz_core.head_text import write_answers
-    from specviz_core.train_head import seed_prompts
+    from specviz_core.training.text import write_answers
+    from specviz_core.training.train import seed_prompts
 
     out = Path(args.write_text)
     n = write_answers(target, seed_prompts(), out, seed=args.seed, progress=bar)

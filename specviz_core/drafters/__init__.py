@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from ..errors import SpecVizError
-from .ar import ARDrafter
-from .base import DraftContext, Drafter, param_specs, parse_params
-from .draft_tree import DraftTreeDrafter
-from .eagle_static import EagleStaticDrafter
-from .goose import GooseDrafter, IsotropicDrafter
-from .hf_assisted import HFAssistedDrafter, HFUniversalDrafter
-from .hf_prompt_lookup import HFPromptLookupDrafter
-from .pld import PLDDrafter
-from .stand import StandDrafter
-from .talon import TalonDrafter
-from .token_recycling import TokenRecyclingDrafter
+from specviz_core.drafters.ar import ARDrafter
+from specviz_core.drafters.base import DraftContext, Drafter, param_specs, parse_params
+from specviz_core.drafters.draft_tree import DraftTreeDrafter
+from specviz_core.drafters.eagle_static import EagleStaticDrafter
+from specviz_core.drafters.goose.drafter import GooseDrafter, IsotropicDrafter
+from specviz_core.drafters.hf.assisted import HFAssistedDrafter, HFUniversalDrafter
+from specviz_core.drafters.hf.prompt_lookup import HFPromptLookupDrafter
+from specviz_core.drafters.pld import PLDDrafter
+from specviz_core.drafters.stand import StandDrafter
+from specviz_core.drafters.talon import TalonDrafter
+from specviz_core.drafters.token_recycling import TokenRecyclingDrafter
+from specviz_core.errors import SpecVizError
 
 METHODS: dict[str, type[Drafter]] = {
     d.method_id: d for d in (ARDrafter, PLDDrafter, TokenRecyclingDrafter, DraftTreeDrafter, GooseDrafter, IsotropicDrafter,

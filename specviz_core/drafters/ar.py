@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..tree import DraftTree
-from .base import DraftContext, Drafter
+from specviz_core.drafters.base import DraftContext, Drafter
+from specviz_core.tree import DraftTree
 
 
 class ARDrafter(Drafter):

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from ..errors import SpecVizError
-from ..tree import DraftTree
+from specviz_core.errors import SpecVizError
+from specviz_core.tree import DraftTree
 
 
 def param(default: Any, help: str, minimum: float | None = None, choices: tuple[str, ...] | None = None,

@@ -16,10 +16,10 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from .. import kv
-from ..attention import tree_masks
-from ..tree import OFFER_EXTRA, DraftTree
-from .base import DraftContext, Drafter, param
+from specviz_core.drafters.base import DraftContext, Drafter, param
+from specviz_core.runtime import kv
+from specviz_core.runtime.attention import tree_masks
+from specviz_core.tree import OFFER_EXTRA, DraftTree
 
 
 def rows_kept(seen: list[int], ids: list[int]) -> int:

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..tree import DraftTree
-from .base import DraftContext, param
-from .next_token import SourcedDrafter
-from .talon import DRAFTER_HELP, add_layer, fates_of, offer_layer, pool_of
+from specviz_core.drafters.base import DraftContext, param
+from specviz_core.drafters.next_token import SourcedDrafter
+from specviz_core.drafters.talon import DRAFTER_HELP, add_layer, fates_of, offer_layer, pool_of
+from specviz_core.tree import DraftTree
 
 
 @dataclass(frozen=True)

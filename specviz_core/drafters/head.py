@@ -10,7 +10,7 @@ logits, and which feeds the next draft step as its ``f``: a tree is drafted one 
 Committed rows are always run on the target's real features (:class:`HeadRunner` keeps them as the
 target produces them); tree rows run on the head's own predictions and are dropped after each cycle.
 Trained heads are kept per model in the user cache (``SPECVIZ_HEADS`` overrides), see
-:mod:`specviz_core.train_head`.
+:mod:`specviz_core.training.train`.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ import torch
 from torch import nn
 from transformers import AutoModel, DynamicCache
 
-from .. import kv
-from ..attention import tree_masks
-from ..errors import SpecVizError
-from .draft_tree import rows_kept
+from specviz_core.drafters.draft_tree import rows_kept
+from specviz_core.errors import SpecVizError
+from specviz_core.runtime import kv
+from specviz_core.runtime.attention import tree_masks
 
 FORMAT_VERSION = 1
 
@@ -131,7 +131,7 @@ def tapped_features(model: Any, rows: int) -> torch.Tensor:
 # -- where trained heads are kept ------------------------------------------------------------------------
 
 def heads_dir() -> Path:
-    from ..models import cache_dir
+    from specviz_core.runtime.models import cache_dir
 
     return Path(os.environ.get("SPECVIZ_HEADS") or cache_dir() / "heads")
 
@@ -174,7 +174,7 @@ def head_info_for(name: str | None) -> dict[str, Any] | None:
     config read. None: no head, or no such model here."""
     from transformers import AutoConfig
 
-    from ..models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, cache_dir, resolve_model_path
+    from specviz_core.runtime.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, cache_dir, resolve_model_path
 
     try:
         if not name or name == DEFAULT_MODEL:

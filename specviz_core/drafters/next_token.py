@@ -29,13 +29,13 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from ..errors import SpecVizError
-from ..models import synchronize
-from ..tree import DraftTree
-from .base import DraftContext, Drafter
-from .draft_tree import DraftModelRunner
-from .head import HeadRunner, install_feature_tap, load_head, tapped_features
-from .ngram_tables import NGramTables, Tail
+from specviz_core.drafters.base import DraftContext, Drafter
+from specviz_core.drafters.draft_tree import DraftModelRunner
+from specviz_core.drafters.head import HeadRunner, install_feature_tap, load_head, tapped_features
+from specviz_core.drafters.ngram_tables import NGramTables, Tail
+from specviz_core.errors import SpecVizError
+from specviz_core.runtime.models import synchronize
+from specviz_core.tree import DraftTree
 
 Candidates = tuple[list[int], list[float]]
 """Next-token ids and their probabilities, most probable first."""
@@ -276,7 +276,7 @@ def resolve_drafter(drafter: str, target: Any) -> str:
     """``auto``: the model's trained draft head when it has one, else the tables; other values as they are."""
     if drafter != "auto":
         return drafter
-    from .head import head_info
+    from specviz_core.drafters.head import head_info
 
     return "head" if target is not None and head_info(target) is not None else "table"
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..tree import DraftTree
-from .base import DraftContext, Drafter, param
+from specviz_core.drafters.base import DraftContext, Drafter, param
+from specviz_core.tree import DraftTree
 
 
 @dataclass(frozen=True)

@@ -35,11 +35,11 @@ from typing import Any
 
 import torch
 
-from ..errors import SpecVizError
-from ..tree import DraftTree
-from .base import DraftContext, Drafter, param
-from .next_token import TableSource
-from .token_recycling import rank_template
+from specviz_core.drafters.base import DraftContext, Drafter, param
+from specviz_core.drafters.next_token import TableSource
+from specviz_core.drafters.token_recycling import rank_template
+from specviz_core.errors import SpecVizError
+from specviz_core.tree import DraftTree
 
 TREE_FORMAT = "specviz-tree"
 RankPath = tuple[int, ...]

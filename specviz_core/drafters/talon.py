@@ -24,9 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..tree import DraftTree
-from .base import DraftContext, param
-from .next_token import Candidates, NextTokenSource, SourcedDrafter
+from specviz_core.drafters.base import DraftContext, param
+from specviz_core.drafters.next_token import Candidates, NextTokenSource, SourcedDrafter
+from specviz_core.tree import DraftTree
 
 DRAFTER_HELP = ("Where next-token distributions come from: head (a draft head trained for the target with "
                 "specviz train-head, as the paper drafts), table (logit n-gram tables of the target's own outputs; "

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import torch
 
-from ..errors import SpecVizError
-from ..tree import DraftTree
-from .adjacency import AdjacencyTable
-from .base import DraftContext, Drafter, param
+from specviz_core.drafters.adjacency import AdjacencyTable
+from specviz_core.drafters.base import DraftContext, Drafter, param
+from specviz_core.errors import SpecVizError
+from specviz_core.tree import DraftTree
 
 # Rough acceptance rate of the target's rank-r successor; only the ordering of
 # path products matters: it decides which ~80 rank paths the template keeps.

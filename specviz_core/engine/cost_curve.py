@@ -35,8 +35,8 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from specviz_core.catalog import data_dir
-from specviz_core.models import (
+from specviz_core.runtime.catalog import data_dir
+from specviz_core.runtime.models import (
     DEFAULT_MODEL,
     DEFAULT_MODEL_NAME,
     LoadedModel,
@@ -177,8 +177,8 @@ def measure_cost_curve(
     clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, Any]:
     """Time one verify forward of each size on top of a ``cache_len``-token cache; returns the stored dict."""
-    from specviz_core import kv
     from specviz_core.engine.forward import verify_forward
+    from specviz_core.runtime import kv
 
     dev = target.device
     cache_len = max(1, min(cache_len, target.context_length - max(sizes) - 1))

@@ -15,13 +15,13 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from specviz_core import kv
 from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.engine.forward import verify_forward
 from specviz_core.engine.verify import children_rows, greedy_walk, sampling_walk
 from specviz_core.errors import SpecVizError
-from specviz_core.models import LoadedModel, synchronize
 from specviz_core.records import CycleRecord, Node
+from specviz_core.runtime import kv
+from specviz_core.runtime.models import LoadedModel, synchronize
 from specviz_core.tree import DraftTree, VerifyBlock, flatten
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
-from specviz_core import kv
-from specviz_core.attention import tree_masks
-from specviz_core.models import LoadedModel
+from specviz_core.runtime import kv
+from specviz_core.runtime.attention import tree_masks
+from specviz_core.runtime.models import LoadedModel
 from specviz_core.tree import VerifyBlock
 
 

@@ -17,10 +17,10 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from specviz_core import kv
 from specviz_core.engine.forward import verify_forward
 from specviz_core.errors import SpecVizError
-from specviz_core.models import LoadedModel
+from specviz_core.runtime import kv
+from specviz_core.runtime.models import LoadedModel
 from specviz_core.tree import DraftTree, flatten
 
 #: Largest logit difference, relative to the logits' scale, that still counts as equal (per dtype).

@@ -12,12 +12,12 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from specviz_core.analysis.cycle_summary import summarize
 from specviz_core.errors import DamagedRecording, SpecVizError
 from specviz_core.recording.contract import RowError, parse, summary_parts
 from specviz_core.recording.rows import cycle_from_row
 from specviz_core.recording.store import Recording
 from specviz_core.records import CycleRecord, SessionInfo
-from specviz_core.summary import summarize
 
 #: Lines of SQLite's integrity report kept (it can list thousands of broken pages).
 MAX_SQLITE_LINES = 20

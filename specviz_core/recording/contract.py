@@ -13,8 +13,8 @@ import math
 from itertools import chain
 from typing import Any
 
+from specviz_core.analysis.stop_cause import CAUSES
 from specviz_core.records import FATES, SOURCES, STATUSES
-from specviz_core.why import CAUSES
 
 #: Token ids, positions and counts fit in 32 bits; anything larger is damage, not data.
 MAX_INT = 2**31 - 1
@@ -165,7 +165,7 @@ def session_fields(row: dict[str, Any]) -> dict[str, Any]:
 # -- a cycle's summary --------------------------------------------------------------------------------------------
 def summary_parts(parts: Any) -> tuple[list[int], dict[str, Any], dict[str, float], dict[str, Any]]:
     """``[committed_ids, state, timings_ms, summary]`` of a row, parsed in one document, checked: what a
-    :class:`~specviz_core.summary.CycleSummary` is rebuilt from."""
+    :class:`~specviz_core.analysis.cycle_summary.CycleSummary` is rebuilt from."""
     if type(parts) is not list or len(parts) != 4:
         raise RowError("committed_ids, state, timings_ms or summary is damaged")
     committed, state, timings, extra = parts

@@ -8,8 +8,8 @@ from typing import IO, Any
 
 import numpy as np
 
+from specviz_core.analysis.metrics import SessionMetrics, session_metrics
 from specviz_core.errors import DamagedCycle
-from specviz_core.metrics import SessionMetrics, session_metrics
 from specviz_core.recording.store import Recording
 from specviz_core.records import CycleRecord, Node, SessionInfo
 

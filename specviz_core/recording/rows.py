@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from specviz_core.analysis.cycle_summary import CycleSummary, summarize
 from specviz_core.recording.contract import (
     MAX_INT,
     RowError,
@@ -29,7 +30,6 @@ from specviz_core.recording.contract import (
     show,
 )
 from specviz_core.records import MODES, SOURCES, CycleRecord, Node
-from specviz_core.summary import CycleSummary, summarize
 
 _NODE_FIELDS = [f.name for f in fields(Node)]
 _SOURCES = frozenset(SOURCES)

@@ -7,12 +7,12 @@ from typing import Any
 
 import sqlite_utils
 
+from specviz_core.analysis.cycle_summary import summarize
 from specviz_core.recording.contract import RowError
 from specviz_core.recording.rows import cycle_from_row, dumps
-from specviz_core.summary import summarize
 
 SCHEMA_VERSION = 4
-"""2 added ``cycles.summary`` (see :mod:`specviz_core.summary`), 3 ``sessions.attention``, 4 ``sessions.parent_session``
+"""2 added ``cycles.summary`` (see :mod:`specviz_core.analysis.cycle_summary`), 3 ``sessions.attention``, 4 ``sessions.parent_session``
 and ``sessions.fork_cycle`` (forks); older files are upgraded in place when writable."""
 
 

@@ -25,13 +25,13 @@ from typing import Any
 
 import sqlite_utils
 
+from specviz_core.analysis.cycle_summary import CycleSummary, damaged_summary, summarize, summary_from_row
 from specviz_core.errors import DamagedCycle, DamagedRecording, SpecVizError
 from specviz_core.recording.contract import RowError, int_list, loads, session_fields, session_label, summary_parts
 from specviz_core.recording.rows import cycle_from_row
 from specviz_core.recording.schema import SCHEMA_VERSION, create_schema, set_wal, upgrade
 from specviz_core.recording.writer import SessionWriter, writer_alive
 from specviz_core.records import MODES, CycleRecord, SessionInfo
-from specviz_core.summary import CycleSummary, damaged_summary, summarize, summary_from_row
 
 __all__ = ["SCHEMA_VERSION", "Recording", "SessionWriter", "new_session_id"]
 
@@ -353,7 +353,7 @@ class Recording:
 
     def cycle_summaries(self, session_id: str, start: int = 0) -> list[CycleSummary]:
         """Every cycle from ``start`` on, summarised (cheap: no trees, no masks). A damaged cycle is in its place as
-        a summary saying why (:func:`~specviz_core.summary.damaged_summary`); one whose stored summary alone is
+        a summary saying why (:func:`~specviz_core.analysis.cycle_summary.damaged_summary`); one whose stored summary alone is
         damaged is summarised again from its record."""
         # One JSON document per row: one parse instead of four. A version 1 file has no summaries to read.
         doc = "NULL" if self._legacy else "'[' || committed_ids || ',' || state || ',' || timings_ms || ',' || summary || ']'"

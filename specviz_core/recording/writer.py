@@ -14,10 +14,10 @@ from typing import Any, Protocol
 import psutil
 import sqlite_utils
 
+from specviz_core.analysis.cycle_summary import CycleSummary
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.rows import cycle_to_row, dumps
 from specviz_core.records import CycleRecord, SessionInfo
-from specviz_core.summary import CycleSummary
 
 
 class Target(Protocol):

@@ -13,9 +13,16 @@ from specviz_core.drafters import Drafter
 from specviz_core.engine.budget import make_controller
 from specviz_core.engine.cycle import DecodeConfig, Engine
 from specviz_core.engine.selfcheck import SelfCheck, check_tree_support
-from specviz_core.models import DEFAULT_MODEL, LoadedModel, check_same_tokenizer, encode_prompt, load_model, model_reference
 from specviz_core.recording.store import new_session_id
 from specviz_core.records import SessionInfo
+from specviz_core.runtime.models import (
+    DEFAULT_MODEL,
+    LoadedModel,
+    check_same_tokenizer,
+    encode_prompt,
+    load_model,
+    model_reference,
+)
 from specviz_core.session.request import CheckedRequest, MethodChoice
 
 

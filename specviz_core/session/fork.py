@@ -25,9 +25,9 @@ from transformers import DynamicCache
 from specviz_core.engine.budget import make_controller
 from specviz_core.engine.cycle import DecodeConfig, prefill_into
 from specviz_core.errors import SpecVizError
-from specviz_core.models import LoadedModel
 from specviz_core.recording.store import Recording
 from specviz_core.records import CycleRecord, SessionInfo
+from specviz_core.runtime.models import LoadedModel
 from specviz_core.session.factory import Prepared, build_engine, session_info
 from specviz_core.session.request import CheckedRequest, MethodChoice, SessionRequest, check_method
 from specviz_core.session.run import RecordedCycle, RecordedRun

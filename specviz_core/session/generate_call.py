@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specviz_core.errors import SpecVizError
-
-from .generate_kwargs import IGNORED, GenerateCall, from_generate_kwargs, parse_generate_kwargs
+from specviz_core.session.generate_kwargs import IGNORED, GenerateCall, from_generate_kwargs, parse_generate_kwargs
 
 #: Arguments ``from_generate_kwargs`` refuses whatever their value: a variable there is refused with its reason.
 REFUSED_WHATEVER = ("generation_config", "logits_processor", "stopping_criteria", "prefix_allowed_tokens_fn",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specviz_core.drafters import method_class, parse_params
-from specviz_core.drafters.hf_generate import ASSISTANT_SETTINGS
+from specviz_core.drafters.hf.generate import ASSISTANT_SETTINGS
 from specviz_core.errors import SpecVizError
 
 #: transformers 5.x reads the assistant settings from ``assistant_model.generation_config`` only; given to

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import NamedTuple
 
+from specviz_core.analysis.cycle_summary import CycleSummary, summarize
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording, SessionWriter
 from specviz_core.records import CycleRecord, SessionInfo
 from specviz_core.session.factory import Prepared
-from specviz_core.summary import CycleSummary, summarize
 
 __all__ = ["Prepared", "RecordedCycle", "RecordedRun", "summary_line"]
 

@@ -7,8 +7,8 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from specviz_core.summary import CycleSummary
-from specviz_core.vocab import TokenText
+from specviz_core.analysis.cycle_summary import CycleSummary
+from specviz_core.runtime.vocab import TokenText
 
 #: Column names, in order. Times in ms; ``tokens`` is the committed text.
 COLUMNS = ("cycle", "mode", "verified", "accepted", "committed", "tokens", "cycle_ms", "spine_broke_at",

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from specviz_core.analysis.cycle_summary import CycleSummary
+from specviz_core.analysis.stop_cause import CAUSES
 from specviz_core.errors import SpecVizError
-from specviz_core.summary import CycleSummary
-from specviz_core.why import CAUSES
 
 #: Filter kinds, with a label for menus.
 KINDS: dict[str, str] = {

@@ -6,14 +6,14 @@ changes the current cycle, and it tells everyone when it does.
 
 from __future__ import annotations
 
+from specviz_core.analysis.cycle_summary import CycleSummary
 from specviz_core.errors import DamagedCycle, SpecVizError
 from specviz_core.records import CycleRecord
-from specviz_core.summary import CycleSummary
+from specviz_core.runtime.vocab import TokenText
 from specviz_core.viewer.events import Event
 from specviz_core.viewer.filters import CycleFilter
 from specviz_core.viewer.selection import BONUS, committed_node
 from specviz_core.viewer.sources import CycleSource, LiveSource
-from specviz_core.vocab import TokenText
 
 
 class SessionModel:

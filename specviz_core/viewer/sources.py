@@ -9,10 +9,10 @@ import dataclasses
 from collections import OrderedDict
 from typing import Protocol
 
+from specviz_core.analysis.cycle_summary import CycleSummary, damaged_summary, summarize
 from specviz_core.errors import DamagedCycle, SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import CycleRecord, SessionInfo
-from specviz_core.summary import CycleSummary, damaged_summary, summarize
 
 
 class CycleSource(Protocol):

@@ -1,0 +1,1 @@
+"""The Qt parts of ``specviz bench``: the chart, its options, the window's own speed."""

@@ -1,0 +1,1 @@
+"""The charts panel: how a session's speculation went, cycle by cycle (pyqtgraph)."""

@@ -1,0 +1,150 @@
+"""The charts panel's "why slower than plain decoding": each cycle's time as a stacked bar (draft, verify forward,
+bookkeeping) against one plain 1-token forward and the break-even line (tokens committed x that forward), the
+session's arithmetic in one sentence (:func:`specviz_core.analysis.timing.session_cost`), and the actions that measure what
+the charts lack: an AR baseline (a recorded ``ar`` session of the same prompt) and the device's verify-cost curve."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+
+from specviz_app.panels.charts.data import ChartData
+from specviz_app.panels.charts.plot import ChartPlot
+from specviz_app.panels.charts.speed import SpeedPlot
+from specviz_app.theme import SOURCE_COLORS
+from specviz_core.analysis.cycle_summary import CycleSummary
+from specviz_core.analysis.timing import session_cost
+from specviz_core.engine.cost_curve import CostCurve
+from specviz_core.viewer.sources import CycleSource
+
+DRAFT_C, VERIFY_C, BOOK_C = SOURCE_COLORS["draft"], "#2f6fb0", "#d9a02b"
+PART_HELP = ("Each cycle's wall time: draft (the drafter), verify (the target's forward over the tree), bookkeeping "
+             "(walk, trim, harvest, build, record). Dashed: one plain 1-token forward (t_ar). Dotted: tokens committed "
+             "x t_ar: a bar under it beat plain decoding.")
+
+
+def curve_of(points: list[tuple[int, float]] | None) -> CostCurve | None:
+    """The callable cost curve from the panel's (N, ms) points."""
+    if not points:
+        return None
+    n, ms = zip(*points)
+    return CostCurve.from_dict({"n": list(n), "ms": list(ms)})
+
+
+class CostPlot(ChartPlot):
+    """Stacked per-cycle bars of draft / verify / bookkeeping ms, the 1-token forward line and break-even."""
+
+    def __init__(self, tooltip: str) -> None:
+        super().__init__("time per cycle vs plain decoding", "cycle", "ms", f"{PART_HELP}\n{tooltip}")
+        # Three filled steps drawn back to front (total, draft + verify, draft) read as one stacked bar per cycle.
+        # Step mode "right" draws y[i] from x[i] to x[i+1]: bars centred on each cycle, the last value repeated.
+        self.c_parts = [self.curve(stepMode="right", fillLevel=0, pen=None, brush=QColor(c))
+                        for c in (BOOK_C, VERIFY_C, DRAFT_C)]
+        self.c_even = self.curve(stepMode="right")
+        ar = SOURCE_COLORS["ar"]
+        self.ar_line = pg.InfiniteLine(angle=0, movable=False, pen=pg.mkPen(ar, width=2, style=Qt.PenStyle.DashLine))
+        self.addItem(self.ar_line)
+        self.t_ar: float | None = None
+        self.keys = [("▆", DRAFT_C, "draft"), ("▆", VERIFY_C, "verify"), ("▆", BOOK_C, "bookkeeping"),
+                     ("╍", ar, "1-token forward"), ("┈", "fg", "tokens × t_ar")]
+
+    def apply_theme(self, fg: QColor, grey: QColor, scale: float) -> None:
+        super().apply_theme(fg, grey, scale)
+        self.c_even.setPen(pg.mkPen(fg, width=1.5, style=Qt.PenStyle.DotLine))
+
+    def draw(self, d: ChartData, t_ar: float | None, speedup: float | None) -> None:
+        """The bars from ``d``'s per-cycle series; ``t_ar`` ms (None: no line); ``speedup`` for the title."""
+        self.t_ar = t_ar
+        x = np.arange(d.n + 1, dtype=float) - 0.5
+        draft, fwd, book = (np.nan_to_num(d.series(k)) for k in ("draft_ms", "forward_ms", "book_ms"))
+        for c, y in zip(self.c_parts, (draft + fwd + book, draft + fwd, draft)):
+            c.setData(x, np.append(y, y[-1])) if d.n else c.setData([], [])
+        self.ar_line.setVisible(t_ar is not None)
+        if t_ar is not None and d.n:
+            self.ar_line.setValue(t_ar)
+            even = np.nan_to_num(d.series("committed")) * t_ar
+            self.c_even.setData(x, np.append(even, even[-1]))
+        else:
+            self.c_even.setData([], [])
+        title = "time per cycle vs plain decoding"
+        if speedup is not None:
+            title += f" · {speedup:.2f}× overall"
+        self.set_header(title)
+
+    def cycle_text(self, d: ChartData, i: int) -> str:
+        """What hovering cycle ``i`` shows."""
+        draft, fwd, book = (float(d.series(k)[i]) for k in ("draft_ms", "forward_ms", "book_ms"))
+        text = f"cycle {i}: draft {draft:.1f} + verify {fwd:.1f} + bookkeeping {book:.1f} ms"
+        if self.t_ar:
+            tok = float(d.series("committed")[i])
+            text += (f"\nverify = {fwd / self.t_ar:.1f}× a 1-token forward ({self.t_ar:.1f} ms); {tok:.0f} tokens: "
+                     f"{tok * self.t_ar / (draft + fwd + book):.2f}× plain decoding")
+        return text
+
+
+class CostActions(QWidget):
+    """Under the charts' bar: the session's "why slower" sentence, and buttons for what the charts lack."""
+
+    measure_baseline = Signal()
+    """Record an AR session of this prompt and model: every speed-up is measured against it."""
+    measure_curve = Signal()
+    """Measure the verify-cost curve of this model and device (kept for next time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        row = QHBoxLayout(self)
+        row.setContentsMargins(6, 0, 4, 2)
+        self.sentence = QLabel()
+        self.sentence.setWordWrap(True)
+        self.sentence.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.sentence.setToolTip("Why this session is (or is not) faster than plain decoding: the time arithmetic "
+                                 "speed-up = τ × t_ar / t_cycle (docs/metrics.md)")
+        row.addWidget(self.sentence, 1)
+        self.baseline = QPushButton("Measure AR baseline")
+        self.baseline.setToolTip("Decode this prompt plainly (AR) on the same model and device and record it in this "
+                                 "recording; every speed-up chart then compares against it")
+        self.baseline.clicked.connect(self.measure_baseline.emit)
+        self.curve = QPushButton("Measure cost curve")
+        self.curve.setToolTip("Time one target forward for verify blocks of 1 to 128 tokens on this device (about "
+                              "a minute on a CPU); kept per model, dtype and device in the data folder")
+        self.curve.clicked.connect(self.measure_curve.emit)
+        for b in (self.baseline, self.curve):
+            row.addWidget(b, 0, Qt.AlignmentFlag.AlignTop)
+        self.hide()
+
+    def show_state(self, *, has_session: bool, is_ar: bool, has_baseline: bool, has_curve: bool) -> None:
+        self.baseline.setVisible(has_session and not is_ar and not has_baseline)
+        self.curve.setVisible(has_session and not has_curve)
+        self.setVisible(has_session and (bool(self.sentence.text()) or self.baseline.isVisible()
+                                         or self.curve.isVisible()))
+
+
+def session_sentence(summaries: list[CycleSummary], points: list[tuple[int, float]] | None,
+                     ar_tokens_per_s: float | None, ar_note: str) -> tuple[str, str, float | None, float | None]:
+    """(headline, sentence, t_ar ms, measured speed-up) for the charts; ('', '', None, None) with nothing to say."""
+    curve = curve_of(points)
+    ar_ms = 1000.0 / ar_tokens_per_s if ar_tokens_per_s else None
+    if (curve is None and ar_ms is None) or not any(s.timings_ms for s in summaries):
+        return "", "", None, None
+    cost = session_cost(summaries, curve, ar_ms, ar_note or "the AR baseline")
+    return cost.headline, cost.sentence, cost.ar_forward_ms, cost.measured_speedup if cost.cycles else None
+
+
+def update_why(source: CycleSource | None, points: list[tuple[int, float]] | None, speed: SpeedPlot, plot: CostPlot,
+               data: ChartData, actions: CostActions) -> float | None:
+    """Redraw the sentence, the breakdown and the actions of the session ``source``; returns its speed-up."""
+    summaries = source.summaries() if source is not None else []
+    is_ar = source is not None and source.info.method == "ar"
+    # An AR session is its own baseline: it is the unit, so its speed-up says nothing.
+    head, text, t_ar, speedup = session_sentence(summaries, points, None if is_ar else speed.ar_tokens_per_s,
+                                                 speed.ar_note)
+    actions.sentence.setText(head)  # one short line: the panel is narrow at 1100x700; hover for the arithmetic
+    actions.sentence.setToolTip(f"{text}\n\nspeed-up = τ × t_ar / t_cycle (docs/metrics.md)" if text else "")
+    plot.vb.setToolTip(f"{text}\n\n{PART_HELP}" if text else PART_HELP)
+    plot.draw(data, t_ar, speedup)
+    actions.show_state(has_session=bool(summaries), is_ar=is_ar, has_baseline=speed.ar_tokens_per_s is not None,
+                       has_curve=bool(points))
+    return speedup

@@ -1,0 +1,99 @@
+"""The charts panel's tokens/s plot: per cycle and rolling, and the speed-up against an AR baseline.
+
+The speed-up has its own axis on the right: a second view whose y range is the left one divided by the AR
+rate, so the rolling curve reads in tokens/s on the left and in "× AR" on the right.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QGraphicsScene
+
+from specviz_app.panels.charts.plot import ChartPlot
+from specviz_app.theme import GATED, SOURCE_COLORS
+
+
+class SpeedPlot(ChartPlot):
+    """``set_baseline`` the AR rate (or None), then ``draw`` the series; ``ar_tokens_per_s`` is the rate shown."""
+
+    def __init__(self, scene: QGraphicsScene, window: int, tooltip: str) -> None:
+        super().__init__("tokens/s", "cycle", "tokens / s", tooltip)
+        self.window = window
+        self.ar_tokens_per_s: float | None = None
+        self.ar_note = ""
+        self.c_tps = self.curve(pen=pg.mkPen(GATED, width=1))
+        self.c_tps_roll = self.curve()
+        ar = SOURCE_COLORS["ar"]
+        self.ar_line = pg.InfiniteLine(angle=0, movable=False, label="AR",
+                                       pen=pg.mkPen(ar, width=2, style=Qt.PenStyle.DashLine),
+                                       labelOpts={"position": 0.02, "anchors": [(0, 0), (0, 0)], "color": ar})
+        self.addItem(self.ar_line)  # in the y auto-range: the AR rate stays in view
+        self.vb_speed = pg.ViewBox(enableMouse=False)
+        self.vb_speed.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
+        self.vb_speed.setZValue(-10)
+        scene.addItem(self.vb_speed)
+        self.getAxis("right").linkToView(self.vb_speed)
+        self.getAxis("right").setLabel("speed-up (× AR)")
+        self.vb_speed.setXLink(self)
+        self.c_speed = pg.PlotDataItem(autoDownsample=True, downsampleMethod="peak", clipToView=True)
+        self.c_speed.opts["autoDownsampleFactor"] = 1.0
+        self.vb_speed.addItem(self.c_speed)
+        self.vb.sigResized.connect(self._sync_speed_view)
+        self.vb.sigYRangeChanged.connect(self._sync_speed_view)
+
+    def apply_theme(self, fg: QColor, grey: QColor, scale: float) -> None:
+        super().apply_theme(fg, grey, scale)
+        for curve in (self.c_tps_roll, self.c_speed):
+            curve.setPen(pg.mkPen(fg, width=2))
+
+    def set_baseline(self, tokens_per_s: float | None, note: str = "") -> None:
+        """The AR rate (tokens/s) to compare against, and how it was measured; None: no baseline."""
+        self.ar_tokens_per_s = float(tokens_per_s) if tokens_per_s and tokens_per_s > 0 else None
+        self.ar_note = note
+        has = self.ar_tokens_per_s is not None
+        self.c_tps_roll.setVisible(not has)
+        self.c_speed.setVisible(has)
+        self.ar_line.setVisible(has)
+        self.showAxis("right", has)
+        keys = [("━", GATED, "per cycle")]
+        if has:
+            keys += [("━", "fg", f"rolling {self.window} → speed-up"), ("╍", SOURCE_COLORS["ar"], "AR")]
+            self.ar_line.setValue(self.ar_tokens_per_s)
+            self.ar_line.label.setFormat(f"AR {self.ar_tokens_per_s:.1f} tok/s")
+            self.ar_line.setToolTip(f"AR baseline {self.ar_tokens_per_s:.1f} tok/s {note}".rstrip())
+        else:
+            keys += [("━", "fg", f"rolling ({self.window})")]
+        self.keys = keys
+
+    def draw(self, tps: np.ndarray, rolling: np.ndarray, overall: float) -> None:
+        """Per-cycle and rolling tokens/s (one value per cycle), and the session's overall rate."""
+        ar = self.ar_tokens_per_s
+        x = np.arange(len(tps), dtype=float)
+        self.c_tps.setData(x, tps)
+        self.c_tps_roll.setData(x, rolling)
+        if ar is None:
+            self.c_speed.setData([], [])
+            title = f"tokens/s · {overall:.1f} overall"
+        else:
+            self.c_speed.setData(x, rolling / ar)
+            title = f"tokens/s · {overall / ar:.2f}× AR overall"  # the AR rate labels its line
+        self.set_header(title)
+        self._sync_speed_view()
+
+    def _sync_speed_view(self, *_: object) -> None:
+        self.vb_speed.setGeometry(self.vb.sceneBoundingRect())
+        self.vb_speed.linkedViewChanged(self.vb, self.vb_speed.XAxis)
+        if self.ar_tokens_per_s:
+            lo, hi = self.vb.viewRange()[1]
+            self.vb_speed.setYRange(lo / self.ar_tokens_per_s, hi / self.ar_tokens_per_s, padding=0)
+
+    def cycle_text(self, i: int, tps: float, ms: float, rolling: float) -> str:
+        """What hovering cycle ``i`` shows."""
+        text = f"cycle {i}: {tps:.1f} tok/s, {ms:.1f} ms (rolling {rolling:.1f} tok/s"
+        if self.ar_tokens_per_s:
+            return (f"{text}, {rolling / self.ar_tokens_per_s:.2f}× AR)\n"
+                    f"AR baseline {self.ar_tokens_per_s:.1f} tok/s {self.ar_note}".rstrip())
+        return f"{text})\nspeed-up: record an AR session of the same prompt and model in this recording"

@@ -1,0 +1,1 @@
+"""The KV cache panel."""

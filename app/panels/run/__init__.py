@@ -1,0 +1,1 @@
+"""The Run panel: model, method, parameters, prompt, and the step/run controls."""

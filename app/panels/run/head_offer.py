@@ -1,0 +1,72 @@
+"""The Run panel's line about TALON's and EAGLE's drafter: which one a session will use, and, when the model has no
+draft head, the offer to train one (:mod:`specviz_app.windows.train_head`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
+
+from specviz_app.theme import set_role
+from specviz_core.drafters import METHODS
+
+
+def drafts_with_head(method: str | None) -> bool:
+    """Whether ``method`` takes ``drafter=auto|head|table|model`` (TALON and its EAGLE baseline)."""
+    cls = METHODS.get(method or "")
+    return cls is not None and "drafter" in getattr(cls.params_cls, "__dataclass_fields__", {}) \
+        and "head" in (cls.params_cls.__dataclass_fields__["drafter"].metadata.get("choices") or ())
+
+
+#: How the line names each method (its id reads oddly at the start of a sentence).
+NAMES = {"talon": "TALON", "eagle_static": "EAGLE's static tree"}
+
+
+def offer_text(method: str, drafter: str, info: dict | None) -> str:
+    """What the line says for this method, drafter setting and saved head (None: none for the model)."""
+    method = NAMES.get(method, method)
+    if drafter in ("table", "model"):  # the user chose: nothing to say
+        return ""
+    if info is not None:
+        a = info.get("agreement", {})
+        return (f"{method} drafts with this model's draft head (trained {info.get('created', '?')}, held-out top-1 "
+                f"{a.get('top1', 0):.0%}).")
+    if drafter == "head":
+        return "drafter=head: this model has no draft head yet, so a session would stop at once. Train one first."
+    return (f"{method} will draft from n-gram tables: this model has no draft head (the paper drafts with one). "
+            "Training one takes about 10 minutes.")
+
+
+class HeadOffer(QWidget):
+    """A hint and, when the model has no head, "Train a draft head…"."""
+
+    train_requested = Signal()
+
+    def __init__(self, lookup: Callable[[str | None], dict | None] | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        if lookup is None:
+            from specviz_core.drafters.head import head_info_for as lookup
+        self._lookup = lookup
+        lay = QVBoxLayout(self)  # the panel is narrow: the text wraps above its button
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.text = QLabel()
+        self.text.setWordWrap(True)
+        set_role(self.text, "hint")
+        self.button = QPushButton("Train a draft head…")
+        self.button.setToolTip("Train a draft head for this model here, with a progress bar (specviz train-head)")
+        self.button.clicked.connect(self.train_requested.emit)
+        lay.addWidget(self.text)
+        lay.addWidget(self.button, 0, Qt.AlignmentFlag.AlignLeft)
+        self.setVisible(False)
+
+    def show_for(self, method: str | None, drafter: str | None, model: str | None) -> None:
+        """Say what ``method`` will draft with on ``model`` (None: the default model); hidden for other methods."""
+        if not drafts_with_head(method):
+            self.setVisible(False)
+            return
+        info = self._lookup(model)
+        text = offer_text(method or "", drafter or "auto", info)
+        self.text.setText(text)
+        self.button.setVisible(info is None and drafter in ("auto", "head"))
+        self.setVisible(bool(text))

@@ -1,0 +1,1 @@
+"""The draft tree panel: layout (no Qt), the scene, keyboard moves, the minimap, the callout, words."""

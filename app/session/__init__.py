@@ -1,0 +1,1 @@
+"""The session behind the window: its lifecycle (controller), the engine thread and its jobs."""

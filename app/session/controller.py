@@ -1,0 +1,395 @@
+"""The session behind the window: a live one decoded on the engine thread, or a recorded one replayed.
+
+:class:`SessionController` owns the lifecycle (start, step, run, run to a breakpoint, pause, reset, open a
+recording), the engine thread, autoplay and the live-refresh throttle. It opens sessions in the
+:class:`SessionModel` that every panel follows, reads what to decode from a :class:`RunSettings` (the Run panel),
+and reports everything else through signals; it never touches a widget.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from specviz_app.session.worker import EngineWorker, ForkStart, WorkerThread
+from specviz_core.errors import SpecVizError
+from specviz_core.recording.store import Recording
+from specviz_core.records import SessionInfo
+from specviz_core.runtime.vocab import TokenText, load_token_text
+from specviz_core.session.request import CheckedRequest
+from specviz_core.viewer.filters import CycleFilter
+from specviz_core.viewer.session_model import SessionModel
+from specviz_core.viewer.sources import LiveSource, RecordingSource
+
+AUTOPLAY_SPEEDS = {"0.5 cycles/s": 2000, "1 cycle/s": 1000, "2 cycles/s": 500, "5 cycles/s": 200, "10 cycles/s": 100}
+DEFAULT_SPEED = "2 cycles/s"
+#: Live cycles arriving faster than this are shown at most this often (ms), so a fast GPU cannot flood the UI.
+LIVE_REFRESH_MS = 40
+NO_SESSION = "No session: press Step (F10) to start one."
+
+
+class RunSettings(Protocol):
+    """What to decode next (the Run panel)."""
+
+    def request(self) -> CheckedRequest:
+        """The session the settings describe; raises SpecVizError with a message for the user."""
+
+    def db_path(self) -> Path: ...
+
+    def breakpoint(self) -> CycleFilter: ...
+
+
+class SessionController(QObject):
+    """Live and replayed sessions, one at a time, shown through one :class:`SessionModel`."""
+
+    # Requests to the engine thread (queued: the worker lives there).
+    _begin = Signal(object, str, object)
+    _step = Signal(int, object)
+    _run = Signal(object, object)
+    _reset = Signal()
+    _baseline = Signal()
+    _record_baseline = Signal(object, str, object)
+    _measure_curve = Signal(object, object)
+    _fork_choice = Signal(bool, object)
+
+    progress = Signal(str, float)
+    """(stage, fraction in 0..1 or -1 when unknown) while the engine loads; stage ``ready`` when done."""
+    busy_changed = Signal(bool, bool)
+    """(the engine is decoding or loading, a live session is open)."""
+    settings_locked = Signal(bool)
+    """A live session fixes its settings until Reset."""
+    session_status = Signal(str)
+    """One line about the current session (live, finished or replayed)."""
+    notice = Signal(str, int)
+    """A passing message (text, ms to show it; 0 until the next one)."""
+    error = Signal(str)
+    """Bad input or a failed run, for the user (never a traceback); '' when a new start clears it."""
+    baseline_changed = Signal(object, str)
+    """(AR tokens/s or None, where it comes from): what the charts measure speed-up against."""
+    cost_curve_changed = Signal(object)
+    """A verify-cost curve was measured for the session's model and device (its stored dict)."""
+    autoplay_changed = Signal(bool)
+    sessions_changed = Signal()
+    """A session was recorded or finished: the recording file changed."""
+    fork_mismatch = Signal(str)
+    """A fork's re-run cycle differs from its recording: answer with :meth:`fork_choice`."""
+
+    def __init__(self, model: SessionModel, settings: RunSettings, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self.settings = settings
+        self._thread: WorkerThread | None = None
+        self._busy = False
+        self._live_info: SessionInfo | None = None
+        self._live_done = True
+        self._awaiting_session = False
+        """A start was sent and its session has not arrived (the model may be loading)."""
+        self._inflight = 0
+        """Requests sent to the engine thread and not yet done."""
+        self._live_timer = QTimer(self)
+        self._live_timer.setSingleShot(True)
+        self._live_timer.setInterval(LIVE_REFRESH_MS)
+        self._live_timer.timeout.connect(self._show_latest)
+        self._autoplay_ms = AUTOPLAY_SPEEDS[DEFAULT_SPEED]
+        self._autoplay_timer = QTimer(self)
+        self._autoplay_timer.timeout.connect(self._autoplay_tick)
+
+    # -- state ----------------------------------------------------------------------------------------------------
+    @property
+    def idle(self) -> bool:
+        """No request is waiting for or running on the engine thread."""
+        return self._inflight == 0
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    @property
+    def live_done(self) -> bool:
+        """No live session is decoding (none was started, or it ended)."""
+        return self._live_done
+
+    @property
+    def worker(self) -> EngineWorker | None:
+        """The engine worker, once the first live session started it."""
+        return self._thread.worker if self._thread is not None else None
+
+    def engine_for(self, request) -> EngineWorker:
+        """The engine worker (started if needed) for a job's queued ``request`` signal, counted in :attr:`idle`."""
+        request.connect(self._on_request_sent)
+        return self._engine().worker
+
+    # -- the engine thread ----------------------------------------------------------------------------------------
+    def _engine(self) -> WorkerThread:
+        if self._thread is None:
+            self._thread = WorkerThread()
+            w = self._thread.worker
+            self._begin.connect(w.begin)
+            self._step.connect(w.step)
+            self._run.connect(w.run)
+            self._reset.connect(w.reset)
+            self._baseline.connect(w.measure_baseline)
+            self._record_baseline.connect(w.record_baseline)
+            self._measure_curve.connect(w.measure_cost_curve)
+            w.baseline_recorded.connect(lambda _info: self.sessions_changed.emit())
+            w.cost_curve_ready.connect(self.cost_curve_changed)
+            self._fork_choice.connect(w.fork_choice)
+            w.fork_mismatch.connect(self.fork_mismatch)
+            w.progress.connect(self.progress)
+            w.session_started.connect(self._on_session_started)
+            w.cycle_ready.connect(self._on_cycle_ready)
+            w.session_finished.connect(self._on_session_finished)
+            w.baseline_ready.connect(self._on_baseline)
+            w.busy_changed.connect(self._on_busy)
+            w.error.connect(self._fail)
+            w.request_done.connect(self._on_request_done)
+            for sig in (self._begin, self._step, self._run, self._reset, self._baseline, self._record_baseline,
+                        self._measure_curve, self._fork_choice):
+                sig.connect(self._on_request_sent)
+        return self._thread
+
+    def _on_request_sent(self, *args: object) -> None:
+        self._inflight += 1
+
+    def _on_request_done(self) -> None:
+        self._inflight -= 1
+
+    def shutdown(self) -> None:
+        """Stop autoplay and the engine thread: queued work is dropped, the forward in flight (or the load stage)
+        finishes, the session is marked interrupted. Waits a few seconds at most."""
+        self._autoplay_timer.stop()
+        if self._thread is not None:
+            self._thread.stop()
+            self._thread = None
+
+    # -- live sessions ----------------------------------------------------------------------------------------------
+    def _ensure_session(self) -> bool:
+        """Start a live session from the settings if none is open; False (with a message) on bad input."""
+        if self._live_info is not None and not self._live_done:
+            return True
+        if self._busy:
+            return False
+        try:
+            req = self.settings.request()
+        except SpecVizError as e:
+            self._fail(str(e))
+            return False
+        self.error.emit("")
+        self._stop_autoplay_if_replay()
+        self._engine()
+        self._live_info = None
+        self._live_done = False
+        self.settings_locked.emit(True)
+        self._awaiting_session = True
+        self._begin.emit(req, str(self.settings.db_path()), self._ticket())
+        return True
+
+    def fork(self, start: ForkStart, db_path: str | Path) -> bool:
+        """Start a fork (a live session that re-runs and checks its parent's first cycles, then goes on with other
+        settings); the session open now, live or replayed, is closed. False (with a message) while busy."""
+        if self._busy:
+            self.error.emit("Pause the running session before forking.")
+            return False
+        self.error.emit("")
+        self._set_autoplay(False)
+        self._engine()
+        self._live_info = None
+        self._live_done = False
+        self.settings_locked.emit(True)
+        self._awaiting_session = True
+        self.model.follow_live = True
+        self._begin.emit(start, str(db_path), self._ticket())
+        return True
+
+    def fork_choice(self, go_on: bool) -> None:
+        """After a failed reproducibility check: go on from the re-run state, or stop (the fork is saved failed)."""
+        if self._thread is not None:
+            self._fork_choice.emit(go_on, self._ticket())
+
+    def _ticket(self):
+        return self._engine().worker.ticket()
+
+    def step(self) -> None:
+        """Decode one cycle (starting a live session first if none is open)."""
+        if not self._busy and self._ensure_session():
+            self.model.follow_live = True
+            self._step.emit(1, self._ticket())
+
+    def run(self) -> None:
+        """Decode until the session ends or Pause."""
+        if not self._busy and self._ensure_session():
+            self.model.follow_live = False
+            self._run.emit(None, self._ticket())
+
+    def run_to_breakpoint(self) -> None:
+        """Decode until a cycle matches the breakpoint in the settings."""
+        if self._busy:
+            return
+        bp = self.settings.breakpoint()
+        if self._ensure_session():
+            self.model.follow_live = False
+            self._run.emit(bp, self._ticket())
+            self.notice.emit(f"Running to the first cycle where: {bp.label()}", 0)
+
+    def pause(self) -> None:
+        """Stop after the cycle in flight; stops autoplay too."""
+        if self._thread is not None:
+            self._thread.worker.pause()
+        self._set_autoplay(False)
+
+    def reset(self) -> None:
+        """End the session (it stays recorded) and unlock the settings; a model still loading stops loading."""
+        if self._thread is not None:
+            self._thread.worker.cancel()
+        self._set_autoplay(False)
+        if self._thread is not None and self._live_info is not None and not self._live_done:
+            self._reset.emit()
+        self._awaiting_session = False
+        self._live_done = True
+        self._live_info = None
+        self.model.close()
+        self.settings_locked.emit(False)
+        self.busy_changed.emit(self._busy, False)
+        self.session_status.emit(NO_SESSION)
+        self.baseline_changed.emit(None, "")
+
+    # -- measuring, for the charts ----------------------------------------------------------------------------------
+    def _measuring_ok(self) -> bool:
+        if self.model.source is None:
+            self.notice.emit("Open a recording or step a session first.", 5000)
+            return False
+        if self._busy:
+            self.notice.emit("The engine is busy: pause first, then measure.", 5000)
+            return False
+        return True
+
+    def record_ar_baseline(self) -> None:
+        """Record a plain (AR) session of the current session's prompt, model and device into its recording; every
+        speed-up is then measured against it."""
+        if self._measuring_ok():
+            source = self.model.source
+            db = str(source.recording.path) if isinstance(source, RecordingSource) else str(self.settings.db_path())
+            self._record_baseline.emit(source.info, db, self._ticket())
+
+    def measure_cost_curve(self) -> None:
+        """Measure the verify-cost curve of the current session's model on its device (kept for next time)."""
+        if self._measuring_ok():
+            self._measure_curve.emit(self.model.source.info, self._ticket())
+
+    # -- worker callbacks (UI thread) ---------------------------------------------------------------------------------
+    def _on_session_started(self, info: SessionInfo, tokenizer: object) -> None:
+        if not self._awaiting_session:  # Reset while its model loaded: end it, recorded but not shown
+            self._reset.emit()
+            self.sessions_changed.emit()
+            return
+        self._awaiting_session = False
+        self._live_info = info
+        self._live_done = False
+        self.model.open(LiveSource(info), TokenText(tokenizer))
+        self.session_status.emit(f"Live session {info.id}: {info.method} on {info.device} ({info.dtype}; attention "
+                                 f"{info.attention or 'not recorded'}), recorded to {self.settings.db_path().name}")
+        self.sessions_changed.emit()
+
+    def _on_cycle_ready(self, cycle) -> None:
+        if not isinstance(self.model.source, LiveSource):
+            return
+        record = cycle.record
+        follow = self.model.follow_live
+        self.model.follow_live = False
+        self.model.append(record, cycle.summary)
+        self.model.follow_live = follow
+        if follow:
+            self.model.set_cycle(record.index)
+        elif not self._live_timer.isActive():
+            self._live_timer.start()
+        if record.index == 0:
+            self._baseline.emit()
+
+    def _show_latest(self) -> None:
+        if isinstance(self.model.source, LiveSource):
+            self.model.set_cycle(self.model.n_cycles - 1)
+
+    def _on_session_finished(self, info: SessionInfo) -> None:
+        if self._live_info is not None and info.id == self._live_info.id:
+            self._live_done = True
+            self._show_latest()
+            self.session_status.emit(f"Session {info.id} {info.status}"
+                                     f"{' (' + info.stop_reason + ')' if info.stop_reason else ''}: "
+                                     f"{info.n_tokens} tokens in {info.n_forward} forwards, "
+                                     f"{info.mean_accepted:.2f} tokens/forward. Reset to start another.")
+            self._set_autoplay(False)
+        self.sessions_changed.emit()
+
+    def _on_baseline(self, tokens_per_s: float, note: str) -> None:
+        self.baseline_changed.emit(tokens_per_s, note)
+
+    def _on_busy(self, busy: bool) -> None:
+        self._busy = busy
+        self.busy_changed.emit(busy, self._live_info is not None)
+        if not busy:
+            self._live_timer.stop()
+            self._show_latest()
+
+    def _fail(self, text: str) -> None:
+        """A refused start or a failed run: the message, and a start that never happened is undone."""
+        self.error.emit(text)
+        if self._live_info is None:
+            self._awaiting_session = False
+            self.settings_locked.emit(False)
+            self._live_done = True
+
+    # -- replay -------------------------------------------------------------------------------------------------------
+    def open_session(self, db: str, session_id: str | None = None) -> bool:
+        """Replay a recorded session (the latest in ``db`` if no id); a live one still decoding is reset."""
+        if self._busy:
+            self.error.emit("Pause the running session before opening another one.")
+            return False
+        try:
+            source = RecordingSource(Recording(db), session_id)
+        except SpecVizError as e:
+            self.error.emit(str(e))
+            return False
+        if self._live_info is not None and not self._live_done:
+            self.reset()
+        self.model.open(source, load_token_text(source.info.tokenizer))
+        self.baseline_changed.emit(*source.ar_baseline())
+        info = source.info
+        self.session_status.emit(f"Replaying session {info.id}: {info.method} on {info.device}, "
+                                 f"{self.model.n_cycles} cycles, from {Path(db).name}. Step (F10) starts a new "
+                                 "live session with the settings below.")
+        self.notice.emit(f"Replaying session {info.id} from {db}", 5000)
+        return True
+
+    # -- autoplay -----------------------------------------------------------------------------------------------------
+    def set_autoplay_speed(self, speed: str) -> None:
+        """One of :data:`AUTOPLAY_SPEEDS`."""
+        self._autoplay_ms = AUTOPLAY_SPEEDS[speed]
+        self._autoplay_timer.setInterval(self._autoplay_ms)
+
+    def toggle_autoplay(self) -> None:
+        """Step through cycles at the chosen speed: a replay's recorded ones, or decode the live session's next."""
+        self._set_autoplay(not self._autoplay_timer.isActive())
+
+    def _set_autoplay(self, on: bool) -> None:
+        if on:
+            self._autoplay_timer.start(self._autoplay_ms)
+        else:
+            self._autoplay_timer.stop()
+        self.autoplay_changed.emit(on)
+
+    def _autoplay_tick(self) -> None:
+        if isinstance(self.model.source, LiveSource) or self.model.source is None:
+            if self._live_done and self.model.source is not None:
+                self._set_autoplay(False)
+            elif not self._busy:
+                self.step()
+        elif self.model.index >= self.model.n_cycles - 1:
+            self._set_autoplay(False)
+        else:
+            self.model.step(1)
+
+    def _stop_autoplay_if_replay(self) -> None:
+        if self._autoplay_timer.isActive() and not isinstance(self.model.source, LiveSource):
+            self._set_autoplay(False)

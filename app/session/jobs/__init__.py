@@ -1,0 +1,1 @@
+"""Work the engine thread does besides decoding: forks, measurements, the race's recording."""

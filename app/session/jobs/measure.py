@@ -1,0 +1,76 @@
+"""The engine thread's measuring jobs, for the charts' actions: record an AR session of a session's prompt (the
+speed-up baseline) and measure the device's verify-cost curve. Run on the worker's thread, by its slots."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from specviz_core.recording.store import Recording
+from specviz_core.records import SessionInfo
+from specviz_core.runtime.models import LoadedModel
+
+#: The most tokens an AR baseline decodes (on a CPU about 10 s for the default model).
+BASELINE_MAX_TOKENS = 128
+#: The fewest: a shorter baseline times mostly the first steps.
+BASELINE_MIN_TOKENS = 16
+
+
+def target_for(cache: dict[tuple, tuple[LoadedModel, LoadedModel | None]], info: SessionInfo,
+               progress: Callable[[str, float | None], None]) -> LoadedModel:
+    """The session's target model on its device and dtype: the one already loaded, else loaded (and kept)."""
+    from specviz_core.audit import audit_device
+    from specviz_core.session.factory import load_checked_model
+
+    device = audit_device(info.device)
+    for target, _ in cache.values():
+        if target.name == info.model and str(target.device) == device and str(target.dtype).endswith(info.dtype):
+            return target
+    target = load_checked_model(info.model, device, info.dtype or None, progress)
+    cache.clear()  # keep one set: models are large
+    cache[(info.model, None, device, info.dtype)] = (target, None)
+    return target
+
+
+def baseline_tokens(info: SessionInfo) -> int:
+    """Tokens the AR baseline of ``info`` decodes: as many as the session asked for, within bounds."""
+    return max(BASELINE_MIN_TOKENS, min(BASELINE_MAX_TOKENS, info.max_new_tokens or info.n_tokens))
+
+
+def record_ar_session(target: LoadedModel, info: SessionInfo, recording: Recording,
+                      progress: Callable[[str, float], None], stop: Callable[[], bool]) -> SessionInfo:
+    """Decode ``info``'s prompt plainly (``ar``, greedy) on ``target`` and record it; returns the finished session."""
+    from specviz_core.session.factory import Prepared, build_engine, session_info
+    from specviz_core.session.request import check_method
+    from specviz_core.session.run import RecordedRun
+
+    choice = check_method("ar")
+    n = baseline_tokens(info)
+    engine = build_engine(target, choice, info.prompt_ids, max_new_tokens=n)
+    ar_info = session_info(target, choice, info.prompt_ids, prompt_text=info.prompt_text, max_new_tokens=n,
+                           chat_template=info.chat_template)
+    run = RecordedRun(Prepared(engine, ar_info), recording)
+    done = 0
+    while not run.engine.done:
+        done += len(run.step().record.committed_ids)
+        progress(f"recording the AR baseline ({done}/{n} tokens)", min(1.0, done / n))
+        if stop() and not run.engine.done:
+            run.finish("interrupted", "stopped by the user")
+            break
+    return recording.session(ar_info.id)
+
+
+def open_recording(current: Recording | None, db_path: str) -> tuple[Recording, bool]:
+    """The worker's recording if it is ``db_path``, else that file opened (and True: close it after)."""
+    if current is not None and str(current.path) == str(Path(db_path)):
+        return current, False
+    return Recording(db_path, create=True), True
+
+
+def measure_curve(target: LoadedModel, progress: Callable[[str, float], None]) -> dict[str, Any]:
+    """Measure (again) and keep the verify-cost curve of ``target`` on its device."""
+    from specviz_core.engine.cost_curve import ensure_cost_curve
+
+    return ensure_cost_curve(target, quick=False, force=True,
+                             progress=lambda done, total: progress("measuring the verify cost curve", done / total))

@@ -1,0 +1,120 @@
+"""The engine thread's race recording: plain decoding (AR) and a method on one prompt, one after the other, then
+raced. A mixin of :class:`specviz_app.session.worker.EngineWorker` (its models, recording, tickets and busy signal).
+
+The two sessions are decoded in turn on the one engine thread, never at the same time, so neither's timings
+include the other's work. AR takes every setting from the method's request but the method (prompt, chat template,
+model, device, dtype, temperature, seed, max new tokens), so both answer the same prompt under the same sampling.
+A short unrecorded AR warm-up first keeps one-time costs (the allocator, the first kernels) out of the race.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import Signal, Slot
+
+from specviz_core.cli.crash import one_line
+from specviz_core.errors import SpecVizError
+from specviz_core.session.request import CheckedRequest
+
+#: Tokens of the unrecorded warm-up before the race's first session.
+WARMUP_TOKENS = 4
+
+
+def ar_request(checked: CheckedRequest) -> CheckedRequest:
+    """The plain-decoding twin of ``checked``: the same prompt, model and sampling, method ``ar``."""
+    req = replace(checked.request, method="ar", params={}, budget=None, draft_model=None)
+    return req.check()
+
+
+class RaceCancelled(Exception):
+    """The user cancelled the race recording (or paused or reset the engine) while it loaded or decoded."""
+
+
+class RaceWorkerMixin:
+    """The ``record_race`` slot of the engine worker."""
+
+    race_progress = Signal(str, float)
+    """(what is happening, overall fraction 0..1 or -1 while a model loads)."""
+    race_recorded = Signal(str, object)
+    """(recording path, [AR session id, method session id]): both decoded to the end."""
+    race_failed = Signal(str)
+    """A message for the user; '' when cancelled."""
+
+    @Slot(object, str, object)
+    def record_race(self, checked: CheckedRequest, db_path: str, ticket) -> None:
+        """Record AR and ``checked``'s method on its prompt into ``db_path``, one after the other."""
+        try:
+            self._record_race(checked, db_path, ticket)
+        finally:
+            self.request_done.emit()
+
+    def _record_race(self, checked: CheckedRequest, db_path: str, ticket) -> None:
+        from specviz_app.session.jobs import measure as jobs
+        from specviz_core.session.factory import load_models
+
+        self.busy_changed.emit(True)
+        rec = close = None
+        try:
+            def stop_check() -> None:
+                if self._paused(ticket):
+                    raise RaceCancelled
+
+            def loading(stage: str, fraction: float | None) -> None:
+                stop_check()
+                self.race_progress.emit(stage, -1.0 if fraction is None else fraction)
+
+            stop_check()
+            ar = ar_request(checked)
+            req = checked.request
+            key = (req.model, req.draft_model, req.device, req.dtype)
+            models = self._models.get(key)
+            if models is None:
+                self.race_progress.emit("loading the model", -1.0)
+                models = load_models(checked, loading)
+                self._models = {key: models}  # keep one set, as a session does: models are large
+            target, draft = models
+            rec, close = jobs.open_recording(self.recording, db_path)
+            self._warm_up(ar, target)
+            ids = []
+            for k, (c, d) in enumerate(((ar, None), (checked, draft))):
+                ids.append(self._record_one(c, d, target, rec, k, stop_check))
+            self.race_recorded.emit(db_path, ids)
+        except RaceCancelled:
+            self.race_failed.emit("")
+        except SpecVizError as e:
+            self.race_failed.emit(str(e))
+        except Exception as e:  # out of memory, a model folder gone...: a message, not a crash
+            self.race_failed.emit(f"could not record the race: {one_line(e)}")
+        finally:
+            if close and rec is not None:
+                rec.close()
+            self.busy_changed.emit(False)
+
+    def _warm_up(self, ar: CheckedRequest, target) -> None:
+        from specviz_core.session.factory import prepare
+
+        self.race_progress.emit("warming up", 0.0)
+        warm = prepare(CheckedRequest(replace(ar.request, max_new_tokens=WARMUP_TOKENS), ar.choice), target)
+        for _ in warm.engine.cycles():
+            pass
+
+    def _record_one(self, checked: CheckedRequest, draft, target, rec, k: int, stop_check) -> str:
+        """Decode and record one session to its end (k: 0 for AR, 1 for the method); its id."""
+        from specviz_core.session.factory import prepare
+        from specviz_core.session.run import RecordedRun
+
+        run = RecordedRun(prepare(checked, target, draft), rec)
+        n_max = checked.request.max_new_tokens
+        name = "plain decoding (AR)" if k == 0 else checked.request.method
+        done = 0
+        self.race_progress.emit(f"recording {name} (0/{n_max} tokens)", k / 2)
+        while not run.engine.done:
+            try:
+                stop_check()
+            except RaceCancelled:
+                run.finish("interrupted", "race recording cancelled")
+                raise
+            done += len(run.step().record.committed_ids)
+            self.race_progress.emit(f"recording {name} ({done}/{n_max} tokens)", (k + min(1.0, done / n_max)) / 2)
+        return run.info.id

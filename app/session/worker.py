@@ -1,0 +1,378 @@
+"""The engine thread: every tensor lives here; the window only receives cycle records.
+
+The window calls the worker's slots through queued signals (``begin``, ``step``, ``run``, ``reset``,
+``shutdown``) and ``pause()`` / ``cancel()`` directly. Each request carries the :class:`Ticket` the worker gave when
+it was sent: a pause cancels every request sent before it, even one still queued behind a model that is loading,
+and a cancel (Reset, close) also stops a load at its next stage. A request sent after the pause runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from specviz_app.session.jobs import measure as jobs
+from specviz_app.session.jobs.fork import ForkStart, ForkWorkerMixin
+from specviz_app.session.jobs.race import RaceWorkerMixin
+from specviz_core.cli.crash import one_line
+from specviz_core.errors import SpecVizError
+from specviz_core.recording.store import Recording
+from specviz_core.records import SessionInfo
+from specviz_core.runtime.models import LoadedModel
+from specviz_core.session.factory import build_engine, load_models, prepare
+from specviz_core.session.fork import ForkedRun, ForkMismatch
+from specviz_core.session.request import CheckedRequest, check_method
+from specviz_core.session.run import RecordedRun
+from specviz_core.viewer.filters import CycleFilter
+
+#: Tokens decoded by plain AR to measure the baseline speed on the session's prompt.
+BASELINE_TOKENS = 16
+#: How long closing the window waits for the engine thread: the forward or load stage in flight, nothing more.
+STOP_WAIT_MS = 10_000
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """The worker's pause and cancel counts when a request was sent."""
+
+    pauses: int
+    cancels: int
+
+
+class Cancelled(Exception):
+    """A load stopped by Reset or close at a stage boundary."""
+
+
+class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
+    """Owns the models, the engine and the recording connection; lives on its own QThread."""
+
+    progress = Signal(str, float)
+    """(stage, fraction in 0..1, or -1 when unknown): model loading and the like."""
+    session_started = Signal(object, object)
+    """(SessionInfo, tokenizer): a session was created and its row written."""
+    cycle_ready = Signal(object)
+    """A RecordedCycle (record and summary), already recorded."""
+    session_finished = Signal(object)
+    """The final SessionInfo (complete / interrupted / failed)."""
+    baseline_ready = Signal(float, str)
+    """(AR tokens/s on this prompt, how it was measured)."""
+    baseline_recorded = Signal(object)
+    """The SessionInfo of an AR session recorded as the baseline (the recording gained a session)."""
+    cost_curve_ready = Signal(object)
+    """A verify-cost curve measured and kept (the dict of :mod:`specviz_core.engine.cost_curve`)."""
+    audit_ready = Signal(object)
+    """An :class:`~specviz_core.audit.AuditResult` of the session asked for."""
+    busy_changed = Signal(bool)
+    error = Signal(str)
+    """A message for the user (never a traceback)."""
+    request_done = Signal()
+    """Every slot called through a queued signal emits this once when it returns."""
+    fork_mismatch = Signal(str)
+    """A fork's re-run cycle differs from its recording: the fork waits for ``fork_choice``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._pauses = 0
+        self._cancels = 0
+        self._models: dict[tuple, tuple[LoadedModel, LoadedModel | None]] = {}
+        self.run_: RecordedRun | None = None
+        self.recording: Recording | None = None
+        self._baselines: dict[tuple, float] = {}
+        self.cycles_done = 0
+        """Cycles decoded by this worker so far (read from the UI thread; an int, so reads are atomic)."""
+
+    # -- called from the UI thread ------------------------------------------------
+    def ticket(self) -> Ticket:
+        """Stamp a request with the current counts (thread-safe)."""
+        with self._lock:
+            return Ticket(self._pauses, self._cancels)
+
+    def pause(self) -> None:
+        """Stop every Run or Step sent before now at its next cycle boundary, queued ones included (thread-safe)."""
+        with self._lock:
+            self._pauses += 1
+
+    def cancel(self) -> None:
+        """Pause, and stop a load sent before now at its next stage (Reset, close; thread-safe)."""
+        with self._lock:
+            self._pauses += 1
+            self._cancels += 1
+
+    def _paused(self, ticket: Ticket) -> bool:
+        return self._pauses != ticket.pauses
+
+    def _cancelled(self, ticket: Ticket) -> bool:
+        return self._cancels != ticket.cancels
+
+    # -- slots (run on the worker thread) -------------------------------------------
+    @Slot(object, str, object)
+    def begin(self, req: CheckedRequest, db_path: str, ticket: Ticket) -> None:
+        """Load models if needed and create a recorded session; the first cycle waits for a step."""
+        try:
+            self._begin(req, db_path, ticket)
+        finally:
+            self.request_done.emit()
+
+    def _begin(self, checked: CheckedRequest | ForkStart, db_path: str, ticket: Ticket) -> None:
+        self.busy_changed.emit(True)
+        fork = checked if isinstance(checked, ForkStart) else None
+        try:
+            self._finish_current("interrupted", "reset by the user")
+            if self._cancelled(ticket):
+                return
+            if fork is not None:
+                parent, checked = self._fork_parent(fork, db_path)
+            req = checked.request
+            key = (req.model, req.draft_model, req.device, req.dtype, req.method, tuple(sorted(req.params.items())))
+            models = self._models.get(key[:4])
+            if models is None:
+                self.progress.emit("loading the model", -1.0)
+
+                def progress(stage: str, fraction: float | None) -> None:
+                    if self._cancelled(ticket):
+                        raise Cancelled
+                    self.progress.emit(stage, -1.0 if fraction is None else fraction)
+
+                try:
+                    models = load_models(checked, progress)
+                except Cancelled:
+                    self.progress.emit("cancelled", 1.0)
+                    return
+                self._models = {key[:4]: models}  # keep one set: models are large
+            if self._cancelled(ticket):  # reset or closed while the last stage loaded: no session to record
+                self.progress.emit("cancelled", 1.0)
+                return
+            target, draft = models
+            if self.recording is None or str(self.recording.path) != str(Path(db_path)):
+                if self.recording is not None:
+                    self.recording.close()
+                Path(db_path).parent.mkdir(parents=True, exist_ok=True)
+                self.recording = Recording(db_path, create=True)
+            if fork is not None:
+                self.run_ = self._fork_run(fork, parent, checked, target, draft)
+            else:
+                self.run_ = RecordedRun(prepare(checked, target, draft), self.recording)
+            self.progress.emit("ready", 1.0)
+            self.session_started.emit(self.run_.info, target.tokenizer)
+            if fork is not None:
+                self._rerun(ticket)
+        except SpecVizError as e:
+            self.run_ = None
+            self.error.emit(str(e))
+        except Exception as e:  # a broken model folder, out of memory...: a message, not a crash
+            self.run_ = None
+            self.error.emit(f"could not start the session: {one_line(e)}")
+        finally:
+            self.busy_changed.emit(False)
+
+    @Slot(int, object)
+    def step(self, n: int, ticket: Ticket) -> None:
+        """Decode ``n`` cycles (or until the session ends or a pause)."""
+        try:
+            self._loop(ticket, max_cycles=n, breakpoint=None)
+        finally:
+            self.request_done.emit()
+
+    @Slot(object, object)
+    def run(self, breakpoint: CycleFilter | None, ticket: Ticket) -> None:
+        """Decode until the end, a pause, or a cycle matching ``breakpoint``."""
+        try:
+            self._loop(ticket, max_cycles=None, breakpoint=breakpoint)
+        finally:
+            self.request_done.emit()
+
+    @Slot()
+    def reset(self) -> None:
+        try:
+            self._finish_current("interrupted", "reset by the user")
+            self.run_ = None
+        finally:
+            self.request_done.emit()
+
+    @Slot()
+    def shutdown(self) -> None:
+        """Close cleanly: the session in flight is marked interrupted, the recording closed, the thread ended."""
+        try:
+            self._finish_current("interrupted", "window closed")
+            self.run_ = None
+            if self.recording is not None:
+                self.recording.close()
+                self.recording = None
+            self._models.clear()
+        finally:
+            QThread.currentThread().quit()
+
+    @Slot()
+    def measure_baseline(self) -> None:
+        """Plain AR on the session's prompt, not recorded: the speed every speed-up is measured against."""
+        try:
+            self._measure_baseline()
+        finally:
+            self.request_done.emit()
+
+    def _measure_baseline(self) -> None:
+        if self.run_ is None:
+            return
+        info = self.run_.info
+        key = (info.model, info.device, info.dtype, info.prompt_ids)
+        tps = self._baselines.get(key)
+        if tps is None:
+            self.busy_changed.emit(True)
+            try:
+                target, _ = next(iter(self._models.values()))
+                engine = build_engine(target, check_method("ar"), info.prompt_ids, max_new_tokens=BASELINE_TOKENS)
+                engine.prefill()
+                t0 = time.perf_counter()
+                n = sum(len(r.committed_ids) for r in engine.cycles())
+                tps = n / (time.perf_counter() - t0)
+                self._baselines[key] = tps
+            except Exception as e:
+                self.error.emit(f"could not measure the AR baseline: {e}")
+                return
+            finally:
+                self.busy_changed.emit(False)
+        self.baseline_ready.emit(tps, f"AR measured on this prompt ({BASELINE_TOKENS} tokens, {info.device})")
+
+    @Slot(object, str, object)
+    def record_baseline(self, info: SessionInfo, db_path: str, ticket: Ticket) -> None:
+        """Record an AR session of ``info``'s prompt, model and device to ``db_path``: the charts' speed-up baseline."""
+        try:
+            self._job(ticket, lambda target: self._record_baseline(target, info, db_path, ticket), info)
+        finally:
+            self.request_done.emit()
+
+    def _record_baseline(self, target: LoadedModel, info: SessionInfo, db_path: str, ticket: Ticket) -> None:
+        rec, close = jobs.open_recording(self.recording, db_path)
+        try:
+            ar = jobs.record_ar_session(target, info, rec, self.progress.emit, lambda: self._paused(ticket))
+        finally:
+            if close:
+                rec.close()
+        self.baseline_recorded.emit(ar)
+        if ar.n_tokens:
+            self.baseline_ready.emit(ar.tokens_per_s, f"AR session {ar.id} on the same prompt ({ar.n_tokens} tokens)")
+
+    @Slot(object, object)
+    def measure_cost_curve(self, info: SessionInfo, ticket: Ticket) -> None:
+        """Measure and keep the verify-cost curve of ``info``'s model on its device."""
+        try:
+            self._job(ticket, lambda target: self.cost_curve_ready.emit(jobs.measure_curve(target, self.progress.emit)),
+                      info)
+        finally:
+            self.request_done.emit()
+
+    @Slot(object, object, object)
+    def audit_session(self, info: SessionInfo, cycle_lengths: list[int], ticket: Ticket) -> None:
+        """Decode ``info``'s prompt plainly on its model and compare the outputs (:mod:`specviz_core.audit`)."""
+        from specviz_core.audit import audit
+
+        try:
+            self._job(ticket, lambda target: self.audit_ready.emit(
+                audit(info, cycle_lengths, target, progress=lambda s: self.progress.emit(s, -1.0))), info)
+        finally:
+            self.request_done.emit()
+
+    def _job(self, ticket: Ticket, work, info: SessionInfo) -> None:
+        """Load ``info``'s target (if needed), then ``work(target)``; errors become one-line messages."""
+        if self._paused(ticket):
+            return
+        self.busy_changed.emit(True)
+        try:
+            target = jobs.target_for(self._models, info, lambda s, f: self.progress.emit(s, -1.0 if f is None else f))
+            work(target)
+        except SpecVizError as e:
+            self.error.emit(str(e))
+        except Exception as e:  # out of memory, a model folder gone since the recording...: a message, not a crash
+            self.error.emit(f"could not measure: {one_line(e)}")
+        finally:
+            self.progress.emit("ready", 1.0)
+            self.busy_changed.emit(False)
+
+    @Slot(bool, object)
+    def fork_choice(self, go_on: bool, ticket: Ticket) -> None:
+        """After a failed check: go on from the re-run state, or end the fork as failed."""
+        try:
+            run = self.run_
+            if isinstance(run, ForkedRun) and not run.writer.finished:
+                if go_on:
+                    run.continue_anyway()
+                    self._rerun(ticket)
+                else:
+                    run.stop()
+                    self.session_finished.emit(self._final_info(run))
+        finally:
+            self.request_done.emit()
+
+    # -- internals ----------------------------------------------------------------
+    def _loop(self, ticket: Ticket, max_cycles: int | None, breakpoint: CycleFilter | None) -> None:
+        run = self.run_
+        if run is None or self._paused(ticket):
+            return
+        self.busy_changed.emit(True)
+        done = 0
+        try:
+            while not run.engine.done and not self._paused(ticket):
+                cycle = run.step()
+                self.cycles_done += 1
+                self.cycle_ready.emit(cycle)
+                done += 1
+                if max_cycles is not None and done >= max_cycles:
+                    break
+                if breakpoint is not None and breakpoint(cycle.summary):
+                    break
+        except ForkMismatch as e:  # a fork stepped through its re-run cycles: the user chooses
+            self.fork_mismatch.emit(str(e))
+        except SpecVizError as e:
+            self.error.emit(str(e))
+        except Exception as e:
+            self.error.emit(f"the decode failed: {one_line(e)}")
+        finally:
+            self.busy_changed.emit(False)
+        if run.writer.finished:
+            self.session_finished.emit(self._final_info(run))
+
+    def _final_info(self, run: RecordedRun) -> SessionInfo:
+        assert self.recording is not None
+        return self.recording.session(run.info.id)
+
+    def _finish_current(self, status: str, reason: str) -> None:
+        run = self.run_
+        if run is not None and not run.writer.finished:
+            run.finish(status, reason)
+            self.session_finished.emit(self._final_info(run))
+
+
+class WorkerThread:
+    """A worker and its thread, started once; ``stop()`` waits for the forward or load stage in flight only."""
+
+    _unfinished: list[WorkerThread] = []
+    """Threads that outlived ``stop()``'s wait (a model still loading): kept alive until :meth:`join_unfinished`."""
+
+    def __init__(self) -> None:
+        self.thread = QThread()
+        self.thread.setObjectName("specviz-engine")
+        self.worker = EngineWorker()
+        self.worker.moveToThread(self.thread)
+        self.thread.start()
+
+    def stop(self, timeout_ms: int = STOP_WAIT_MS) -> bool:
+        """Cancel what is queued, mark the session interrupted, end the thread; False if it is still busy."""
+        from PySide6.QtCore import QMetaObject, Qt
+
+        self.worker.cancel()  # queued Runs and Steps return at once, a load stops at its next stage
+        QMetaObject.invokeMethod(self.worker, "shutdown", Qt.ConnectionType.QueuedConnection)
+        if self.thread.wait(timeout_ms):
+            return True
+        WorkerThread._unfinished.append(self)  # never destroy a running QThread
+        return False
+
+    @classmethod
+    def join_unfinished(cls) -> None:
+        """At exit: let threads that outlived the window finish (a model load cannot be interrupted mid-file)."""
+        while cls._unfinished:
+            cls._unfinished.pop().thread.wait()

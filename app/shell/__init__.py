@@ -1,0 +1,1 @@
+"""The main window: the draft tree in the middle, panels in docks, menus, toolbars, presentation mode."""

@@ -1,0 +1,1 @@
+"""The window's menu actions that open other windows: audit, race, fork and compare."""

@@ -1,0 +1,1 @@
+"""The secondary windows: compare, race, fork, train a draft head."""

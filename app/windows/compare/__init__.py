@@ -1,0 +1,1 @@
+"""The Compare view: sessions side by side."""

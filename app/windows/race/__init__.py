@@ -1,0 +1,1 @@
+"""The race: sessions of one prompt at their recorded pace."""

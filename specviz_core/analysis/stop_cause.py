@@ -1,0 +1,274 @@
+"""Why a cycle stopped, for every method, from recorded data alone.
+
+Every cycle stops at one node: the last accepted node, or the root when nothing was accepted. There the target
+wanted a token w (the bonus token) that the tree did not hold as a verified child. Exactly one cause is given:
+
+- ``gated``: w was a candidate there but a confidence gate cut it (TALON's mu, Goose's ``min_score``, an
+  assistant's confidence threshold): its score against the threshold;
+- ``budget``: w was a candidate there but the node budget or a depth limit cut it, or the tree ended at that
+  node (a leaf the method never expanded: its size or depth limit);
+- ``not_drafted``: a source offered w there at rank r, but the tree's width at that node was smaller;
+- ``not_offered``: no source offered w there (no n-gram match, a table row without w, a draft model's top
+  candidates without w): what each source did offer;
+- ``rejected`` (sampling only): w was drafted there and the sampling walk rejected it (the draft's probability
+  of it exceeded the target's), then drew it again from the residual.
+
+The candidate lists come from the drafters (``state["offers"]``, recorded at the root and the accepted nodes:
+:meth:`~specviz_core.tree.DraftTree.offer`); transformers' assisted generation says why its chain ended
+(``state["draft_stop"]``). A method that records no lists (STAND) is judged from the tree alone: a gated child
+holding w, else a leaf (``budget``), else ``not_offered``.
+
+**Headroom** (hindsight, within the cycle): the tokens the cycle committed are the target's own path from the
+root (accepted tokens, then w). With unlimited width, a source would have supplied the longest run of those
+tokens it offered at each node along the path; :attr:`StopCause.headroom` gives that run per source, and
+``"*"`` for all sources together (accepted tokens plus one when some source offered w). It is never below
+what the cycle accepted from that source. It looks one token past the stop only: the target's choice after w
+is not known to this cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from specviz_core.records import CycleRecord
+
+#: Cause codes, with a short label for charts, filters and menus.
+CAUSES: dict[str, str] = {
+    "gated": "gated",
+    "budget": "cut by the budget",
+    "not_drafted": "offered, not drafted",
+    "not_offered": "no source offered it",
+    "rejected": "drafted, rejected by sampling",
+}
+
+#: transformers' reasons a draft chain ended (``state["draft_stop"]``) -> cause.
+_HF_STOPS = {"confidence": "gated", "num_assistant_tokens": "budget", "max_length": "budget", "num_tokens": "budget"}
+
+
+@dataclass(frozen=True)
+class SourceOffer:
+    """What one source offered at the stop node, best first."""
+
+    source: str
+    tokens: tuple[int, ...]
+    scores: tuple[float, ...]
+    fates: tuple[str, ...]
+    threshold: float | None = None
+
+    @property
+    def width(self) -> int:
+        """Candidates of this source drafted (verified) at the node."""
+        return sum(1 for f in self.fates if f == "drafted")
+
+
+@dataclass(frozen=True)
+class StopCause:
+    """Why one cycle stopped where it did."""
+
+    kind: str
+    """A key of :data:`CAUSES`."""
+    node: int
+    """Node id where the walk stopped (0: the root)."""
+    depth: int
+    wanted: int
+    """The token the target chose there (the bonus token)."""
+    wanted_prob: float | None
+    """The target's probability of it there (None when it is not in the recorded top-5)."""
+    topk: tuple[tuple[int, float], ...]
+    """The target's top-5 there."""
+    source: str | None = None
+    """The source that offered w (gated, budget, not_drafted)."""
+    rank: int | None = None
+    """w's rank (1 = best) in that source's list."""
+    width: int | None = None
+    """Candidates that source drafted at the node."""
+    score: float | None = None
+    threshold: float | None = None
+    offers: tuple[SourceOffer, ...] = ()
+    detail: str = ""
+    """A fact that is not in the fields (the tree ended at this leaf; a draft-stop sentence)."""
+    chain_end: bool = False
+    """transformers' assistant stopped its chain at this node (``detail`` says why): it proposed nothing after
+    it, so no claim is made about w."""
+    headroom: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return CAUSES[self.kind]
+
+    def sentence(self, text: Callable[[int], str] = str) -> str:
+        """The cause in one plain sentence; ``text`` renders a token."""
+        p = f" (p {self.wanted_prob:.2f})" if self.wanted_prob is not None else ""
+        where = "at the root" if self.node == 0 else f"after node {self.node} (depth {self.depth})"
+        head = f"The target wanted {text(self.wanted)}{p} {where}"
+        src = f"the {self.source} source" if self.source else "a source"
+        rank = f" at rank {self.rank}" if self.rank else ""
+        if self.chain_end:
+            return f"{head}; the assistant's chain ended there, so nothing was drafted after it:" + _tail(self.detail)
+        if self.kind == "gated":
+            sc = f" (score {self.score:.3g}" + (f", below the threshold {self.threshold:.3g})"
+                                                 if self.threshold is not None else ")") if self.score is not None else ""
+            return f"{head}; {src} had it{rank} but the confidence gate cut it{sc}." + _tail(self.detail)
+        if self.kind == "budget":
+            if self.source is None:
+                return f"{head}; the tree ended there: {self.detail or 'the budget or depth limit stopped it'}."
+            return f"{head}; {src} offered it{rank}, but the budget or depth limit cut it." + _tail(self.detail)
+        if self.kind == "not_drafted":
+            return (f"{head}; {src} offered it{rank}, but the tree drafted only {self.width} candidate"
+                    f"{'' if self.width == 1 else 's'} of that source there (its width)." + _tail(self.detail))
+        if self.kind == "rejected":
+            return f"{head}; it was drafted there, but the sampling walk rejected it and then drew it again."
+        offered = "; ".join(f"{o.source}: {', '.join(text(t) for t in o.tokens[:5]) or 'nothing'}" for o in self.offers)
+        return (f"{head}; no source offered it" + (f" ({offered})" if offered else "") + "."
+                + _tail(self.detail))
+
+
+def _tail(detail: str) -> str:
+    return f" {detail[:1].upper()}{detail[1:].rstrip('.')}." if detail else ""
+
+
+def offers_at(record: CycleRecord, node: int) -> tuple[SourceOffer, ...] | None:
+    """The recorded candidate lists below ``node``; None when the method recorded none there."""
+    raw = record.state.get("offers")
+    if not isinstance(raw, dict) or str(node) not in raw:
+        return None
+    out = []
+    for o in raw[str(node)]:
+        out.append(SourceOffer(str(o.get("source", "")), tuple(int(t) for t in o.get("tokens", ())),
+                               tuple(float(s) for s in o.get("scores", ())), tuple(str(f) for f in o.get("fates", ())),
+                               o.get("threshold")))
+    return tuple(out)
+
+
+def stop_cause(record: CycleRecord) -> StopCause:
+    """The one cause of ``record``'s stop (see the module's text)."""
+    nodes = record.node_by_id
+    stop = record.accepted_path[-1] if record.accepted_path else 0
+    w = int(record.bonus_token)
+    row = record.verify_order.index(stop) if stop in record.verify_order else 0
+    topk = tuple(record.target_topk[row]) if row < len(record.target_topk) else ()
+    prob = next((p for t, p in topk if t == w), None)
+    base: dict[str, Any] = dict(node=stop, depth=nodes[stop].depth if stop in nodes else 0, wanted=w, wanted_prob=prob,
+                                topk=topk)
+    kids = [n for n in record.nodes if n.parent == stop]
+    offers = offers_at(record, stop)
+    base["headroom"] = headroom(record, stop, w)
+    hit = None
+    for o in offers or ():
+        if w in o.tokens:
+            i = o.tokens.index(w)
+            hit = (o, i)
+            break
+    gated_kid = next((n for n in kids if n.gated and n.token == w), None)
+    if any(n.verified and n.token == w for n in kids):
+        o, i = hit if hit is not None else (None, None)
+        return StopCause("rejected", **base, source=o.source if o else None, rank=None if i is None else i + 1,
+                         offers=offers or ())
+    if hit is not None:
+        o, i = hit
+        fate = o.fates[i]
+        info = dict(source=o.source, rank=i + 1, width=o.width, score=o.scores[i], threshold=o.threshold, offers=offers)
+        if fate == "gate":
+            return StopCause("gated", **base, **info)
+        if fate == "width":
+            return StopCause("not_drafted", **base, **info)
+        return StopCause("budget", **base, **info)  # "drafted" and gated: budget=auto cut it after drafting
+    if gated_kid is not None:
+        return StopCause("gated", **base, source=gated_kid.source, score=gated_kid.score, offers=offers or ())
+    draft_stop = record.state.get("draft_stop")
+    if draft_stop and not any(n.verified for n in kids):  # transformers' chain ended here
+        kind = _HF_STOPS.get(str(draft_stop), "not_offered")
+        thr = record.state.get("assistant_confidence_threshold") if kind == "gated" else None
+        return StopCause(kind, **base, threshold=thr, detail=str(record.state.get("draft_stop_text", "")),
+                         offers=offers or (), chain_end=True)
+    if offers is None and not kids and record.mode != "ar":
+        return StopCause("budget", **base, detail="this leaf was never expanded (the method's size or depth limit)")
+    if offers is None and record.mode == "ar":
+        return StopCause("not_offered", **base, detail="Nothing was drafted this cycle.")
+    shown = offers if offers is not None else _drafted_as_offers(kids)
+    return StopCause("not_offered", **base, offers=shown)
+
+
+def _drafted_as_offers(kids: list) -> tuple[SourceOffer, ...]:
+    """What was drafted below a node, per source, when the method recorded no candidate list."""
+    by: dict[str, list] = {}
+    for n in kids:
+        if n.verified:
+            by.setdefault(n.source, []).append(n)
+    return tuple(SourceOffer(s, tuple(n.token for n in ns), tuple(n.score for n in ns), ("drafted",) * len(ns))
+                 for s, ns in by.items())
+
+
+def headroom(record: CycleRecord, stop: int, wanted: int) -> dict[str, int]:
+    """Per source, the longest run of the target's path tokens (accepted, then ``wanted``) that the source offered
+    at each node along it, width unlimited; ``"*"``: all sources together. See the module's text."""
+    path = [0, *record.accepted_path]
+    tokens = [record.node_by_id[n].token for n in record.accepted_path] + [wanted]
+    nodes = record.node_by_id
+    offered: list[set[str]] = []  # per step i: sources that offered tokens[i] below path[i]
+    for i, parent in enumerate(path):
+        srcs = {o.source for o in (offers_at(record, parent) or ()) if tokens[i] in o.tokens}
+        if i < len(record.accepted_path):
+            srcs.add(nodes[path[i + 1]].source)  # it was drafted, so its source offered it
+        offered.append(srcs)
+    out: dict[str, int] = {}
+    for s in sorted(set().union(*offered)):
+        best = run = 0
+        for srcs in offered:
+            run = run + 1 if s in srcs else 0
+            best = max(best, run)
+        out[s] = best
+    out["*"] = len(record.accepted_path) + (1 if offered[-1] else 0)
+    return out
+
+
+_ROUTES = {
+    "prefill": "the first token comes from the prompt's last row, with no draft (the official decoder's prefill)",
+    "spine_tree": "a spine tree: the context match's chain as the spine, adjacency-table branches around it",
+    "branch_tree": "a branch tree: no context match, branches from the adjacency table alone",
+    "chain": "the match verified as a chain (the table had no successors for the root)",
+    "bypass": "the chain alone: confidence gave it the whole budget",
+    "ar": "one AR step: no match and no table successors (or all below min_score)",
+}
+_PATHS = {"pure_spine": "spine tokens only", "spine_continuation": "spine, then a branch where it broke",
+          "pure_branch": "branch tokens only"}
+
+
+def method_notes(state: dict[str, Any]) -> list[str]:
+    """What a cycle's method state says about why it drafted what it did, in plain sentences: Goose's route,
+    confidence, budget and path; transformers' reason for ending the draft and its schedule."""
+    out = []
+    route = state.get("route")
+    if route in _ROUTES:
+        bits = [f"Route: {_ROUTES[route]}."]
+        if "confidence" in state and route not in ("prefill", "ar"):
+            c = f"Match confidence {float(state['confidence']):.2f}"
+            if state.get("chain_extended"):
+                c += (f"; above 0.6, so the chain grew by repeated matching from {state.get('match_len', '?')} to "
+                      f"{state.get('chain_len', '?')} tokens")
+            if "node_budget" in state:
+                c += f"; node budget {state['node_budget']} (root included)"
+            bits.append(c + ".")
+        if "spine_ratio" in state and state.get("spine_len"):
+            binding = " It cut the chain." if state.get("ratio_binding") else ""
+            tier = state.get("spine_ratio_tier")
+            bits.append(f"Spine ratio r = {float(state['spine_ratio']):.2f}"
+                        + (f" (tier {float(tier):.2f})" if tier is not None else "")
+                        + f": {state['spine_len']} spine nodes.{binding}")
+        path = state.get("path")
+        if path in _PATHS:
+            won = state.get("continuation_tokens", 0)
+            bits.append(f"Accepted path: {_PATHS[path]}"
+                        + (f" ({won} branch token{'s' if won != 1 else ''} won after the break)." if won else "."))
+        out.append(" ".join(bits))
+    if "num_assistant_tokens" in state:  # why the chain ended is the stop cause's own sentence
+        s = f"Assistant schedule: num_assistant_tokens {state['num_assistant_tokens']}"
+        thr = state.get("assistant_confidence_threshold")
+        s += f", confidence threshold {float(thr):.2f}" if thr is not None else ""
+        nxt = state.get("num_assistant_tokens_next")
+        if nxt is not None and nxt != state["num_assistant_tokens"]:
+            s += f"; the schedule moves it to {nxt} for the next cycle"
+        out.append(s + ".")
+    return out

@@ -1,0 +1,283 @@
+"""Why speculation is (or is not) faster than plain decoding here: the time arithmetic of a cycle and a session.
+
+Every cycle's wall time splits into three parts (its ``timings_ms``):
+
+- **draft**: the drafter building the tree (``draft``);
+- **verify**: the target's forward over the verify block (``forward``);
+- **bookkeeping**: everything else (``walk``, ``trim``, ``harvest``, ``build``, ``record``, any other stage).
+
+The unit is ``t_ar``, the time plain decoding spends per token: one plain 1-token forward (the cost curve's
+1-row point), or the measured AR baseline's ms per token when there is one. The paper-style arithmetic is then
+
+    speed-up = tau * t_ar / t_cycle
+
+with tau the tokens a cycle commits (accepted + bonus). For a session, the sums over its cycles. The measured
+verify-cost curve of the device (:mod:`specviz_core.engine.cost_curve`) predicts what each cycle would have
+cost with its tree cut to its first ``b`` verified nodes in verify order (every node comes after its parent,
+so that is a tree), keeping the accepted path's nodes within it and the draft and bookkeeping times as measured,
+against the curve's own 1-token forward (both timed alike, whatever the machine's load when the session ran): the
+budget with the best predicted speed-up is the one reported. No torch here: the curve is any callable from
+verify-block rows to forward ms (a :class:`~specviz_core.engine.cost_curve.CostCurve`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from specviz_core.analysis.cycle_summary import CycleSummary
+from specviz_core.records import CycleRecord
+
+Curve = Callable[[float], float]
+"""Forward ms of a verify block of ``rows`` rows (root included)."""
+DRAFT, FORWARD = "draft", "forward"
+PARTS = ("draft", "verify", "bookkeeping")
+
+
+def split_timings(timings_ms: dict[str, float]) -> tuple[float, float, float]:
+    """(draft, verify forward, bookkeeping) ms of one cycle: bookkeeping is every stage but those two."""
+    draft = float(timings_ms.get(DRAFT, 0.0))
+    forward = float(timings_ms.get(FORWARD, 0.0))
+    return draft, forward, float(sum(timings_ms.values())) - draft - forward
+
+
+def kept_tokens(accepted_rows: Sequence[int], rows: int) -> int:
+    """Tokens a cycle commits when only verify rows ``< rows`` are verified: the accepted nodes up to the first
+    one cut, plus the bonus."""
+    n = 0
+    for r in accepted_rows:
+        if r >= rows:
+            break
+        n += 1
+    return n + 1
+
+
+@dataclass(frozen=True)
+class CycleCost:
+    """One cycle's time against plain decoding. Times in ms, ratios in units of ``ar_forward_ms``."""
+
+    index: int
+    rows: int
+    """Verify-block rows (root included)."""
+    tokens: int
+    """Tokens the cycle committed (accepted + bonus): tau of this cycle."""
+    draft_ms: float
+    forward_ms: float
+    bookkeeping_ms: float
+    ar_forward_ms: float
+    """t_ar: one plain 1-token forward (or plain decoding's ms per token, when a baseline was measured)."""
+    curve_ms: float | None
+    """The cost curve's forward ms at ``rows`` (None without a curve)."""
+    best_budget: int | None = None
+    """In hindsight: the verify budget (draft nodes) at which the curve predicts this tree would have done best."""
+    best_speedup: float | None = None
+    sentence: str = ""
+
+    @property
+    def total_ms(self) -> float:
+        return self.draft_ms + self.forward_ms + self.bookkeeping_ms
+
+    @property
+    def verify_x(self) -> float:
+        """The verify forward in 1-token forwards."""
+        return self.forward_ms / self.ar_forward_ms
+
+    @property
+    def overhead_x(self) -> float:
+        """Draft and bookkeeping in 1-token forwards."""
+        return (self.draft_ms + self.bookkeeping_ms) / self.ar_forward_ms
+
+    @property
+    def speedup(self) -> float:
+        """tau * t_ar / t_cycle."""
+        return self.tokens * self.ar_forward_ms / self.total_ms if self.total_ms > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "total_ms": self.total_ms, "speedup": self.speedup}
+
+
+def _unit(curve: Curve | None, ar_forward_ms: float | None) -> float:
+    if ar_forward_ms is not None and ar_forward_ms > 0:
+        return float(ar_forward_ms)
+    if curve is not None and curve(1) > 0:
+        return float(curve(1))
+    raise ValueError("no unit: give ar_forward_ms or a cost curve")
+
+
+def cycle_cost(record: CycleRecord | CycleSummary, curve: Curve | None, ar_forward_ms: float | None = None
+               ) -> CycleCost:
+    """The arithmetic of one cycle (a record, or a summary that carries timings) and the sentence saying it.
+
+    ``ar_forward_ms`` defaults to the curve's 1-row forward; one of the two is needed (ValueError otherwise)."""
+    t_ar = _unit(curve, ar_forward_ms)
+    if isinstance(record, CycleRecord):
+        order = {nid: i for i, nid in enumerate(record.verify_order)}
+        acc_rows: Sequence[int] | None = [order[a] for a in record.accepted_path if a in order]
+    else:
+        acc_rows = record.accepted_rows
+    draft, forward, book = split_timings(record.timings_ms)
+    rows, tokens = record.n_verified, len(record.committed_ids)
+    best_b = best_x = None
+    if curve is not None and acc_rows is not None and rows > 1:
+        u = float(curve(1))  # the curve against its own 1-token forward
+        preds = [(kept_tokens(acc_rows, b + 1) * u / (draft + curve(b + 1) + book), b) for b in range(1, rows)]
+        best_x, best_b = max(preds, key=lambda p: (p[0], -p[1]))
+    cost = CycleCost(record.index, rows, tokens, draft, forward, book, t_ar,
+                     float(curve(rows)) if curve is not None else None, best_b, best_x)
+    return _with_sentence(cost)
+
+
+def _with_sentence(c: CycleCost) -> CycleCost:
+    if c.total_ms <= 0:
+        return CycleCost(**{**asdict(c), "sentence": "This cycle recorded no timings."})
+    unit = f"a 1-token forward ({c.ar_forward_ms:.1f} ms)"
+    if c.rows <= 1:
+        head = f"An AR cycle: one 1-row forward of {c.forward_ms:.1f} ms = {c.verify_x:.2f}x {unit}"
+    else:
+        head = f"{c.rows}-row verify took {c.forward_ms:.1f} ms = {c.verify_x:.1f}x {unit}"
+        if c.curve_ms is not None:
+            head += f"; the cost curve says {c.curve_ms / c.ar_forward_ms:.1f}x"
+    tail = (f"draft {c.draft_ms:.1f} ms and bookkeeping {c.bookkeeping_ms:.1f} ms add {c.overhead_x:.1f}x; "
+            f"{c.tokens} token{'s' if c.tokens != 1 else ''} committed: {c.tokens} / "
+            f"{c.verify_x + c.overhead_x:.2f} = {c.speedup:.2f}x plain decoding.")
+    text = f"{head}. {tail[0].upper()}{tail[1:]}"
+    if c.best_budget is not None and c.best_speedup is not None:
+        text += (f" In hindsight, cut to its first {c.best_budget} node{'s' if c.best_budget != 1 else ''} the "
+                 f"cost curve predicts {c.best_speedup:.2f}x.")
+    return CycleCost(**{**asdict(c), "sentence": text})
+
+
+@dataclass(frozen=True)
+class BudgetPoint:
+    """The curve's prediction for a session had every tree been cut to ``budget`` draft nodes."""
+
+    budget: int
+    tau: float
+    """Predicted tokens per cycle."""
+    cycle_ms: float
+    """Predicted mean cycle ms."""
+    speedup: float
+
+
+@dataclass(frozen=True)
+class SessionCost:
+    """A session's time against plain decoding: means per cycle (ms), and the sums' speed-ups."""
+
+    cycles: int
+    """Cycles counted (damaged cycles and cycles without timings are left out)."""
+    tokens: int
+    mean_rows: float
+    draft_ms: float
+    forward_ms: float
+    bookkeeping_ms: float
+    ar_forward_ms: float
+    ar_source: str
+    """Where t_ar comes from (the cost curve, or an AR session)."""
+    measured_speedup: float
+    """tau * t_ar / mean t_cycle, from the measured timings."""
+    curve_speedup: float | None
+    """The same with each forward replaced by the curve's, in units of the curve's own 1-token forward (how fast
+    these trees are under the conditions the curve was measured in)."""
+    budgets: list[BudgetPoint] = field(default_factory=list)
+    best: BudgetPoint | None = None
+    sentence: str = ""
+
+    @property
+    def tau(self) -> float:
+        return self.tokens / self.cycles if self.cycles else 0.0
+
+    @property
+    def cycle_ms(self) -> float:
+        return self.draft_ms + self.forward_ms + self.bookkeeping_ms
+
+    @property
+    def headline(self) -> str:
+        """The sentence in one short line (for a narrow panel; the sentence says the rest)."""
+        if not self.cycles:
+            return self.sentence
+        text = (f"{self.measured_speedup:.2f}× plain decoding: {round(self.mean_rows)}-row verify "
+                f"{self.forward_ms / self.ar_forward_ms:.1f}× t_ar, {self.tau:.2f} tokens/forward")
+        if self.best is not None:
+            text += f"; best budget {self.best.budget}: {self.best.speedup:.2f}× (cost curve)"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["tau"], d["cycle_ms"] = self.tau, self.cycle_ms
+        return d
+
+
+def session_cost(summaries: Iterable[CycleSummary], curve: Curve | None, ar_forward_ms: float | None = None,
+                 ar_source: str = "") -> SessionCost:
+    """The arithmetic of a whole session from its cycle summaries, with the curve's best budget and the sentence.
+
+    ``ar_forward_ms`` defaults to the curve's 1-row forward (then ``ar_source`` says so)."""
+    t_ar = _unit(curve, ar_forward_ms)
+    if ar_forward_ms is None or ar_forward_ms <= 0:
+        ar_source = "the cost curve's 1-token forward"
+    cyc = [s for s in summaries if not s.damaged and s.timings_ms and sum(s.timings_ms.values()) > 0]
+    n = len(cyc)
+    if not n:
+        return SessionCost(0, 0, 0.0, 0.0, 0.0, 0.0, t_ar, ar_source, 0.0, None,
+                           sentence="No cycle with timings to explain.")
+    parts = [split_timings(s.timings_ms) for s in cyc]
+    draft, forward, book = (sum(p[k] for p in parts) for k in range(3))
+    tokens = sum(s.n_committed for s in cyc)
+    measured = tokens * t_ar / (draft + forward + book)
+    curve_x = budgets = best = None
+    if curve is not None:  # the curve against its own 1-token forward: both timed alike, whatever the load now
+        u = float(curve(1))
+        curve_x = tokens * u / sum(d + curve(s.n_verified) + b for s, (d, _, b) in zip(cyc, parts))
+        budgets = _budgets(cyc, parts, curve, u)
+        best = max(budgets, key=lambda p: (p.speedup, -p.budget)) if budgets else None
+    cost = SessionCost(n, tokens, sum(s.n_verified for s in cyc) / n, draft / n, forward / n, book / n, t_ar,
+                       ar_source, measured, curve_x, budgets or [], best)
+    return SessionCost(**{**asdict(cost), "budgets": cost.budgets, "best": best, "sentence": _session_sentence(cost)})
+
+
+def _budgets(cyc: list[CycleSummary], parts: list[tuple[float, float, float]], curve: Curve, t_ar: float
+             ) -> list[BudgetPoint]:
+    """The curve's prediction for every budget from 1 to the largest tree's (cycles recorded with accepted rows).
+
+    Rows rise along the accepted path (every node comes after its parent), so a cut at budget b keeps exactly the
+    accepted nodes in rows 1..b: tokens(b) counts accepted rows up to b. Linear in the cycles, not in budgets x
+    cycles, so a 10,000-cycle session is explained at once."""
+    known = [(s, p) for s, p in zip(cyc, parts) if s.accepted_rows is not None]
+    if not known:
+        return []
+    rows_at = Counter(r for s, _ in known for r in s.accepted_rows or ())
+    sizes = Counter(s.n_verified for s, _ in known)
+    other = sum(d + k for _, (d, _, k) in known)
+    m, top = len(known), max(sizes) - 1
+    out, tok = [], float(m) + rows_at.get(0, 0)
+    for b in range(1, top + 1):
+        tok += rows_at.get(b, 0)
+        ms = other + sum(c * curve(min(b + 1, n)) for n, c in sizes.items())
+        out.append(BudgetPoint(b, tok / m, ms / m, tok * t_ar / ms if ms > 0 else 0.0))
+    return out
+
+
+def _session_sentence(c: SessionCost) -> str:
+    rows = round(c.mean_rows)
+    verify_x, over_x = c.forward_ms / c.ar_forward_ms, (c.draft_ms + c.bookkeeping_ms) / c.ar_forward_ms
+    what = "verify" if rows > 1 else "forward"
+    unit = "a 1-token forward" if c.ar_source.startswith("the cost curve") else "a plain decoding step"
+    text = (f"A {rows}-row {what} costs {verify_x:.1f}x {unit} ({c.forward_ms:.1f} vs "
+            f"{c.ar_forward_ms:.1f} ms: {c.ar_source}); draft and bookkeeping add {over_x:.1f}x; "
+            f"{c.tau:.2f} tokens per forward: net {c.tau:.2f} / {verify_x + over_x:.2f} = {c.measured_speedup:.2f}x")
+    if c.curve_speedup is not None:
+        text += f" (the cost curve predicts {c.curve_speedup:.2f}x for these trees)"
+    text += "."
+    if c.best is not None:
+        if c.best.speedup > 1.0:
+            text += f" With budget {c.best.budget} the measured cost curve predicts {c.best.speedup:.2f}x."
+        else:
+            text += (f" No budget beats plain decoding here: the best, budget {c.best.budget}, predicts "
+                     f"{c.best.speedup:.2f}x.")
+    elif c.curve_speedup is None:
+        text += " Measure the cost curve to see which budget would pay off."
+    else:
+        text += " (Recorded before the accepted rows were stored: no budget prediction.)"
+    return text

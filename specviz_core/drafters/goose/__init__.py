@@ -1,0 +1,1 @@
+"""Goose (seed 004) as a small package named after the paper's parts, like the official ``goose/``: the context match, the adjacency table, the trees, what each source offered, the statistics, and the drafter."""

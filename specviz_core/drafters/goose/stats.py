@@ -1,0 +1,153 @@
+"""What a Goose session counts: the official decoder's statistics, plus the paper's Proposition 1 and
+the share of accepted tokens by path category (Section 4.2, 5.4).
+
+Routes (the official ``DecodeStats``): ``spine_tree`` (a tree with a spine), ``branch_tree`` (a tree
+of adjacency branches only), ``chain`` (a context match verified as a chain because the table had
+nothing for the root), ``ar``; SpecViz adds ``prefill`` (cycle 0: the official prefill's last
+position, which yields the first token with no draft) and ``bypass`` (Algorithm 2's linear bypass,
+with ``confident_match=bypass``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from specviz_core.tree import DraftTree
+
+ROUTES = ("prefill", "spine_tree", "branch_tree", "chain", "bypass", "ar")
+PATHS = ("pure_spine", "spine_continuation", "pure_branch")
+#: Section 5.4: spine continuation contributes 12-44% of accepted tokens (Llama-3-8B).
+PAPER_CONTINUATION_SHARE = (0.12, 0.44)
+
+
+def path_category(sources: Sequence[str]) -> str:
+    """``none``, ``pure_spine``, ``spine_continuation`` (spine then branch) or ``pure_branch``."""
+    if not sources:
+        return "none"
+    if "branch" not in sources:
+        return "pure_spine"
+    return "spine_continuation" if "spine" in sources else "pure_branch"
+
+
+@dataclass(frozen=True)
+class TreeShapeSample:
+    """One tree cycle's shape for Proposition 1: spine length m, branch widths w_i at spine node i (i = 0 is the
+    root) and the deepest branch chain below each (tokens, from the fork), with the tokens the cycle committed."""
+
+    m: int
+    widths: tuple[int, ...]
+    depths: tuple[int, ...]
+    tau: int
+
+
+def shape_sample(tree: DraftTree, n_committed: int) -> TreeShapeSample:
+    verified = [not g for g in tree.gated]
+    kids: dict[int, list[int]] = {}
+    for i in range(1, len(tree)):
+        if verified[i]:
+            kids.setdefault(tree.parents[i], []).append(i)
+    spine = [0]
+    while True:
+        nxt = [c for c in kids.get(spine[-1], []) if tree.sources[c] == "spine"]
+        if not nxt:
+            break
+        spine.append(nxt[0])
+
+    def height(node: int) -> int:
+        return 1 + max((height(c) for c in kids.get(node, [])), default=0)
+
+    widths, depths = [], []
+    for s in spine[:-1] if len(spine) > 1 else spine:
+        branches = [c for c in kids.get(s, []) if tree.sources[c] == "branch"]
+        widths.append(len(branches))
+        depths.append(max((height(c) for c in branches), default=0))
+    return TreeShapeSample(len(spine) - 1, tuple(widths), tuple(depths), n_committed)
+
+
+def yield_bound(p_s: float, p_t: float, m: int, widths: Sequence[int], depths: Sequence[int]) -> float:
+    """Proposition 1: E[tau] >= sum_{i=1..m} p_s^i + sum_{i=0..m-1} p_s^i (1 - p_s) phi_i (1 + l_i) + 1.
+
+    phi_i = 1 - (1 - p_t)^{w_i}; l_i = sum_{k=1..L_i-1} p_t^k with L_i the deepest branch chain at spine node
+    i as built (the paper takes L_i = D from the fork; the official code limits depth from the root, so deep
+    spine nodes get short branches). m = 0 (a tree with no spine) is SpecViz's extension, not the paper's:
+    the root's branches alone, phi_0 (1 + l_0) + 1.
+    """
+    def ell(i: int) -> float:
+        return sum(p_t ** k for k in range(1, (depths[i] if i < len(depths) else 0)))
+
+    def phi(i: int) -> float:
+        return 1 - (1 - p_t) ** (widths[i] if i < len(widths) else 0)
+
+    if m == 0:
+        return phi(0) * (1 + ell(0)) + 1
+    spine = sum(p_s ** i for i in range(1, m + 1))
+    synergy = sum(p_s ** i * (1 - p_s) * phi(i) * (1 + ell(i)) for i in range(m))
+    return spine + synergy + 1
+
+
+@dataclass
+class GooseCounters:
+    """Per-session counts (reset by ``GooseDrafter.start``)."""
+
+    routes: Counter = field(default_factory=Counter)
+    draft_nodes: int = 0
+    spine_nodes: int = 0
+    branch_nodes: int = 0
+    spine_accepted: int = 0
+    branch_accepted: int = 0
+    bonus_tokens: int = 0
+    spine_continuations: int = 0
+    spine_continuation_tokens: int = 0
+    extended_cycles: int = 0
+    ratio_binding_cycles: int = 0
+    accepted_by_path: Counter = field(default_factory=Counter)
+    # Proposition 1's p_s: spine nodes of spine-tree cycles only (chain and bypass routes excluded).
+    tree_spine_nodes: int = 0
+    tree_spine_accepted: int = 0
+    tree_branch_nodes: int = 0
+    tree_branch_accepted: int = 0
+    tokens: int = 0
+    first_tokens: int = 0
+    first_forward_is_prefill: bool = True
+    spine_shapes: list[TreeShapeSample] = field(default_factory=list)
+    branch_shapes: list[TreeShapeSample] = field(default_factory=list)
+
+    def as_stats(self) -> dict[str, Any]:
+        cycles = sum(self.routes.values())
+        p_s = self.tree_spine_accepted / self.tree_spine_nodes if self.tree_spine_nodes else 0.0
+        p_t = self.tree_branch_accepted / self.tree_branch_nodes if self.tree_branch_nodes else 0.0
+        accepted = self.spine_accepted + self.branch_accepted
+        out: dict[str, Any] = {f"{r}_cycles": self.routes.get(r, 0) for r in ROUTES}
+        out.update(
+            draft_nodes=self.draft_nodes, spine_nodes=self.spine_nodes, branch_nodes=self.branch_nodes,
+            spine_accepted=self.spine_accepted, branch_accepted=self.branch_accepted, bonus_tokens=self.bonus_tokens,
+            spine_continuations=self.spine_continuations, spine_continuation_tokens=self.spine_continuation_tokens,
+            extended_cycles=self.extended_cycles, p_s=p_s, p_t=p_t,
+            accepted_by_path={k: self.accepted_by_path.get(k, 0) for k in PATHS},
+            accepted_share_by_path={k: (self.accepted_by_path.get(k, 0) / accepted if accepted else 0.0) for k in PATHS},
+            continuation_token_share=self.spine_continuation_tokens / accepted if accepted else 0.0,
+            paper_continuation_share=list(PAPER_CONTINUATION_SHARE),
+            spine_ratio_binding_cycles=self.ratio_binding_cycles,
+            spine_ratio_tier_binding="binding" if self.ratio_binding_cycles else "not binding",
+        )
+        # tau both ways: with the prefill's forward and token counted (the official compression_ratio), and over
+        # the decoding cycles after the first token only.
+        if self.first_forward_is_prefill:
+            out["tau_prefill_counted"] = self.tokens / cycles if cycles else 0.0
+            rest = cycles - 1
+            out["tau_after_prefill"] = (self.tokens - self.first_tokens) / rest if rest > 0 else 0.0
+        else:  # draft_first_cycle: the prompt's last token was drafted from; the official would spend a prefill
+            out["tau_prefill_counted"] = self.tokens / (cycles + 1) if cycles else 0.0
+            out["tau_after_prefill"] = self.tokens / cycles if cycles else 0.0
+        if self.spine_shapes:
+            bounds = [yield_bound(p_s, p_t, s.m, s.widths, s.depths) for s in self.spine_shapes]
+            out["yield_bound"] = sum(bounds) / len(bounds)
+            out["measured_tree_tau"] = sum(s.tau for s in self.spine_shapes) / len(self.spine_shapes)
+        if self.branch_shapes:
+            bounds = [yield_bound(p_s, p_t, 0, s.widths, s.depths) for s in self.branch_shapes]
+            out["yield_bound_no_spine_extension"] = sum(bounds) / len(bounds)
+            out["measured_branch_tree_tau"] = sum(s.tau for s in self.branch_shapes) / len(self.branch_shapes)
+        return out

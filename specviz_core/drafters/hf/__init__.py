@@ -1,0 +1,1 @@
+"""transformers' own assisted generation and prompt lookup, driven one SpecViz cycle at a time."""

@@ -1,0 +1,392 @@
+"""Training a draft head (:mod:`specviz_core.drafters.head`) for the target, on this machine, in minutes.
+
+The text is the target's own: it answers the seed prompts shipped in ``resources/prompts/head-seeds.txt``
+(none of them a bench prompt), sampled at T=0.8. Self-distillation needs no download and no licence, and
+it is the distribution the head meets when it drafts: what this model says, in its own chat format.
+Then one teacher-forced forward per sequence gives the target's features (the input of its LM head) and
+its top-k next-token distribution at every position.
+
+The loss is EAGLE's: regress the next feature (smooth L1) plus 0.1 x cross-entropy against the target's
+distribution, over a softmax restricted to the batch's candidate tokens (every position's top-k; the full
+vocabulary costs 10x more on a CPU and ranks the same tokens). Each batch is run twice: once on the target's
+features, once on the head's own predictions of them (shifted by one), which is what a draft step past the
+root reads (EAGLE-3's training-time test, one step of it).
+
+Everything is seeded: the same seed, model and step count give the same head.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import DynamicCache
+
+from specviz_core.drafters.head import DraftHead, DraftLogits, install_feature_tap, lm_head_of
+from specviz_core.errors import SpecVizError
+from specviz_core.runtime import kv
+from specviz_core.runtime.models import LoadedModel, Progress, encode_prompt
+from specviz_core.training.text import shipped_text
+
+TOPK = 16
+"""Target probabilities kept per position (the soft labels)."""
+FEATURE_DTYPE = torch.bfloat16
+"""How the target's features are kept between reading and training (half the memory of float32; a million
+tokens of a 576-wide model is 1.2 GB)."""
+
+TEXT_SHARE = 0.6
+"""Of the minutes, the share spent writing text (``text=own``; training is the cheap part: ~0.1 s a step on a
+2-core CPU)."""
+READ_SHARE = 0.5
+"""Of the minutes, the share spent reading the shipped text's features (``text=shipped``; on a 2-core CPU
+about 1,500 tokens a second with bfloat16 units, 900 in float32 without them)."""
+TEXTS = ("shipped", "own")
+"""Where the training text comes from: the shipped answers, or the target's own, written now."""
+DRAFT_VOCAB = 16384
+"""Most tokens a head drafts (EAGLE-3 drafts from 32k of Llama-3's 128k)."""
+CE_WEIGHT = 0.1
+"""Weight of the token loss against the feature loss (EAGLE's)."""
+
+
+@dataclass
+class Corpus:
+    """Teacher-forced sequences: tokens [T], the target's features [T, H] and top-k [T, k] at each position."""
+
+    tokens: list[torch.Tensor] = field(default_factory=list)
+    feats: list[torch.Tensor] = field(default_factory=list)
+    top_ids: list[torch.Tensor] = field(default_factory=list)
+    top_p: list[torch.Tensor] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)
+    """Per sequence, its first answer position (the rows before ``start - 1`` predict prompt text: no loss there)."""
+
+    @property
+    def n_tokens(self) -> int:
+        return sum(len(t) for t in self.tokens)
+
+    def split(self, held_out: float) -> tuple[Corpus, Corpus]:
+        """(train, held-out): the last sequences held out, at least one."""
+        k = max(1, round(len(self.tokens) * held_out)) if len(self.tokens) > 1 else 0
+        cut = len(self.tokens) - k
+        parts = [(getattr(self, f)[:cut], getattr(self, f)[cut:])
+                 for f in ("tokens", "feats", "top_ids", "top_p", "starts")]
+        return Corpus(*(p[0] for p in parts)), Corpus(*(p[1] for p in parts))
+
+
+Stop = Callable[[], bool]
+"""Asked between units of work (a generated token, an answer read, a training step): True stops the run."""
+
+
+class TrainingStopped(SpecVizError):
+    """The run was stopped (``stop`` returned True): nothing was saved."""
+
+
+def _check(stop: Stop | None) -> None:
+    if stop is not None and stop():
+        raise TrainingStopped("training stopped: no head was saved")
+
+
+def seed_prompts() -> list[str]:
+    text = resources.files("specviz_resources").joinpath("prompts/head-seeds.txt").read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+@torch.no_grad()
+def generate_text(target: LoadedModel, prompts: list[list[int]], n_tokens: int, seed: int, max_new_tokens: int = 192,
+                  temperature: float = 0.8, batch: int = 32, deadline: float | None = None,
+                  progress: Progress | None = None, stop: Stop | None = None) -> tuple[list[tuple[int, list[int]]], int]:
+    """The target's answers to ``prompts`` (cycled, each sampled afresh), prompt and answer, until ``n_tokens``
+    answer tokens or ``deadline`` (``time.monotonic``); returns (answer start, prompt + answer) per answer and the
+    answer tokens written. One seeded generator; batches run one prompt at a time
+    per row with no padding (rows of a batch share a prompt), so no model needs a pad token."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    eos = set(target.eos_token_ids)
+    dev = target.device
+    out: list[tuple[int, list[int]]] = []
+    made, i = 0, 0
+    while made < n_tokens and (deadline is None or time.monotonic() < deadline):
+        ids = list(prompts[i % len(prompts)])
+        i += 1
+        rows = torch.tensor([ids] * batch, device=dev)  # [b, p]
+        cache, alive = DynamicCache(), [True] * batch
+        answers: list[list[int]] = [[] for _ in range(batch)]
+        step_in, pos = rows, 0
+        for _ in range(max_new_tokens):
+            _check(stop)
+            n = step_in.shape[1]
+            res = target.model(input_ids=step_in, position_ids=torch.arange(pos, pos + n, device=dev)[None].expand(batch, n),
+                               **kv.cache_arg(target.model, cache), use_cache=True)
+            cache, pos = kv.returned_cache(res), pos + n
+            probs = torch.softmax(res.logits[:, -1].float().cpu() / temperature, dim=-1)
+            nxt = torch.multinomial(probs, 1, generator=gen)[:, 0]  # [b]
+            for r, t in enumerate(nxt.tolist()):
+                if alive[r]:
+                    answers[r].append(t)
+                    alive[r] = t not in eos
+            step_in = nxt[:, None].to(dev)
+            if not any(alive):
+                break
+        for a in answers:
+            out.append((len(ids), ids + a))
+            made += len(a)
+        if progress:
+            if deadline is None:
+                progress(f"Writing training text: {made:,} of {n_tokens:,} tokens", min(1.0, made / n_tokens))
+            else:
+                left = max(0.0, deadline - time.monotonic())
+                progress(f"Writing training text: {made:,} tokens, {left:.0f} s left for it", None)
+    return out, made
+
+
+_BF16_FASTER: dict[tuple[int, str], bool] = {}
+"""Per model and device: whether reading in bfloat16 was measured faster than in float32."""
+
+
+def reading_precision(target: LoadedModel) -> Any:
+    """bfloat16 autocast where it is measurably faster for this model on this device, else nothing.
+
+    On a CPU with bfloat16 units (AMX, AVX-512 BF16) it read 2.4x faster, with features within 1% of
+    float32's and the same top-1 at 98.7% of positions; on an AVX-512 CPU without them oneDNN emulates it
+    and it read 4.6x slower (190 against 900 tokens a second), though oneDNN says bfloat16 is supported.
+    So it is timed, once per model: two forwards of 256 tokens each way. A model loaded in half precision
+    already is read as it is."""
+    dev = target.device.type
+    if target.dtype != torch.float32 or dev not in ("cpu", "cuda"):
+        return contextlib.nullcontext()
+    if dev == "cuda" and not torch.cuda.is_bf16_supported():
+        return contextlib.nullcontext()
+    key = (id(target.model), str(target.device))
+    if key not in _BF16_FASTER:
+        _BF16_FASTER[key] = _time_read(target, True) * 1.2 < _time_read(target, False)
+    return torch.autocast(dev, dtype=torch.bfloat16) if _BF16_FASTER[key] else contextlib.nullcontext()
+
+
+@torch.no_grad()
+def _time_read(target: LoadedModel, bf16: bool) -> float:
+    """Best of two forwards over 256 tokens, in seconds."""
+    ids = torch.arange(256, device=target.device)[None] % int(target.model.config.vocab_size)
+    best = math.inf
+    for _ in range(2):
+        ctx = torch.autocast(target.device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+        if target.device.type == "cuda":
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        with ctx:
+            target.model(input_ids=ids, use_cache=False)
+        if target.device.type == "cuda":
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+@torch.no_grad()
+def teacher_force(target: LoadedModel, sequences: list[tuple[int, list[int]]], progress: Progress | None = None,
+                  stop: Stop | None = None, deadline: float | None = None, rows: int = 2048,
+                  chunk: int = 256) -> Corpus:
+    """The target's features and its top-k next-token distribution at every position of each sequence, in
+    sequence order; at ``deadline`` (``time.monotonic``) it stops, with the sequences read so far (about the
+    first ones: each ``chunk`` is read shortest first). Sequences of like length share a forward, padded on
+    the right (causal attention: no real row sees the padding), about ``rows`` rows a forward."""
+    install_feature_tap(target.model)
+    lm = lm_head_of(target.model)
+    dev = target.device
+    order = [k for c in range(0, len(sequences), chunk)  # like lengths together, within chunks kept in order
+             for k in sorted(range(c, min(c + chunk, len(sequences))), key=lambda i: len(sequences[i][1]))]
+    got: dict[int, tuple[torch.Tensor, ...]] = {}
+    i = 0
+    while i < len(order) and (deadline is None or time.monotonic() < deadline):
+        _check(stop)
+        width = len(sequences[order[i]][1])
+        j = i + 1
+        while j < len(order) and (j - i + 1) * len(sequences[order[j]][1]) <= max(rows, width):
+            j += 1
+        part = order[i:j]
+        width = max(len(sequences[k][1]) for k in part)
+        ids = torch.tensor([sequences[k][1] + [sequences[k][1][-1]] * (width - len(sequences[k][1])) for k in part],
+                           device=dev)
+        with reading_precision(target):
+            logits = target.model(input_ids=ids, use_cache=False).logits.float()  # [b, T, V]
+        feats = lm._specviz_features.detach()
+        top = torch.softmax(logits, dim=-1).topk(min(TOPK, logits.shape[-1]), dim=-1)
+        for r, k in enumerate(part):
+            n = len(sequences[k][1])
+            got[k] = (ids[r, :n].cpu(), feats[r, :n].to(FEATURE_DTYPE).cpu(), top.indices[r, :n].cpu(),
+                      top.values[r, :n].cpu())
+        i = j
+        if progress:
+            progress(f"Reading the target's features: {i} of {len(order)} answers", i / len(order))
+    c = Corpus()
+    for k in sorted(got):  # sequence order (the held-out split takes the last ones)
+        tok, f, top_ids, top_p = got[k]
+        c.tokens.append(tok)
+        c.feats.append(f)
+        c.top_ids.append(top_ids)
+        c.top_p.append(top_p)
+        c.starts.append(sequences[k][0])
+    return c
+
+
+def _windows(c: Corpus, length: int, batch: int, rng: random.Random) -> tuple[torch.Tensor, ...]:
+    """A batch of windows, each as late in its answer as fits: tokens [b, L], previous features [b, L, H], features
+    [b, L, H], top-k ids and probabilities [b, L, k], and which rows predict answer text [b, L]."""
+    toks, prev, feats, ids, ps, keep = [], [], [], [], [], []
+    usable = [i for i, t in enumerate(c.tokens) if len(t) >= 2]
+    L = min(length, min(len(c.tokens[i]) for i in usable))
+    for _ in range(batch):
+        i = rng.choice(usable)
+        n = len(c.tokens[i])
+        s = rng.randrange(min(max(0, c.starts[i] - 1 - L // 2), n - L), n - L + 1)
+        f = c.feats[i].float()
+        toks.append(c.tokens[i][s:s + L])
+        prev.append(torch.cat([torch.zeros_like(f[:1]), f[:-1]])[s:s + L])
+        feats.append(f[s:s + L])
+        ids.append(c.top_ids[i][s:s + L])
+        ps.append(c.top_p[i][s:s + L])
+        keep.append(torch.arange(s, s + L) >= c.starts[i] - 1)
+    return tuple(torch.stack(x) for x in (toks, prev, feats, ids, ps, keep))
+
+
+def _loss(head: DraftHead, embed: nn.Module, model: Any, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    dev = embed.weight.device
+    toks, prev, feats, top_ids, top_p, keep = (t.to(dev) for t in batch)
+    emb = embed(toks).float()
+    vocab, inv = torch.unique(top_ids, return_inverse=True)  # the batch's candidate tokens
+    lm = model.get_output_embeddings()
+    w = lm.weight[vocab].float()  # [S, H]
+    target = torch.zeros(*top_ids.shape[:2], len(vocab), device=dev)
+    target.scatter_add_(-1, inv, top_p / top_p.sum(-1, keepdim=True))
+    weights = keep.float() / keep.float().sum().clamp(min=1.0)  # the mean over answer rows
+    total = torch.zeros((), device=dev)
+    inputs = prev
+    for k, weight in enumerate((1.0, 0.5)):  # on the target's features, then on the head's own
+        pred, _ = head(inputs, emb, use_cache=False)
+        logp = torch.log_softmax(pred @ w.T, dim=-1)
+        per_row = (nn.functional.smooth_l1_loss(pred, feats, reduction="none").mean(-1)
+                   - CE_WEIGHT * (target * logp).sum(-1))
+        total = total + weight * (per_row * weights).sum()
+        if k == 0:
+            inputs = torch.cat([prev[:, :1], pred[:, :-1].detach()], dim=1)
+    return total
+
+
+def draft_vocabulary(c: Corpus, vocab_size: int, most: int = DRAFT_VOCAB) -> torch.Tensor:
+    """EAGLE-3's reduced draft vocabulary: the ``most`` tokens seen most often in the text and in the target's
+    top-k over it, most frequent first (the whole vocabulary when it is no larger)."""
+    if vocab_size <= most:
+        return torch.arange(vocab_size)
+    counts = torch.zeros(vocab_size, dtype=torch.long)
+    for t, ids in zip(c.tokens, c.top_ids):
+        counts += torch.bincount(torch.cat([t, ids.flatten()]), minlength=vocab_size)
+    seen = int((counts > 0).sum())
+    return counts.argsort(descending=True, stable=True)[: min(most, seen)]
+
+
+@torch.no_grad()
+def agreement(head: DraftHead, target: LoadedModel, held: Corpus) -> dict[str, float]:
+    """Held-out agreement with the target over answer rows: the target's most likely next token is the head's
+    top-1 / in its top-5, reading the target's features (a root step), and reading the head's own (a step further)."""
+    embed = target.model.get_input_embeddings()
+    logits = DraftLogits(head, target.model)
+    hits = {"top1": 0, "top5": 0, "top1_step2": 0, "top5_step2": 0}
+    n = 0
+    dev = target.device
+    for toks, f, ids, start in zip(held.tokens, held.feats, held.top_ids, held.starts):
+        f = f.to(dev).float()
+        prev = torch.cat([torch.zeros_like(f[:1]), f[:-1]])[None]  # [1, T, H]
+        emb = embed(toks[None].to(dev)).float()
+        rows = slice(max(0, start - 1), len(toks))
+        want = ids[rows, 0].to(dev)
+        first, _ = head(prev, emb, use_cache=False)
+        second, _ = head(torch.cat([prev[:, :1], first[:, :-1]], dim=1), emb, use_cache=False)
+        for suffix, pred in (("", first), ("_step2", second)):
+            top, _ = logits.top(pred[0, rows], 5)
+            hits["top1" + suffix] += int((top[:, 0] == want).sum())
+            hits["top5" + suffix] += int((top == want[:, None]).any(-1).sum())
+        n += len(want)
+    return {k: v / max(n, 1) for k, v in hits.items()} | {"positions": n}
+
+
+def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None = None, seed: int = 0,
+               text: str = "shipped", text_tokens: int | None = None, window: int = 256, batch: int = 4,
+               lr: float = 1e-3, prompts: list[list[int]] | None = None, progress: Progress | None = None,
+               stop: Stop | None = None) -> tuple[DraftHead, dict[str, Any]]:
+    """Read (or write) text, read its features, train a head; returns it and the facts a saved head records.
+
+    ``text``: ``shipped`` reads the shipped answers (:mod:`specviz_core.training.text`), ``own`` has the target
+    write its own answers to ``prompts`` (token ids; default: the shipped seed prompts). ``minutes`` bounds the
+    whole run: a share for the text (``READ_SHARE`` or ``TEXT_SHARE``, unless ``text_tokens`` fixes its size),
+    then the step count that fits the rest (unless ``steps`` fixes it: give both for a run that repeats exactly)."""
+    if minutes <= 0:
+        raise SpecVizError(f"minutes must be above 0, got {minutes}")
+    if text not in TEXTS:
+        raise SpecVizError(f"text must be one of {', '.join(TEXTS)}, got {text!r}")
+    if text == "shipped" and prompts is not None:
+        raise SpecVizError("prompts are what the model answers with text=own; the shipped text has its own")
+    if text == "shipped" and target.tokenizer is None:
+        raise SpecVizError("the model has no tokenizer to read the shipped text with: use text=own")
+    say = progress or (lambda s, f: None)
+    t_start = time.monotonic()
+    torch.manual_seed(seed)
+    if text == "shipped":
+        say("Reading the shipped answers", None)
+        train_seqs, held_seqs = shipped_text(target, seed, text_tokens)
+        held = teacher_force(target, held_seqs, progress=say, stop=stop)
+        deadline = None if text_tokens is not None else t_start + READ_SHARE * minutes * 60
+        train = teacher_force(target, train_seqs, progress=say, stop=stop, deadline=deadline)
+        made = sum(len(t) - s for t, s in zip(train.tokens, train.starts))
+    else:
+        if prompts is None:  # the shipped seed prompts, in the model's chat format when it has one
+            prompts = [encode_prompt(target, line, None)[0] for line in seed_prompts()]
+        prompts = list(prompts)
+        random.Random(seed).shuffle(prompts)
+        deadline = None if text_tokens is not None else t_start + TEXT_SHARE * minutes * 60
+        seqs, made = generate_text(target, prompts, text_tokens or 10**9, seed, deadline=deadline, progress=say,
+                                   stop=stop)
+        train, held = teacher_force(target, seqs, progress=say, stop=stop).split(0.1)
+    if not train.tokens:
+        raise SpecVizError("too little text was read to train on: give more minutes")
+    head = DraftHead(target.model.config, draft_vocabulary(train, int(target.model.config.vocab_size)))
+    head = head.float().to(target.device)
+    head.train()
+    for p in target.model.parameters():
+        p.requires_grad_(False)
+    opt = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=0.0)
+    rng = random.Random(seed)
+    embed = target.model.get_input_embeddings()
+    done, t_train = 0, time.monotonic()
+    total = steps
+    losses: list[float] = []
+    while total is None or done < total:
+        _check(stop)
+        if total is None and done == 5:  # fit the step count to the time left, from the first steps' pace
+            per = (time.monotonic() - t_train) / done
+            left = minutes * 60 - (time.monotonic() - t_start) - 0.05 * minutes * 60
+            total = max(done + 1, int(left / per))
+        frac = done / total if total else 0.0
+        for g in opt.param_groups:  # warm-up, then cosine to a tenth
+            g["lr"] = lr * min(1.0, (done + 1) / 20) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        loss = _loss(head, embed, target.model, _windows(train, window, batch, rng))
+        opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(head.parameters(), 1.0)
+        opt.step()
+        losses.append(float(loss.detach()))
+        done += 1
+        if total is not None and (done % 10 == 0 or done == total):
+            say(f"Training the head: step {done} of {total}, loss {sum(losses[-10:]) / len(losses[-10:]):.3f}",
+                done / total)
+    head.eval()
+    agree = agreement(head, target, held)
+    info = {"model": target.name, "path": target.path, "seed": seed, "steps": done, "window": window, "batch": batch,
+            "lr": lr, "text": text, "text_tokens": train.n_tokens + held.n_tokens, "answer_tokens": made,
+            "draft_vocabulary": len(head.vocab), "answers": len(train.tokens) + len(held.tokens), "held_out_answers": len(held.tokens),
+            "temperature": 0.8, "minutes": round((time.monotonic() - t_start) / 60, 2), "agreement": agree,
+            "final_loss": sum(losses[-10:]) / max(1, len(losses[-10:])), "created": time.strftime("%Y-%m-%d %H:%M")}
+    return head, info
