@@ -1,9 +1,14 @@
 """The session behind the window: a live one decoded on the engine thread, or a recorded one replayed.
 
 :class:`SessionController` owns the lifecycle (start, step, run, run to a breakpoint, pause, reset, open a
-recording), the engine thread, autoplay and the live-refresh throttle. It opens sessions in the
+recording), the engine thread, autoplay and the live-refresh throttle. The lifecycle is one value,
+:class:`~specviz_core.viewer.lifecycle.SessionState`, replaced whole on every change and reported by
+``state_changed``: the window's status bar and enabled actions are functions of it. It opens sessions in the
 :class:`SessionModel` that every panel follows, reads what to decode from a :class:`RunSettings` (the Run panel),
 and reports everything else through signals; it never touches a widget.
+
+The AR baseline of a live session is measured in the background after its first cycle: the user's Step or Run
+goes first (the measurement gives way at its next token and starts again when the engine is idle).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from specviz_core.records import SessionInfo
 from specviz_core.runtime.vocab import TokenText, load_token_text
 from specviz_core.session.request import CheckedRequest
 from specviz_core.viewer.filters import CycleFilter
+from specviz_core.viewer.lifecycle import Activity, Open, SessionState
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import LiveSource, RecordingSource
 
@@ -49,15 +55,17 @@ class SessionController(QObject):
     _step = Signal(int, object)
     _run = Signal(object, object)
     _reset = Signal()
-    _baseline = Signal()
+    _baseline = Signal(object)
     _record_baseline = Signal(object, str, object)
     _measure_curve = Signal(object, object)
     _fork_choice = Signal(bool, object)
 
+    state_changed = Signal(object)
+    """The lifecycle's new :class:`SessionState`: what the status bar says and which actions are enabled."""
     progress = Signal(str, float)
     """(stage, fraction in 0..1 or -1 when unknown) while the engine loads; stage ``ready`` when done."""
     busy_changed = Signal(bool, bool)
-    """(the engine is decoding or loading, a live session is open)."""
+    """(the engine is doing what the user waits for, a live session is open)."""
     settings_locked = Signal(bool)
     """A live session fixes its settings until Reset."""
     session_status = Signal(str)
@@ -81,11 +89,16 @@ class SessionController(QObject):
         self.model = model
         self.settings = settings
         self._thread: WorkerThread | None = None
-        self._busy = False
+        self.state = SessionState()
+        """The lifecycle now; replaced whole by :meth:`_set`."""
         self._live_info: SessionInfo | None = None
-        self._live_done = True
         self._awaiting_session = False
         """A start was sent and its session has not arrived (the model may be loading)."""
+        self._after_start = Activity.IDLE
+        """What the request queued behind a start does once the session is there (Step or Run pressed with none)."""
+        self._breakpoint_label = ""
+        self._baseline_wanted = False
+        """The live session's AR baseline is still to be measured (in the background, when the engine is idle)."""
         self._inflight = 0
         """Requests sent to the engine thread and not yet done."""
         self._live_timer = QTimer(self)
@@ -104,12 +117,21 @@ class SessionController(QObject):
 
     @property
     def busy(self) -> bool:
-        return self._busy
+        """The engine does what the user waits for (a background measurement does not count)."""
+        return self.state.busy
 
     @property
     def live_done(self) -> bool:
         """No live session is decoding (none was started, or it ended)."""
-        return self._live_done
+        return not self.state.live and not self._awaiting_session
+
+    def _set(self, **changes) -> None:
+        new = self.state.with_(**changes)
+        if new != self.state:
+            old, self.state = self.state, new
+            self.state_changed.emit(new)
+            if old.busy != new.busy:
+                self.busy_changed.emit(new.busy, new.live)
 
     @property
     def worker(self) -> EngineWorker | None:
@@ -137,11 +159,15 @@ class SessionController(QObject):
             w.cost_curve_ready.connect(self.cost_curve_changed)
             self._fork_choice.connect(w.fork_choice)
             w.fork_mismatch.connect(self.fork_mismatch)
-            w.progress.connect(self.progress)
+            w.progress.connect(self._on_progress)
             w.session_started.connect(self._on_session_started)
             w.cycle_ready.connect(self._on_cycle_ready)
             w.session_finished.connect(self._on_session_finished)
+            w.run_ended.connect(self._on_run_ended)
             w.baseline_ready.connect(self._on_baseline)
+            w.baseline_progress.connect(lambda f: self._set(progress=f)
+                                        if self.state.activity is Activity.MEASURING_BASELINE else None)
+            w.baseline_deferred.connect(self._on_baseline_deferred)
             w.busy_changed.connect(self._on_busy)
             w.error.connect(self._fail)
             w.request_done.connect(self._on_request_done)
@@ -155,51 +181,69 @@ class SessionController(QObject):
 
     def _on_request_done(self) -> None:
         self._inflight -= 1
+        if self._inflight == 0:
+            self._on_engine_idle()
+
+    def _on_engine_idle(self) -> None:
+        """Nothing is queued on the engine thread: the activity ends, and a background measurement may begin."""
+        self._set(activity=Activity.IDLE, detail="", progress=None)
+        if self._baseline_wanted and self._live_info is not None and self.state.open in (Open.LIVE, Open.FINISHED):
+            self._set(activity=Activity.MEASURING_BASELINE, detail="the AR baseline", progress=0.0)
+            self._baseline.emit(self._ticket())
 
     def shutdown(self) -> None:
         """Stop autoplay and the engine thread: queued work is dropped, the forward in flight (or the load stage)
         finishes, the session is marked interrupted. Waits a few seconds at most."""
         self._autoplay_timer.stop()
+        self._baseline_wanted = False
         if self._thread is not None:
             self._thread.stop()
             self._thread = None
 
     # -- live sessions ----------------------------------------------------------------------------------------------
-    def _ensure_session(self) -> bool:
-        """Start a live session from the settings if none is open; False (with a message) on bad input."""
-        if self._live_info is not None and not self._live_done:
+    def _ensure_session(self, then: Activity) -> bool:
+        """Start a live session from the settings if none is open; False (with a message) on bad input. ``then``:
+        what the request sent after the start will do, shown once the session is there."""
+        if self._live_info is not None and self.state.live:
             return True
-        if self._busy:
+        if self.busy:
             return False
         try:
             req = self.settings.request()
-        except SpecVizError as e:
-            self._fail(str(e))
+        except SpecVizError as e:  # refused in one line; nothing started, the settings stay editable
+            self.error.emit(str(e))
+            self.settings_locked.emit(False)
             return False
         self.error.emit("")
         self._stop_autoplay_if_replay()
         self._engine()
         self._live_info = None
-        self._live_done = False
+        self._baseline_wanted = False
         self.settings_locked.emit(True)
         self._awaiting_session = True
+        self._after_start = then
+        self._set(activity=Activity.LOADING, detail="starting the session", progress=None, note="", paused=False)
         self._begin.emit(req, str(self.settings.db_path()), self._ticket())
         return True
 
     def fork(self, start: ForkStart, db_path: str | Path) -> bool:
         """Start a fork (a live session that re-runs and checks its parent's first cycles, then goes on with other
         settings); the session open now, live or replayed, is closed. False (with a message) while busy."""
-        if self._busy:
+        if self.busy:
             self.error.emit("Pause the running session before forking.")
             return False
         self.error.emit("")
         self._set_autoplay(False)
+        self._preempt_background()
         self._engine()
         self._live_info = None
-        self._live_done = False
+        self._baseline_wanted = False
         self.settings_locked.emit(True)
         self._awaiting_session = True
+        self._after_start = Activity.IDLE
         self.model.follow_live = True
+        self._set(activity=Activity.LOADING, detail=f"forking session {start.parent_id} at cycle {start.cycle}",
+                  progress=None, note="", paused=False)
         self._begin.emit(start, str(db_path), self._ticket())
         return True
 
@@ -211,32 +255,57 @@ class SessionController(QObject):
     def _ticket(self):
         return self._engine().worker.ticket()
 
+    def _preempt_background(self) -> None:
+        """The user's request goes first: a background measurement in flight gives way at its next token."""
+        if self._thread is not None and self.state.activity is Activity.MEASURING_BASELINE:
+            self._thread.worker.preempt()
+
     def step(self) -> None:
         """Decode one cycle (starting a live session first if none is open)."""
-        if not self._busy and self._ensure_session():
+        if self.busy:
+            return
+        self._preempt_background()
+        if self._ensure_session(Activity.RUNNING):
             self.model.follow_live = True
+            self._breakpoint_label = ""
+            if not self._awaiting_session:
+                self._set(activity=Activity.RUNNING, detail="", progress=None, note="", paused=False)
             self._step.emit(1, self._ticket())
 
     def run(self) -> None:
         """Decode until the session ends or Pause."""
-        if not self._busy and self._ensure_session():
+        if self.busy:
+            return
+        self._preempt_background()
+        if self._ensure_session(Activity.RUNNING):
             self.model.follow_live = False
+            self._breakpoint_label = ""
+            if not self._awaiting_session:
+                self._set(activity=Activity.RUNNING, detail="", progress=None, note="", paused=False)
             self._run.emit(None, self._ticket())
 
     def run_to_breakpoint(self) -> None:
         """Decode until a cycle matches the breakpoint in the settings."""
-        if self._busy:
+        if self.busy:
             return
         bp = self.settings.breakpoint()
-        if self._ensure_session():
+        self._preempt_background()
+        if self._ensure_session(Activity.RUNNING_TO_BREAKPOINT):
             self.model.follow_live = False
+            self._breakpoint_label = bp.label()
+            if self._awaiting_session:
+                self._set(detail=f"starting the session, then running to the first cycle where: {bp.label()}")
+            else:
+                self._set(activity=Activity.RUNNING_TO_BREAKPOINT, detail=bp.label(), progress=None, note="",
+                          paused=False)
             self._run.emit(bp, self._ticket())
-            self.notice.emit(f"Running to the first cycle where: {bp.label()}", 0)
 
     def pause(self) -> None:
         """Stop after the cycle in flight; stops autoplay too."""
         if self._thread is not None:
             self._thread.worker.pause()
+            if self.state.activity in (Activity.RUNNING, Activity.RUNNING_TO_BREAKPOINT):
+                self._set(activity=Activity.PAUSING)
         self._set_autoplay(False)
 
     def reset(self) -> None:
@@ -244,14 +313,18 @@ class SessionController(QObject):
         if self._thread is not None:
             self._thread.worker.cancel()
         self._set_autoplay(False)
-        if self._thread is not None and self._live_info is not None and not self._live_done:
+        if self._thread is not None and self._live_info is not None and self.state.open is Open.LIVE:
             self._reset.emit()
         self._awaiting_session = False
-        self._live_done = True
+        self._baseline_wanted = False
         self._live_info = None
         self.model.close()
         self.settings_locked.emit(False)
-        self.busy_changed.emit(self._busy, False)
+        self._set(open=Open.NONE, session_id="", method="", note="", paused=False,
+                  has_model=self._thread is not None and bool(self._thread.worker.loaded))
+        if self._inflight == 0:
+            self._set(activity=Activity.IDLE, detail="", progress=None)
+        self.busy_changed.emit(self.busy, False)
         self.session_status.emit(NO_SESSION)
         self.baseline_changed.emit(None, "")
 
@@ -260,7 +333,7 @@ class SessionController(QObject):
         if self.model.source is None:
             self.notice.emit("Open a recording or step a session first.", 5000)
             return False
-        if self._busy:
+        if self.busy:
             self.notice.emit("The engine is busy: pause first, then measure.", 5000)
             return False
         return True
@@ -271,14 +344,25 @@ class SessionController(QObject):
         if self._measuring_ok():
             source = self.model.source
             db = str(source.recording.path) if isinstance(source, RecordingSource) else str(self.settings.db_path())
+            self._preempt_background()
+            self._set(activity=Activity.MEASURING, detail="Recording an AR session of this prompt", progress=None)
             self._record_baseline.emit(source.info, db, self._ticket())
 
     def measure_cost_curve(self) -> None:
         """Measure the verify-cost curve of the current session's model on its device (kept for next time)."""
         if self._measuring_ok():
+            self._preempt_background()
+            self._set(activity=Activity.MEASURING, detail="Measuring the verify-cost curve", progress=None)
             self._measure_curve.emit(self.model.source.info, self._ticket())
 
     # -- worker callbacks (UI thread) ---------------------------------------------------------------------------------
+    def _on_progress(self, stage: str, fraction: float) -> None:
+        self.progress.emit(stage, fraction)
+        if stage in ("ready", "cancelled"):
+            return
+        if self.state.activity in (Activity.LOADING, Activity.MEASURING):
+            self._set(detail=stage, progress=None if fraction < 0 else fraction)
+
     def _on_session_started(self, info: SessionInfo, tokenizer: object) -> None:
         if not self._awaiting_session:  # Reset while its model loaded: end it, recorded but not shown
             self._reset.emit()
@@ -286,8 +370,12 @@ class SessionController(QObject):
             return
         self._awaiting_session = False
         self._live_info = info
-        self._live_done = False
         self.model.open(LiveSource(info), TokenText(tokenizer))
+        then = self._after_start
+        self._after_start = Activity.IDLE
+        self._set(open=Open.LIVE, session_id=info.id, method=info.method, has_model=True, note="", paused=False,
+                  **({"activity": then, "detail": self._breakpoint_label, "progress": None}
+                     if then is not Activity.IDLE else {}))
         self.session_status.emit(f"Live session {info.id}: {info.method} on {info.device} ({info.dtype}; attention "
                                  f"{info.attention or 'not recorded'}), recorded to {self.settings.db_path().name}")
         self.sessions_changed.emit()
@@ -305,29 +393,55 @@ class SessionController(QObject):
         elif not self._live_timer.isActive():
             self._live_timer.start()
         if record.index == 0:
-            self._baseline.emit()
+            self._baseline_wanted = True  # measured in the background once the engine is idle
 
     def _show_latest(self) -> None:
         if isinstance(self.model.source, LiveSource):
             self.model.set_cycle(self.model.n_cycles - 1)
 
+    def _on_run_ended(self, how: str, cycle: int) -> None:
+        """How the Step or Run in flight ended: ``steps`` (the cycles asked for), ``breakpoint`` (a cycle matched),
+        ``paused``, ``finished`` (the session ended) or ``failed``."""
+        if how == "breakpoint":
+            self._set(paused=True, note=f"Stopped at cycle {cycle}: {self._breakpoint_label}")
+        elif how == "paused":
+            self._set(paused=True, note=f"Paused after cycle {cycle}" if cycle >= 0 else "Paused")
+        elif how == "finished" and self._breakpoint_label:
+            self._set(note=f"No cycle matched the breakpoint ({self._breakpoint_label})")
+        elif how == "steps":
+            self._set(paused=False, note="")
+        self._breakpoint_label = ""
+
     def _on_session_finished(self, info: SessionInfo) -> None:
         if self._live_info is not None and info.id == self._live_info.id:
-            self._live_done = True
             self._show_latest()
+            self._set(open=Open.FINISHED if info.status != "failed" else Open.FAILED, paused=False)
             self.session_status.emit(f"Session {info.id} {info.status}"
                                      f"{' (' + info.stop_reason + ')' if info.stop_reason else ''}: "
                                      f"{info.n_tokens} tokens in {info.n_forward} forwards, "
-                                     f"{info.mean_accepted:.2f} tokens/forward. Reset to start another.")
+                                     f"{info.mean_accepted:.2f} tokens/forward. Step or Run starts a new session "
+                                     "with these settings; Reset edits them first.")
             self._set_autoplay(False)
         self.sessions_changed.emit()
 
     def _on_baseline(self, tokens_per_s: float, note: str) -> None:
-        self.baseline_changed.emit(tokens_per_s, note)
+        self._baseline_wanted = False
+        background = self.state.activity is Activity.MEASURING_BASELINE
+        if not background or isinstance(self.model.source, LiveSource):
+            # an AR session recorded for the session shown, or the live session's background baseline (one that
+            # arrives after a replay was opened is not the replay's)
+            self.baseline_changed.emit(tokens_per_s, note)
+
+    def _on_baseline_deferred(self) -> None:
+        """The background measurement gave way to the user's request: it starts again when the engine is idle."""
+        if self.state.activity is Activity.MEASURING_BASELINE:
+            self._set(progress=0.0)
 
     def _on_busy(self, busy: bool) -> None:
-        self._busy = busy
-        self.busy_changed.emit(busy, self._live_info is not None)
+        """The worker started or ended some work. Work the controller did not ask for as such (a job sent through
+        :meth:`engine_for`: a race recording, an audit) shows as measuring."""
+        if busy and self.state.activity in (Activity.IDLE, Activity.MEASURING_BASELINE) and not self._awaiting_session:
+            self._set(activity=Activity.MEASURING, detail="Working", progress=None)
         if not busy:
             self._live_timer.stop()
             self._show_latest()
@@ -335,15 +449,21 @@ class SessionController(QObject):
     def _fail(self, text: str) -> None:
         """A refused start or a failed run: the message, and a start that never happened is undone."""
         self.error.emit(text)
-        if self._live_info is None:
+        if self.state.activity is Activity.MEASURING_BASELINE:
+            self._baseline_wanted = False  # a background measurement failed: not tried again for this session
+            return
+        if self._live_info is None and self._awaiting_session:
             self._awaiting_session = False
+            self._after_start = Activity.IDLE
             self.settings_locked.emit(False)
-            self._live_done = True
+            self._set(open=Open.FAILED, note=text.rstrip("."), session_id="", method="", paused=False)
+        elif self.state.activity in (Activity.RUNNING, Activity.RUNNING_TO_BREAKPOINT, Activity.PAUSING):
+            self._set(open=Open.FAILED, note=text.rstrip("."), paused=False)
 
     # -- replay -------------------------------------------------------------------------------------------------------
     def open_session(self, db: str, session_id: str | None = None) -> bool:
         """Replay a recorded session (the latest in ``db`` if no id); a live one still decoding is reset."""
-        if self._busy:
+        if self.busy:
             self.error.emit("Pause the running session before opening another one.")
             return False
         try:
@@ -351,9 +471,13 @@ class SessionController(QObject):
         except SpecVizError as e:
             self.error.emit(str(e))
             return False
-        if self._live_info is not None and not self._live_done:
+        if self._live_info is not None and self.state.live:
             self.reset()
+        self._preempt_background()
+        self._baseline_wanted = False
+        self.error.emit("")
         self.model.open(source, load_token_text(source.info.tokenizer))
+        self._set(open=Open.REPLAY, session_id=source.info.id, method=source.info.method, note="", paused=False)
         self.baseline_changed.emit(*source.ar_baseline())
         info = source.info
         self.session_status.emit(f"Replaying session {info.id}: {info.method} on {info.device}, "
@@ -381,9 +505,9 @@ class SessionController(QObject):
 
     def _autoplay_tick(self) -> None:
         if isinstance(self.model.source, LiveSource) or self.model.source is None:
-            if self._live_done and self.model.source is not None:
+            if self.live_done and self.model.source is not None:
                 self._set_autoplay(False)
-            elif not self._busy:
+            elif not self.busy:
                 self.step()
         elif self.model.index >= self.model.n_cycles - 1:
             self._set_autoplay(False)

@@ -60,6 +60,13 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
     """The final SessionInfo (complete / interrupted / failed)."""
     baseline_ready = Signal(float, str)
     """(AR tokens/s on this prompt, how it was measured)."""
+    baseline_progress = Signal(float)
+    """The background AR baseline's fraction done."""
+    baseline_deferred = Signal()
+    """The background AR baseline gave way to a request of the user's (:meth:`preempt`); it can be asked again."""
+    run_ended = Signal(str, int)
+    """(how, the last cycle's index or -1): a Step or Run ended with ``steps``, ``breakpoint``, ``paused``,
+    ``finished`` or ``failed``."""
     baseline_recorded = Signal(object)
     """The SessionInfo of an AR session recorded as the baseline (the recording gained a session)."""
     cost_curve_ready = Signal(object)
@@ -79,6 +86,7 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
         self._lock = threading.Lock()
         self._pauses = 0
         self._cancels = 0
+        self._preempts = 0
         self._models: dict[tuple, tuple[LoadedModel, LoadedModel | None]] = {}
         self.run_: RecordedRun | None = None
         self.recording: Recording | None = None
@@ -102,6 +110,16 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
         with self._lock:
             self._pauses += 1
             self._cancels += 1
+
+    def preempt(self) -> None:
+        """A request of the user's is on its way: background work gives way at its next step (thread-safe)."""
+        with self._lock:
+            self._preempts += 1
+
+    @property
+    def loaded(self) -> bool:
+        """A model is loaded (read from the UI thread)."""
+        return bool(self._models)
 
     def _paused(self, ticket: Ticket) -> bool:
         return self._pauses != ticket.pauses
@@ -207,35 +225,40 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
         finally:
             QThread.currentThread().quit()
 
-    @Slot()
-    def measure_baseline(self) -> None:
-        """Plain AR on the session's prompt, not recorded: the speed every speed-up is measured against."""
+    @Slot(object)
+    def measure_baseline(self, ticket: Ticket) -> None:
+        """Plain AR on the session's prompt, not recorded: the speed every speed-up is measured against. Background
+        work: it gives way to any request of the user's (:meth:`preempt`) and to a pause or reset."""
         try:
-            self._measure_baseline()
+            self._measure_baseline(ticket)
         finally:
             self.request_done.emit()
 
-    def _measure_baseline(self) -> None:
-        if self.run_ is None:
+    def _measure_baseline(self, ticket: Ticket) -> None:
+        if self.run_ is None or not self._models:
             return
         info = self.run_.info
         key = (info.model, info.device, info.dtype, info.prompt_ids)
         tps = self._baselines.get(key)
         if tps is None:
-            self.busy_changed.emit(True)
+            preempts = self._preempts
             try:
                 target, _ = next(iter(self._models.values()))
                 engine = build_engine(target, check_method("ar"), info.prompt_ids, max_new_tokens=BASELINE_TOKENS)
                 engine.prefill()
                 t0 = time.perf_counter()
-                n = sum(len(r.committed_ids) for r in engine.cycles())
+                n = 0
+                for record in engine.cycles():
+                    if self._preempts != preempts or self._paused(ticket):
+                        self.baseline_deferred.emit()
+                        return
+                    n += len(record.committed_ids)
+                    self.baseline_progress.emit(min(1.0, n / BASELINE_TOKENS))
                 tps = n / (time.perf_counter() - t0)
                 self._baselines[key] = tps
             except Exception as e:
-                self.error.emit(f"could not measure the AR baseline: {e}")
+                self.error.emit(f"could not measure the AR baseline: {one_line(e)}")
                 return
-            finally:
-                self.busy_changed.emit(False)
         self.baseline_ready.emit(tps, f"AR measured on this prompt ({BASELINE_TOKENS} tokens, {info.device})")
 
     @Slot(object, str, object)
@@ -314,25 +337,33 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
         if run is None or self._paused(ticket):
             return
         self.busy_changed.emit(True)
-        done = 0
+        done, last, how = 0, -1, "paused"
         try:
             while not run.engine.done and not self._paused(ticket):
                 cycle = run.step()
                 self.cycles_done += 1
                 self.cycle_ready.emit(cycle)
-                done += 1
-                if max_cycles is not None and done >= max_cycles:
-                    break
+                done, last = done + 1, cycle.record.index
                 if breakpoint is not None and breakpoint(cycle.summary):
+                    how = "breakpoint"
                     break
+                if max_cycles is not None and done >= max_cycles:
+                    how = "steps"
+                    break
+            else:
+                how = "finished" if run.engine.done else "paused"
         except ForkMismatch as e:  # a fork stepped through its re-run cycles: the user chooses
+            how = "paused"
             self.fork_mismatch.emit(str(e))
         except SpecVizError as e:
+            how = "failed"
             self.error.emit(str(e))
         except Exception as e:
+            how = "failed"
             self.error.emit(f"the decode failed: {one_line(e)}")
         finally:
             self.busy_changed.emit(False)
+        self.run_ended.emit(how, last)
         if run.writer.finished:
             self.session_finished.emit(self._final_info(run))
 

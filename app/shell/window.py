@@ -37,6 +37,7 @@ from specviz_app.shell.actions.whatif import WhatIfActions
 from specviz_app.shell.layout import LAYOUT_VERSION, DockLayout
 from specviz_app.windows.train_head import stop_all as stop_head_training
 from specviz_core.viewer.cycle_table import write_cycles_csv
+from specviz_core.viewer.lifecycle import Activity, SessionState, enabled_actions, status_text
 from specviz_core.viewer.session_model import SessionModel
 
 """Methods whose cycles have a context-copied spine to explain."""
@@ -94,11 +95,13 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         self.progress.setMaximumWidth(220)
         self.progress.setVisible(False)
         self.statusBar().addPermanentWidget(self.progress)
-        self.statusBar().showMessage("Press F10 to decode the first cycle of the demo prompt, or open a recording (Ctrl+O).")
+        self.state_label = QLabel()
+        """The lifecycle's line (a passing message from :meth:`QStatusBar.showMessage` covers it for a while)."""
+        self.statusBar().addWidget(self.state_label, 1)
         self._connect()
 
         self.sessions.set_file(self.db_path)
-        self.run_panel.set_running(False, False)
+        self._on_state(self.controller.state)
         self.compact = False
         """The laptop layout: Run and Sessions tabbed with the output, so the tree keeps its width."""
         screen = QApplication.primaryScreen()
@@ -128,8 +131,7 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         rp.reset_requested.connect(c.reset)
         self.sessions.open_requested.connect(c.open_session)
         self.spine.span_changed.connect(self.output.set_matched_span)
-        c.progress.connect(self._on_progress)
-        c.busy_changed.connect(self._on_busy)
+        c.state_changed.connect(self._on_state)
         c.settings_locked.connect(rp.set_locked)
         c.session_status.connect(rp.set_status)
         c.notice.connect(self.statusBar().showMessage)
@@ -246,23 +248,31 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         self.statusBar().addPermanentWidget(self.info_label)
 
     # -- controller reports ------------------------------------------------------------------------------------
-    def _on_progress(self, stage: str, fraction: float) -> None:
-        self.progress.setVisible(stage != "ready")
-        if fraction < 0:
-            self.progress.setRange(0, 0)
-        else:
-            self.progress.setRange(0, 100)
-            self.progress.setValue(int(fraction * 100))
-        self.progress.setFormat(stage)
-        self.statusBar().showMessage(stage[:1].upper() + stage[1:] + "…" if stage != "ready" else "Model ready")
+    def lifecycle_actions(self) -> dict[str, QAction]:
+        """The actions whose enabled state the lifecycle decides, by their names in
+        :data:`~specviz_core.viewer.lifecycle.ACTIONS`."""
+        return {"step": self.step_action, "run": self.run_action, "pause": self.pause_action,
+                "run_to_breakpoint": self.bp_action, "reset": self.reset_action, "open": self.open_action,
+                "fork": self.fork_action, "compare": self.compare_action, "race": self.race_action,
+                "audit": self.audit_action}
 
-    def _on_busy(self, busy: bool, has_session: bool) -> None:
-        self.run_panel.set_running(busy, has_session)
-        for a in (self.step_action, self.run_action, self.bp_action):
-            a.setEnabled(not busy)
-        self.pause_action.setEnabled(busy)
-        if not busy:
-            self.progress.setVisible(False)
+    def _on_state(self, state: SessionState) -> None:
+        """Everything the window says about the lifecycle follows from the state alone."""
+        enabled = enabled_actions(state)
+        for name, action in self.lifecycle_actions().items():
+            action.setEnabled(enabled[name])
+        self.run_panel.apply_actions(enabled)
+        self.state_label.setText(status_text(state))
+        shows_progress = state.activity in (Activity.LOADING, Activity.MEASURING, Activity.MEASURING_BASELINE)
+        self.progress.setVisible(shows_progress)
+        if shows_progress:
+            if state.progress is None:
+                self.progress.setRange(0, 0)
+            else:
+                self.progress.setRange(0, 100)
+                self.progress.setValue(int(state.progress * 100))
+            self.progress.setFormat(state.detail or state.phase)
+            self.progress.setToolTip(status_text(state))
 
     def show_error(self, text: str) -> None:
         """Bad input or a failed run or export: a message in the window, never a traceback ('' clears it)."""

@@ -116,10 +116,13 @@ class CostActions(QWidget):
         self.hide()
 
     def show_state(self, *, has_session: bool, is_ar: bool, has_baseline: bool, has_curve: bool) -> None:
-        self.baseline.setVisible(has_session and not is_ar and not has_baseline)
-        self.curve.setVisible(has_session and not has_curve)
-        self.setVisible(has_session and (bool(self.sentence.text()) or self.baseline.isVisible()
-                                         or self.curve.isVisible()))
+        wants_baseline = has_session and not is_ar and not has_baseline
+        wants_curve = has_session and not has_curve
+        self.baseline.setVisible(wants_baseline)
+        self.curve.setVisible(wants_curve)
+        # From the booleans, not the buttons' isVisible(): a button of a hidden row is never visible, so the row
+        # would stay hidden for good once hidden.
+        self.setVisible(has_session and (bool(self.sentence.text()) or wants_baseline or wants_curve))
 
 
 def session_sentence(summaries: list[CycleSummary], points: list[tuple[int, float]] | None,

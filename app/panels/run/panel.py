@@ -387,9 +387,9 @@ class RunPanel(PanelMixin, QWidget):
         """The parameters as the editors show them."""
         return {name: param_value(w) for name, w in self._param_widgets.items()}
 
-    def set_running(self, running: bool, has_session: bool) -> None:
-        self.step_button.setEnabled(not running)
-        self.run_button.setEnabled(not running)
-        self.bp_button.setEnabled(not running)
-        self.pause_button.setEnabled(running)
-        self.reset_button.setEnabled(has_session and not running)
+    def apply_actions(self, enabled: dict[str, bool]) -> None:
+        """The buttons' enabled states, as the session's lifecycle decides them
+        (:func:`~specviz_core.viewer.lifecycle.enabled_actions`)."""
+        for button, name in ((self.step_button, "step"), (self.run_button, "run"), (self.bp_button, "run_to_breakpoint"),
+                             (self.pause_button, "pause"), (self.reset_button, "reset"), (self.fork_button, "fork")):
+            button.setEnabled(enabled[name])

@@ -41,7 +41,6 @@ class WhatIfActions:
         c = self.controller
         c.fork_mismatch.connect(self._on_fork_mismatch)
         c.progress.connect(self._on_fork_progress)
-        c.busy_changed.connect(lambda busy, _: self.run_panel.fork_button.setEnabled(not busy))
         self.model.session_opened.connect(self._on_fork_opened)
 
     def _session_file(self) -> Path | None:
