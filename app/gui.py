@@ -34,7 +34,7 @@ def open_window(db: Path, session: str | None = None, replay: bool = False):
         raise SpecVizError(f"no recording at {db}")
     window = MainWindow(db)
     if replay:
-        window.sessions.set_file(db)
+        window.model.set_recording(db)
         if not window.controller.open_session(str(db), session):
             raise SpecVizError(window.run_panel.message.text() or f"cannot open {db}")
     return window

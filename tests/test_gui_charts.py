@@ -338,10 +338,13 @@ def test_cost_curve(panel, monkeypatch):
     panel.set_cost_curve(None)
     assert "cost" not in panel.shown
 
-    # A measured curve from specviz bench is loaded when a session opens.
-    monkeypatch.setattr(charts_mod, "load_cost_curve", lambda model, device, dtype=None: {"points": [[16, 33.0], [4, 30.5]]})
-    open_session(panel, random_session(3))
+    # The session's curve is the session model's: given when the session opens, or measured later.
+    panel.model.open(FakeSource(random_session(3), "goose"), cost_curve={"points": [[16, 33.0], [4, 30.5]]})
     assert panel.cost_points == [(4, 30.5), (16, 33.0)]
+    panel.model.set_cost_curve({"n": [1, 8], "ms": [20.0, 22.0]})
+    assert panel.cost_points == [(1, 20.0), (8, 22.0)]
+    open_session(panel, random_session(3))  # another session: no curve until one is given
+    assert panel.cost_points is None
 
 
 def test_light_and_dark_backgrounds(panel, qtbot):

@@ -111,3 +111,35 @@ def test_a_failed_check_asks_and_stop_saves_the_fork_failed(window, qtbot, tiny_
         fork = [s for s in rec.sessions() if s.parent_session == pid][0]
     assert fork.status == "failed" and "cycle 1 did not reproduce" in fork.stop_reason
     assert fork.method == "pld" and fork.n_cycles == 1
+
+
+def test_compare_after_forking_a_replayed_file_lists_that_file(window, qtbot, tiny_dir, tmp_path):
+    """Issue 30, item 2: replay a session of another file than the Run panel's, fork it (the fork goes to that file),
+    then Compare: the dialog lists that file's sessions, parent and fork ticked, and Compare works. The red message
+    of an earlier failure does not stay through a later replay."""
+    runs = tmp_path / "runs.db"
+    pid = record_parent(tiny_dir, runs)
+    assert window.db_path != runs
+    window.run_panel.show_message("an old failure")
+    assert window.controller.open_session(str(runs), pid)
+    assert not window.run_panel.message.isVisible(), "opening a replay clears an earlier failure's message"
+    assert window.model.recording_path == runs and window.run_panel.db_path() == runs
+    assert window.sessions.path == runs
+    dialog = fork_from_menu(window, qtbot, 3)
+    dialog.accept()
+    qtbot.waitUntil(lambda: window.model.source is not None and window.model.source.live
+                    and window.controller.state.phase in ("ready", "measuring baseline"), timeout=60000)
+    fork_id = window.model.source.info.id
+    with Recording(runs, read_only=True) as rec:
+        assert rec.session(fork_id).parent_session == pid
+    chooser = window.compare_dialog()
+    assert chooser is not None
+    items = [window.compare_list.item(i) for i in range(window.compare_list.count())]
+    ids = {it.data(256): it.checkState().value for it in items}  # 256: Qt.UserRole
+    assert set(ids) == {pid, fork_id}
+    assert all(v == 2 for v in ids.values()), "the fork and its parent are ticked"
+    chooser.accept()
+    assert window.compare_windows, window.run_panel.message.text()
+    assert not window.run_panel.message.isVisible()
+    for w in window.compare_windows:
+        w.close()

@@ -26,7 +26,7 @@ from specviz_core.analysis.spine import SpineAnalysis, analyze_spine
 from specviz_core.analysis.stop_cause import method_notes, stop_cause
 from specviz_core.analysis.timing import cycle_cost
 from specviz_core.drafters import METHODS, Drafter
-from specviz_core.engine.cost_curve import CostCurve, load_cost_curve
+from specviz_core.engine.cost_curve import CostCurve
 from specviz_core.records import CycleRecord, Node
 from specviz_core.viewer.session_model import SessionModel
 
@@ -190,20 +190,19 @@ class SpinePanel(PanelMixin, QTextBrowser):
 
     def _time_note(self, rec: CycleRecord) -> str:
         """This cycle's time against plain decoding, in words (:func:`specviz_core.analysis.timing.cycle_cost`), when a
-        unit is known: the device's measured cost curve, or an AR session of the prompt in the recording."""
+        unit is known: the session model's cost curve or AR baseline (the same the charts use)."""
         src = self.model.source
         if src is None or not rec.timings_ms or src.info.method == "ar":
             return ""
-        if getattr(self, "_unit_key", None) != id(src):
-            curve = ar_ms = None
+        stored, (tps, _) = self.model.cost_curve, self.model.ar_baseline
+        key = (id(src), id(stored), tps)
+        if getattr(self, "_unit_key", None) != key:
+            curve = None
             try:
-                stored = load_cost_curve(src.info.model, src.info.device, src.info.dtype or None)
                 curve = CostCurve.from_dict(stored) if stored is not None else None
-                tps = src.ar_baseline()[0] if hasattr(src, "ar_baseline") else None
-                ar_ms = 1000.0 / tps if tps else None
             except Exception:  # noqa: BLE001 - an unreadable measurement is "not measured"
                 pass
-            self._unit_key, self._unit = id(src), (curve, ar_ms)
+            self._unit_key, self._unit = key, (curve, 1000.0 / tps if tps else None)
         curve, ar_ms = self._unit
         if curve is None and ar_ms is None:
             return ""

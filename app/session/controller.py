@@ -42,8 +42,6 @@ class RunSettings(Protocol):
     def request(self) -> CheckedRequest:
         """The session the settings describe; raises SpecVizError with a message for the user."""
 
-    def db_path(self) -> Path: ...
-
     def breakpoint(self) -> CycleFilter: ...
 
 
@@ -156,7 +154,7 @@ class SessionController(QObject):
             self._record_baseline.connect(w.record_baseline)
             self._measure_curve.connect(w.measure_cost_curve)
             w.baseline_recorded.connect(lambda _info: self.sessions_changed.emit())
-            w.cost_curve_ready.connect(self.cost_curve_changed)
+            w.cost_curve_ready.connect(self._on_cost_curve)
             self._fork_choice.connect(w.fork_choice)
             w.fork_mismatch.connect(self.fork_mismatch)
             w.progress.connect(self._on_progress)
@@ -210,6 +208,7 @@ class SessionController(QObject):
             return False
         try:
             req = self.settings.request()
+            db = self._recording()
         except SpecVizError as e:  # refused in one line; nothing started, the settings stay editable
             self.error.emit(str(e))
             self.settings_locked.emit(False)
@@ -223,8 +222,23 @@ class SessionController(QObject):
         self._awaiting_session = True
         self._after_start = then
         self._set(activity=Activity.LOADING, detail="starting the session", progress=None, note="", paused=False)
-        self._begin.emit(req, str(self.settings.db_path()), self._ticket())
+        self._begin.emit(req, str(db), self._ticket())
         return True
+
+    def _recording(self) -> Path:
+        """The open recording, where a live session is recorded."""
+        if self.model.recording_path is None:
+            raise SpecVizError("choose a file to record the session to")
+        return self.model.recording_path
+
+    def _curve_for(self, info: SessionInfo) -> dict | None:
+        """The stored verify-cost curve of ``info``'s model on its device and dtype, or None."""
+        from specviz_core.engine.cost_curve import load_cost_curve
+
+        try:
+            return load_cost_curve(info.model, info.device, info.dtype or None)
+        except Exception:  # noqa: BLE001 - a missing or broken measurement is "not measured"
+            return None
 
     def fork(self, start: ForkStart, db_path: str | Path) -> bool:
         """Start a fork (a live session that re-runs and checks its parent's first cycles, then goes on with other
@@ -242,6 +256,7 @@ class SessionController(QObject):
         self._awaiting_session = True
         self._after_start = Activity.IDLE
         self.model.follow_live = True
+        self.model.set_recording(db_path)  # the fork is written beside its parent: that file stays the open one
         self._set(activity=Activity.LOADING, detail=f"forking session {start.parent_id} at cycle {start.cycle}",
                   progress=None, note="", paused=False)
         self._begin.emit(start, str(db_path), self._ticket())
@@ -343,7 +358,7 @@ class SessionController(QObject):
         speed-up is then measured against it."""
         if self._measuring_ok():
             source = self.model.source
-            db = str(source.recording.path) if isinstance(source, RecordingSource) else str(self.settings.db_path())
+            db = str(source.recording.path) if isinstance(source, RecordingSource) else str(self._recording())
             self._preempt_background()
             self._set(activity=Activity.MEASURING, detail="Recording an AR session of this prompt", progress=None)
             self._record_baseline.emit(source.info, db, self._ticket())
@@ -370,14 +385,15 @@ class SessionController(QObject):
             return
         self._awaiting_session = False
         self._live_info = info
-        self.model.open(LiveSource(info), TokenText(tokenizer))
+        self.model.open(LiveSource(info), TokenText(tokenizer), cost_curve=self._curve_for(info))
         then = self._after_start
         self._after_start = Activity.IDLE
         self._set(open=Open.LIVE, session_id=info.id, method=info.method, has_model=True, note="", paused=False,
                   **({"activity": then, "detail": self._breakpoint_label, "progress": None}
                      if then is not Activity.IDLE else {}))
         self.session_status.emit(f"Live session {info.id}: {info.method} on {info.device} ({info.dtype}; attention "
-                                 f"{info.attention or 'not recorded'}), recorded to {self.settings.db_path().name}")
+                                 f"{info.attention or 'not recorded'}), recorded to "
+                                 f"{self.model.recording_path.name if self.model.recording_path else '?'}")
         self.sessions_changed.emit()
 
     def _on_cycle_ready(self, cycle) -> None:
@@ -430,7 +446,12 @@ class SessionController(QObject):
         if not background or isinstance(self.model.source, LiveSource):
             # an AR session recorded for the session shown, or the live session's background baseline (one that
             # arrives after a replay was opened is not the replay's)
+            self.model.set_ar_baseline(tokens_per_s, note)
             self.baseline_changed.emit(tokens_per_s, note)
+
+    def _on_cost_curve(self, curve: dict) -> None:
+        self.model.set_cost_curve(curve)
+        self.cost_curve_changed.emit(curve)
 
     def _on_baseline_deferred(self) -> None:
         """The background measurement gave way to the user's request: it starts again when the engine is idle."""
@@ -476,7 +497,9 @@ class SessionController(QObject):
         self._preempt_background()
         self._baseline_wanted = False
         self.error.emit("")
-        self.model.open(source, load_token_text(source.info.tokenizer))
+        self.model.set_recording(db)
+        self.model.open(source, load_token_text(source.info.tokenizer), ar_baseline=source.ar_baseline(),
+                        cost_curve=self._curve_for(source.info))
         self._set(open=Open.REPLAY, session_id=source.info.id, method=source.info.method, note="", paused=False)
         self.baseline_changed.emit(*source.ar_baseline())
         info = source.info

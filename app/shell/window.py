@@ -100,7 +100,8 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         self.statusBar().addWidget(self.state_label, 1)
         self._connect()
 
-        self.sessions.set_file(self.db_path)
+        self.model.set_recording(self.db_path)
+        self._on_recording(self.model.recording_path)
         self._on_state(self.controller.state)
         self.compact = False
         """The laptop layout: Run and Sessions tabbed with the output, so the tree keeps its width."""
@@ -136,8 +137,8 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         c.session_status.connect(rp.set_status)
         c.notice.connect(self.statusBar().showMessage)
         c.error.connect(self.show_error)
-        c.baseline_changed.connect(self.charts.set_ar_baseline)
-        c.cost_curve_changed.connect(self.charts.set_cost_curve)
+        rp.recording_edited.connect(self.model.set_recording)
+        self.model.recording_changed.connect(self._on_recording)
         self.charts.actions.measure_baseline.connect(c.record_ar_baseline)
         self.charts.actions.measure_curve.connect(c.measure_cost_curve)
         self.charts.pop_out_requested.connect(self.pop_out_charts)
@@ -274,6 +275,13 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
             self.progress.setFormat(state.detail or state.phase)
             self.progress.setToolTip(status_text(state))
 
+    def _on_recording(self, path: Path | None) -> None:
+        """The open recording changed (a replay, a fork, File → Open, the Run panel's field): every view of it
+        follows."""
+        self.run_panel.show_recording(path)
+        if path is not None:
+            self.sessions.set_file(path)
+
     def show_error(self, text: str) -> None:
         """Bad input or a failed run or export: a message in the window, never a traceback ('' clears it)."""
         self.run_panel.show_message(text)
@@ -286,7 +294,7 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         path, _ = QFileDialog.getOpenFileName(self, "Open a SpecViz recording", str(self.db_path.parent),
                                               "SpecViz recordings (*.db *.sqlite);;All files (*)")
         if path:
-            self.sessions.set_file(path)
+            self.model.set_recording(path)
             self.docks["sessions"].raise_()
 
     # -- presentation ----------------------------------------------------------------------------------------------

@@ -1,10 +1,15 @@
 """The one current session and cycle that every view shows (no Qt here).
 
 Views take a :class:`SessionModel` in their constructor and connect to its events; only the model
-changes the current cycle, and it tells everyone when it does.
+changes the current cycle, and it tells everyone when it does. It also holds the session-wide facts every view
+shares: the open recording (where live sessions are recorded and replays come from), the AR baseline that speed-ups
+are measured against, and the verify-cost curve of the session's model on its device. No view loads them itself.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 from specviz_core.analysis.cycle_summary import CycleSummary
 from specviz_core.errors import DamagedCycle, SpecVizError
@@ -31,6 +36,13 @@ class SessionModel:
         self.filter = CycleFilter()
         self.follow_live = True
         """While decoding, move to each new cycle as it arrives."""
+        self.recording_path: Path | None = None
+        """The open recording: the file live sessions are recorded to and replays, forks and comparisons read."""
+        self.ar_baseline: tuple[float | None, str] = (None, "")
+        """(AR tokens/s on the session's prompt, model and device, or None; where it comes from)."""
+        self.cost_curve: dict[str, Any] | None = None
+        """The stored verify-cost curve of the session's model, device and dtype (see
+        :mod:`specviz_core.engine.cost_curve`), or None where none was measured."""
         # Events: (source), (), (record, or None for a damaged cycle), (summaries appended), (node id or None),
         # (filter)
         self.session_opened = Event("session_opened")
@@ -39,12 +51,41 @@ class SessionModel:
         self.cycles_appended = Event("cycles_appended")
         self.node_selected = Event("node_selected")
         self.filter_changed = Event("filter_changed")
+        # Session-wide facts: (path), (tokens/s or None, note), (curve dict or None)
+        self.recording_changed = Event("recording_changed")
+        self.baseline_changed = Event("baseline_changed")
+        self.cost_curve_changed = Event("cost_curve_changed")
+
+    # -- session-wide facts -----------------------------------------------------
+    def set_recording(self, path: str | Path | None) -> None:
+        """Make ``path`` the open recording (told to every view if it changed)."""
+        new = Path(path).expanduser() if path else None
+        if new != self.recording_path:
+            self.recording_path = new
+            self.recording_changed.emit(new)
+
+    def set_ar_baseline(self, tokens_per_s: float | None, note: str = "") -> None:
+        """The AR speed the session's speed-up is measured against (None: not measured)."""
+        value = (tokens_per_s, note if tokens_per_s is not None else "")
+        if value != self.ar_baseline:
+            self.ar_baseline = value
+            self.baseline_changed.emit(*value)
+
+    def set_cost_curve(self, curve: dict[str, Any] | None) -> None:
+        """The verify-cost curve of the session's model on its device (None: not measured)."""
+        if curve != self.cost_curve:
+            self.cost_curve = curve
+            self.cost_curve_changed.emit(curve)
 
     # -- session --------------------------------------------------------------
-    def open(self, source: CycleSource, vocab: TokenText | None = None) -> None:
+    def open(self, source: CycleSource, vocab: TokenText | None = None, *,
+             ar_baseline: tuple[float | None, str] = (None, ""), cost_curve: dict[str, Any] | None = None) -> None:
+        """Show ``source``; its session-wide facts are set before the views are told, so they draw once."""
         if self.source is not None:
             self.close()
         self.source = source
+        self.ar_baseline = ar_baseline if ar_baseline[0] is not None else (None, "")
+        self.cost_curve = cost_curve
         if vocab is not None:
             self.vocab = vocab
         self.index = -1
@@ -59,6 +100,7 @@ class SessionModel:
         if self.source is None:
             return
         self.source = None
+        self.ar_baseline, self.cost_curve = (None, ""), None
         self.index = -1
         self.record = None
         self.damage_text = ""

@@ -41,7 +41,6 @@ from specviz_app.panels.charts.speed import SpeedPlot
 from specviz_app.panels.charts.why import CausePlot, HeadroomPlot, PositionPlot
 from specviz_app.theme import ACCEPTED, SOURCE_COLORS
 from specviz_core.analysis.cycle_summary import CycleSummary
-from specviz_core.engine.cost_curve import load_cost_curve
 from specviz_core.records import CycleRecord
 from specviz_core.viewer.samples import samples_of
 from specviz_core.viewer.session_model import SessionModel
@@ -53,7 +52,8 @@ ROW_MIN_PX = 165  # below this a plot is unreadable: the grid scrolls instead
 
 
 class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
-    """Charts of the current session. For the main window: ``set_ar_baseline``, ``set_cost_curve``,
+    """Charts of the current session; the AR baseline and the cost curve are the session model's. For the main
+    window: ``set_ar_baseline``, ``set_cost_curve``,
     ``set_font_scale``; ``flush`` draws pending live cycles now."""
 
     title = "Charts"
@@ -117,7 +117,9 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
         self._why_timer.timeout.connect(self._update_why)
         self._apply_palette()
         self.connect_model(model)
-        self.set_ar_baseline(None)
+        model.baseline_changed.connect(self.set_ar_baseline)
+        model.cost_curve_changed.connect(self.set_cost_curve)
+        self.set_ar_baseline(*model.ar_baseline)
         if model.source is not None:
             self.on_session_opened(model.source)
             if model.record is not None:
@@ -290,13 +292,9 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
         grouped = rec is not None and getattr(info, "group_id", None)
         self.p_samples.draw(samples_of(rec, info) if grouped else [], getattr(info, "id", ""))
         self._stack.setCurrentWidget(self.scroll if self.data.n else self.hint)
-        if load_cost_curve is not None:
-            try:
-                info = source.info
-                pts = cost_points(load_cost_curve(info.model, info.device, getattr(info, "dtype", None) or None))
-            except Exception:  # noqa: BLE001 - a missing or broken measurement is "not measured"
-                pts = None
-            self.set_cost_curve(pts)  # a curve of another model or device does not apply
+        # The session's facts, as the session model holds them (a curve of another model or device does not apply).
+        self.p_tps.set_baseline(*self.model.ar_baseline)
+        self.set_cost_curve(self.model.cost_curve)
         self._redraw()
         self._update_why()
 

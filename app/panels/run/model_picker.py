@@ -193,6 +193,7 @@ def with_browse(panel: QWidget, field: QWidget, save: bool = False) -> QWidget:
                                                   options=QFileDialog.Option.DontConfirmOverwrite)
             if path:
                 field.setText(path)
+                field.editingFinished.emit()  # chosen: as if typed and confirmed
         else:
             path = QFileDialog.getExistingDirectory(panel, "Model folder (config.json, weights, tokenizer)")
             if path:

@@ -77,6 +77,8 @@ class RunPanel(PanelMixin, QWidget):
     pause_requested = Signal()
     reset_requested = Signal()
     fork_requested = Signal()
+    recording_edited = Signal(str)
+    """The user typed or chose another recording file ('' when cleared)."""
 
     def __init__(self, db_path: Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -230,7 +232,9 @@ class RunPanel(PanelMixin, QWidget):
         dform.addRow("Seed", self.seed)
         dform.addRow("Max new tokens", self.max_new_tokens)
         self.db = QLineEdit(str(db_path))
-        self.db.setToolTip("Every session is recorded to this SQLite file")
+        self.db.setToolTip("The open recording: live sessions are recorded to this SQLite file, and replays, forks "
+                           "and comparisons read it")
+        self.db.editingFinished.connect(lambda: self.recording_edited.emit(self.db.text().strip()))
         dform.addRow("Record to", with_browse(self, self.db, save=True))
         self.settings.addWidget(dec_box)
         self.settings.addStretch(1)
@@ -304,7 +308,14 @@ class RunPanel(PanelMixin, QWidget):
         return checked
 
     def db_path(self) -> Path:
+        """The recording file the field shows (the window's open recording is the session model's)."""
         return Path(self.db.text().strip()).expanduser()
+
+    def show_recording(self, path: Path | None) -> None:
+        """Show the window's open recording (set elsewhere: a replay, a fork, File → Open)."""
+        text = str(path) if path is not None else ""
+        if self.db.text().strip() != text:
+            self.db.setText(text)
 
     def breakpoint(self) -> CycleFilter:
         return self.breakpoint_editor.value()

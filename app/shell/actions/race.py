@@ -74,7 +74,7 @@ class RaceActions:
             request_error = str(e)
         cur = self.model.source.info if self.model.source is not None else None
         dialog = RaceDialog(sessions, Path(db) if db is not None else None, cur, request, request_error,
-                            self.run_panel.db_path(), self)
+                            self.model.recording_path, self)
         if problem:
             dialog.show_message(problem)
         dialog.race_requested.connect(lambda ids: self.race(Path(db), ids))
@@ -93,7 +93,7 @@ class RaceActions:
         except SpecVizError as e:
             dialog.show_message(str(e))
             return
-        db = self.run_panel.db_path()
+        db = self.model.recording_path
         try:
             db.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:

@@ -44,11 +44,8 @@ class WhatIfActions:
         self.model.session_opened.connect(self._on_fork_opened)
 
     def _session_file(self) -> Path | None:
-        src = self.model.source
-        if src is None:
-            return None
-        rec = getattr(src, "recording", None)
-        return Path(rec.path) if rec is not None else self.run_panel.db_path()
+        """The open recording, when a session of it is shown (a live one is recorded there)."""
+        return self.model.recording_path if self.model.source is not None else None
 
     def fork_from(self, cycle: int | None = None) -> ForkDialog | None:
         """Open the fork dialog for the session shown, from ``cycle`` (default: the current one)."""
@@ -112,7 +109,7 @@ class WhatIfActions:
     def compare_dialog(self) -> QDialog | None:
         """Choose sessions of the open recording (the one shown, its parent and AR sessions of its prompt are
         ticked), then :meth:`compare`."""
-        db = self._session_file() or self.sessions.path
+        db = self.model.recording_path
         if db is None or not Path(db).exists():
             self.show_error("No recording open: open one (Ctrl+O) or record a session first.")
             return None
