@@ -12,6 +12,7 @@ import specviz_core.cli.commands as core_cli
 from specviz_app.bench import options as bench_cli
 from specviz_core.cli.options import bounded_int, check_writable, finite_float, refuse_overwriting
 from specviz_core.errors import SpecVizError
+from specviz_core.viewer.comparison import load_comparison
 
 PANELS = ("tree", "mask", "kv", "charts", "output", "spine", "window")
 DEMO_HELP = "replay the bundled demo recording (a Goose session on the default model; loads no model)"
@@ -64,7 +65,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_writable(args.out)
     refuse_overwriting(args.out, [args.db])
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    comparison, vocab = core_cli.load_comparison(args.db, args.sessions)
+    comparison, vocab = load_comparison(args.db, args.sessions)
     from specviz_app.gui import make_app
     from specviz_app.windows.compare.view import render_png
 
@@ -106,7 +107,7 @@ def cmd_race(args: argparse.Namespace) -> int:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from specviz_core.analysis.race import make_race
 
-    comparison, vocab = core_cli.load_comparison(args.db, args.sessions)
+    comparison, vocab = load_comparison(args.db, args.sessions)
     if not comparison.same_prompt():
         raise SpecVizError("the sessions decode different prompts: race sessions of one prompt")
     race = make_race(comparison.sessions)

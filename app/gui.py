@@ -46,7 +46,7 @@ def window_excepthook(window):
     print a traceback, nor pass unseen by someone who started the app from a menu)."""
     from PySide6.QtCore import QThread, QTimer
 
-    from specviz_core.cli.crash import one_line
+    from specviz_core.crash import one_line
 
     def hook(kind: type[BaseException], exc: BaseException, tb) -> None:
         if isinstance(exc, KeyboardInterrupt):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from specviz_app.gui import window_excepthook
-from specviz_core.cli.crash import one_line
+from specviz_core.crash import one_line
 
 
 def _raised(exc: BaseException) -> BaseException:

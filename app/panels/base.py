@@ -12,7 +12,7 @@ from PySide6.QtGui import QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QGraphicsView, QWidget
 
-from specviz_core.cli.options import new_file_mode
+from specviz_core.files import new_file_mode
 from specviz_core.records import CycleRecord
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import CycleSource

@@ -18,7 +18,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from specviz_app.session.jobs import measure as jobs
 from specviz_app.session.jobs.fork import ForkStart, ForkWorkerMixin
 from specviz_app.session.jobs.race import RaceWorkerMixin
-from specviz_core.cli.crash import one_line
+from specviz_core.crash import one_line
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from specviz_core.cli.crash import one_line
+from specviz_core.crash import one_line
 from specviz_core.errors import SpecVizError
 
 #: Minutes offered by default: the run the docs measured (about 30% top-1 on the default model, 2-core CPU).

@@ -16,7 +16,7 @@ from specviz_core.cli.bench import add_parser as add_bench_parser
 from specviz_core.cli.bench import cmd_bench
 from specviz_core.cli.check import add_parser as add_check_parser
 from specviz_core.cli.check import cmd_check
-from specviz_core.cli.crash import one_line
+from specviz_core.crash import one_line
 from specviz_core.cli.explain import add_parser as add_explain_parser
 from specviz_core.cli.explain import cmd_explain
 from specviz_core.cli.models import add_parser as add_models_parser
@@ -39,7 +39,8 @@ from specviz_core.cli.train_head import cmd_train_head
 from specviz_core.drafters import METHODS, param_specs
 from specviz_core.drafters.base import parse_kv
 from specviz_core.errors import SpecVizError
-from specviz_core.runtime.catalog import data_dir
+from specviz_core.viewer.comparison import load_comparison
+from specviz_core.runtime.locations import data_dir
 from specviz_core.session.request import MAX_NEW_TOKENS, MAX_SEED
 from specviz_resources import demo_prompt
 
@@ -316,23 +317,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(f"session {info.id} ({info.method}): {result.message}")
     return 1 if result.verdict == "divergence" else 0
 
-
-def load_comparison(db: Path, ids: Sequence[str]):
-    """The sessions ``ids`` of recording ``db`` as a :class:`~specviz_core.analysis.compare.Comparison`, and their token text
-    (ids only if the tokenizer is not on this machine)."""
-    from specviz_core.analysis.compare import compare
-    from specviz_core.recording.store import Recording
-    from specviz_core.runtime.vocab import load_token_text
-
-    if len(ids) < 2:
-        raise SpecVizError("compare needs two session ids or more")
-    with Recording(db, read_only=True) as rec:
-        known = {s.id for s in rec.sessions()}
-        missing = [i for i in ids if i not in known]
-        if missing:
-            raise SpecVizError(f"no session {', '.join(missing)} in {db} (specviz sessions --db {db} lists them)")
-        pairs = [(rec.session(i), rec.cycle_summaries(i)) for i in ids]
-    return compare(pairs), load_token_text(pairs[0][0].tokenizer)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

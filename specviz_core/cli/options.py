@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO
 
 from specviz_core.errors import SpecVizError
+from specviz_core.files import new_file_mode
 
 
 class Parser(argparse.ArgumentParser):
@@ -98,13 +99,6 @@ def atomic_output(out: Path) -> Iterator[IO[str]]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def new_file_mode() -> int:
-    """The mode ``open(path, "w")`` gives a new file under the current umask."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 def add_device_args(p: argparse.ArgumentParser) -> None:

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
-from specviz_core.runtime.catalog import data_dir
+from specviz_core.runtime.locations import data_dir
 from specviz_core.runtime.models import (
     DEFAULT_MODEL,
     DEFAULT_MODEL_NAME,

@@ -20,7 +20,7 @@ from typing import Any
 
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime.devices import header_params
-from specviz_core.runtime.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, cache_dir, hub_cache_dir
+from specviz_core.runtime.locations import DEFAULT_MODEL, DEFAULT_MODEL_NAME, cache_dir, data_dir, hub_cache_dir
 
 #: How many folders and hub ids the history keeps, most recent first.
 HISTORY_SIZE = 20
@@ -47,13 +47,6 @@ class ModelEntry:
     draft: str = ""
     """Against ``list_models(draft_for=...)``'s target: ``target`` (the target itself), ``same`` (shares its
     tokenizer: hf_assisted, draft_tree, ...), ``universal`` (another tokenizer: hf_universal) or ``unknown``."""
-
-
-def data_dir() -> Path:
-    """The user data folder (``SPECVIZ_DATA`` overrides): recordings and the model history live there."""
-    import platformdirs
-
-    return Path(os.environ.get("SPECVIZ_DATA") or platformdirs.user_data_dir("specviz"))
 
 
 def history_path() -> Path:

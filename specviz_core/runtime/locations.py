@@ -41,6 +41,11 @@ def cache_dir() -> Path:
     return Path(root)
 
 
+def data_dir() -> Path:
+    """The user data folder (``SPECVIZ_DATA`` overrides): recordings, the model history, cost curves, crash logs."""
+    return Path(os.environ.get("SPECVIZ_DATA") or platformdirs.user_data_dir("specviz"))
+
+
 def default_model_folder() -> Path:
     """Where the default model's safetensors folder is (or will be, once converted)."""
     return cache_dir() / "models" / DEFAULT_MODEL_NAME

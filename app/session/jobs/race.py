@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import Signal, Slot
 
-from specviz_core.cli.crash import one_line
+from specviz_core.crash import one_line
 from specviz_core.errors import SpecVizError
 from specviz_core.session.request import CheckedRequest
 

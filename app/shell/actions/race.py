@@ -125,7 +125,7 @@ class RaceActions:
         in the window) when they cannot race."""
         from specviz_app.windows.race.window import RaceWindow
         from specviz_core.analysis.race import make_race
-        from specviz_core.cli.commands import load_comparison
+        from specviz_core.viewer.comparison import load_comparison
 
         try:
             comparison, vocab = load_comparison(db, ids)

@@ -154,7 +154,7 @@ class WhatIfActions:
     def compare(self, db: Path, ids: list[str]):
         """A Compare window on sessions ``ids`` of ``db`` (the first is the baseline)."""
         from specviz_app.windows.compare.view import CompareWindow
-        from specviz_core.cli.commands import load_comparison
+        from specviz_core.viewer.comparison import load_comparison
 
         try:
             comparison, vocab = load_comparison(db, ids)

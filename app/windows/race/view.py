@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QWidget
 
 from specviz_app.theme import ACCEPTED, SOURCE_COLORS, is_dark
 from specviz_core.analysis.race import LaneState, Race, frame_times, is_draft
-from specviz_core.cli.options import new_file_mode
+from specviz_core.files import new_file_mode
 from specviz_core.runtime.vocab import TokenText
 
 #: Lane colours of the headers and progress bars (the first lane is the baseline).

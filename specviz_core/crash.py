@@ -1,6 +1,7 @@
 """Unexpected errors: one line for the user, the whole traceback in a log file in the user data folder.
 
-Used by every ``specviz`` command, by the window's engine thread and by the window's exception hook, so no
+Used by every ``specviz`` command, by the window's engine thread and by the window's exception hook (so it sits
+below both, not in the command line), so no
 traceback reaches a terminal (issue 15: "no traceback from any specviz command on any input")."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import traceback
 from pathlib import Path
 from types import TracebackType
 
-from specviz_core.runtime.catalog import data_dir
+from specviz_core.runtime.locations import data_dir
 
 
 def write_crash_log(exc: BaseException | None = None) -> Path:
