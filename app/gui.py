@@ -17,6 +17,7 @@ def make_app(argv: list[str] | None = None, theme: str = "system"):
 
     app = QApplication.instance()
     if app is None:
+        quiet_platform_noise()
         app = QApplication(argv if argv is not None else sys.argv[:1])
         app.setApplicationName("SpecViz")
         app.setOrganizationName("SpecViz")
@@ -26,18 +27,58 @@ def make_app(argv: list[str] | None = None, theme: str = "system"):
     return app
 
 
+#: What Qt's platform plugins say that is no news to the user: the offscreen plugin (every headless render) cannot
+#: resize native windows to size hints and says so on every dock layout.
+PLATFORM_NOISE = ("This plugin does not support propagateSizeHints",)
+
+
+def quiet_platform_noise() -> None:
+    """Drop :data:`PLATFORM_NOISE` from Qt's messages; every other message goes on where it went (headless commands
+    print nothing but what they mean to)."""
+    from PySide6.QtCore import qInstallMessageHandler
+
+    previous = None
+
+    def handler(kind, context, message: str) -> None:
+        if message.startswith(PLATFORM_NOISE):
+            return
+        if previous is not None:
+            previous(kind, context, message)
+        else:
+            print(message, file=sys.stderr)
+
+    previous = qInstallMessageHandler(handler)
+
+
 def open_window(db: Path, session: str | None = None, replay: bool = False):
     """Build the main window on ``db``; with ``replay``, open ``session`` (or the latest) from it."""
     from specviz_app.shell.window import MainWindow
 
-    if replay and not Path(db).exists():
-        raise SpecVizError(f"no recording at {db}")
-    window = MainWindow(db)
     if replay:
-        window.model.set_recording(db)
-        if not window.controller.open_session(str(db), session):
-            raise SpecVizError(window.run_panel.message.text() or f"cannot open {db}")
+        if not Path(db).exists():
+            raise SpecVizError(f"no recording at {db}")
+        # Read it before any window exists: a file that is no recording is refused in one line, and no
+        # half-built window is left for the interpreter's exit to tear down (that crashed, issue 30).
+        from specviz_core.recording.store import Recording
+        from specviz_core.viewer.sources import RecordingSource
+
+        with Recording(db, read_only=True) as rec:
+            RecordingSource(rec, session)
+    window = MainWindow(db)
+    if replay and not window.controller.open_session(str(db), session):
+        text = window.run_panel.message.text() or f"cannot open {db}"
+        dispose(window)
+        raise SpecVizError(text)
     return window
+
+
+def dispose(window) -> None:
+    """Close and delete a window now, on the UI thread (its engine thread and garbage-collector guard stop)."""
+    from PySide6.QtWidgets import QApplication
+
+    window.close()
+    window.deleteLater()
+    QApplication.processEvents()
 
 
 def window_excepthook(window):

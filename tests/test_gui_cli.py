@@ -103,3 +103,38 @@ def test_image_outputs_never_overwrite_the_recording_and_are_written_atomically(
     assert "cannot write" in capsys.readouterr().err
     assert out.read_bytes() == b"an earlier screenshot", "a failed write spoiled the file already there"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".shot.png")] == [], "a temporary file was left"
+
+
+def _specviz(args: list[str], tmp_path) -> "subprocess.CompletedProcess":
+    """The installed ``specviz`` command, as a user runs it: its own process, its own exit."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = shutil.which("specviz") or str(Path(sys.executable).with_name("specviz"))
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", SPECVIZ_CONFIG=str(tmp_path / "gui.ini"))
+    return subprocess.run([exe, *args], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+
+
+def test_gui_on_a_file_that_is_no_recording_exits_with_one_line_not_a_crash(tmp_path):
+    """Issue 30, item 1: a PNG renamed .db, or a folder, printed the right line and then segfaulted (exit 139)."""
+    fake = tmp_path / "fake.db"
+    fake.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
+    folder = tmp_path / "folder.db"
+    folder.mkdir()
+    for db, says in ((fake, "is not a SpecViz recording"), (folder, "is a folder"), (fake, "is not a SpecViz")):
+        p = _specviz(["gui", "--db", str(db)], tmp_path)
+        assert p.returncode == 2, (p.returncode, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0], p.stderr
+
+
+def test_headless_renders_print_nothing_but_what_they_mean_to(tmp_path, recorded):
+    """Issue 30, item 8: every headless render printed Qt's "propagateSizeHints" complaint on stderr."""
+    db, sid, n, last = recorded
+    p = _specviz(["screenshot", "--demo", "--out", "demo.png"], tmp_path)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    p = _specviz(["screenshot", "--db", str(db), "--panel", "window", "--out", "w.png"], tmp_path)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
