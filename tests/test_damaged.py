@@ -337,3 +337,14 @@ def test_check_reads_a_version_1_file_as_it_is(good, tmp_path, capsys):
     code, report, _ = cli(capsys, "check", "--db", str(path))
     assert code == 0 and report.rstrip().endswith(clean(good)), report
     assert digest(path) == before
+
+
+def test_check_counts_one_as_one(tmp_path, tiny_dir, capsys):
+    """Issue 30, item 9: ``check`` said "1 cycles"."""
+    db = tmp_path / "one.db"
+    assert main(["record", "--method", "ar", "--model", str(tiny_dir), "--prompt", "one two", "--max-new-tokens", "1",
+                 "--device", "cpu", "--db", str(db), "--quiet"]) == 0
+    capsys.readouterr()
+    code, report, _ = cli(capsys, "check", "--db", str(db))
+    assert code == 0 and ": 1 cycle ok" in report and "is clean: 1 session, 1 cycle" in report, report
+    assert "1 cycles" not in report and "1 sessions" not in report

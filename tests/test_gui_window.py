@@ -42,14 +42,14 @@ def test_f10_runs_one_cycle_and_every_panel_shows_it(qtbot, window):
     assert [t for t, c, _ in shown[: len(prompt)]] == prompt
     assert committed_text(w, rec) == list(rec.committed_ids)
     assert w.output.current_cycle_range() == (len(prompt), len(prompt) + len(rec.committed_ids))
-    assert w.timeline.label.text() == "cycle 0 / 0"
+    assert w.timeline.label.text() == "cycle 0 · 1 cycle"
     assert "cycle 0" in w.windowTitle()
     assert_panels_show(w, rec)
     # The run panel locks its settings while the session is open.
     assert not w.run_panel.prompt.isEnabled()
     qtbot.keyClick(w, Qt.Key.Key_F10)
     qtbot.waitUntil(lambda: w.model.n_cycles == 2, timeout=30000)
-    assert w.model.index == 1 and w.timeline.label.text() == "cycle 1 / 1"
+    assert w.model.index == 1 and w.timeline.label.text() == "cycle 1 · 2 cycles"
     # The session is recorded as it goes.
     wait_idle(qtbot, w)
     with Recording(w.run_panel.db_path()) as rec_file:
@@ -212,7 +212,7 @@ def test_scrubbing_a_long_recording_updates_every_panel(qtbot, window, long_reco
     qtbot.waitUntil(lambda: w.model.index == target, timeout=5000)
     rec = source.cycle(target)
     assert w.model.record == rec
-    assert w.timeline.label.text() == f"cycle {target} / {n - 1}"
+    assert w.timeline.label.text() == f"cycle {target} · {n} cycles"
     assert committed_text(w, rec) == list(rec.committed_ids)
     assert w.output.current_cycle_range() is not None
     assert_panels_show(w, rec)

@@ -69,7 +69,7 @@ def test_race_needs_two_to_four_lanes():
         make_race([a] * 5)
 
 
-def test_race_gif_has_the_frames_and_size(tiny_dir, tmp_path, qapp):
+def test_race_gif_has_the_frames_and_size(tiny_dir, tmp_path, qapp, capsys):
     from PIL import Image
 
     from specviz_app.cli import main
@@ -88,15 +88,19 @@ def test_race_gif_has_the_frames_and_size(tiny_dir, tmp_path, qapp):
     step = 1000 / fps / slowdown
     n_frames = int(duration // step) + 1 + (1 if (int(duration // step)) * step < duration else 0) + 20  # 2 s hold
     out = tmp_path / "race.gif"
+    capsys.readouterr()
     assert main(["race", "--db", str(db), *[s.id for s in infos], "--out", str(out), "--fps", str(fps),
                  "--slowdown", str(slowdown), "--size", "640x360"]) == 0
+    said = capsys.readouterr().out
     with Image.open(out) as im:
         assert im.size == (640, 360)
         total = 0
-        for k in range(im.n_frames):  # Pillow merges identical neighbours, adding up their durations
+        for k in range(im.n_frames):  # identical neighbours are one frame, their durations added up
             im.seek(k)
             total += im.info["duration"]
+        written = im.n_frames
     assert total == n_frames * 100
+    assert f"({written} frames," in said, f"the command reports the frames the file holds: {said!r}"
 
 
 def test_race_of_different_prompts_is_refused(tiny_dir, tmp_path, capsys):

@@ -248,8 +248,9 @@ class TimelinePanel(PanelMixin, QWidget):
     def _update_label(self) -> None:
         n = self.model.n_cycles
         damaged = " (damaged)" if self.model.damage_text else ""
-        self.label.setText(f"cycle {self.model.index} / {n - 1}{damaged}" if n and self.model.index >= 0
-                           else f"{n} cycles")
+        # Cycles are numbered from 0 everywhere (the tree, the title, --cycle); the count says how many there are.
+        self.label.setText(f"cycle {self.model.index} · {n} cycle{'s' * (n != 1)}{damaged}" if n and self.model.index >= 0
+                           else f"{n} cycle{'s' * (n != 1)}")
         if self.model.filter.kind != "all":
             self.matches.setText(f"{int(self.strip._match.sum())} match")
         else:

@@ -51,14 +51,13 @@ def report_lines(r: FileCheck) -> list[str]:
         n_cycles += s.n_cycles
         n_damaged += len(bad)
         if not s.damaged:
-            lines.append(f"{head}: {s.n_cycles} cycles ok")
+            lines.append(f"{head}: {_count(s.n_cycles, 'cycle')} ok")
             continue
-        lines.append(f"{head}: {s.n_cycles - len(bad)} of {s.n_cycles} cycles ok" +
+        lines.append(f"{head}: {s.n_cycles - len(bad)} of {_count(s.n_cycles, 'cycle')} ok" +
                      (f"; damaged: {', '.join(map(str, bad))}" if bad else ""))
         lines += [f"  {'session' if i is None else f'cycle {i}'}: {_safe(why)}" for i, why in s.damaged]
     if r.clean:
-        lines.append(f"{r.path} is clean: {len(r.sessions)} session{'s' * (len(r.sessions) != 1)}, "
-                     f"{n_cycles} cycles")
+        lines.append(f"{r.path} is clean: {_count(len(r.sessions), 'session')}, {_count(n_cycles, 'cycle')}")
     else:
         in_sessions = sum(1 for s in r.sessions if s.damaged_cycles)
         sessions = sum(1 for s in r.sessions if any(i is None for i, _ in s.damaged))
@@ -68,3 +67,8 @@ def report_lines(r: FileCheck) -> list[str]:
         what += ["SQLite's check failed"] if r.sqlite != ["ok"] else []
         lines.append(f"{r.path} is damaged: {', '.join(what)}")
     return lines
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 cycle``, ``2 cycles``."""
+    return f"{n} {noun}{'s' * (n != 1)}"

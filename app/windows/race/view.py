@@ -233,7 +233,8 @@ def render_frame(painter: RacePainter, ms: float, size: tuple[int, int]) -> QIma
 
 def write_gif(view: RaceView | RacePainter, out: Path, size: tuple[int, int], fps: float = 10.0,
               slowdown: float = 1.0, hold_ms: float = 2000.0, progress=None) -> int:
-    """Render the race to an animated GIF (written atomically); returns the number of frames. ``progress(i, n)``
+    """Render the race to an animated GIF (written atomically); returns the number of frames the file holds (an
+    unchanged picture is one frame shown longer). ``progress(i, n)``
     is called after each frame (it may raise to stop: nothing is written then). A :class:`RacePainter` may be
     rendered from any thread; a :class:`RaceView` only from the UI thread."""
     import os
@@ -247,18 +248,26 @@ def write_gif(view: RaceView | RacePainter, out: Path, size: tuple[int, int], fp
     else:
         painter = view
     times = frame_times(painter.race, fps=fps, slowdown=slowdown, hold_ms=hold_ms)
-    frames = []
+    frames: list = []
+    durations: list[int] = []
+    step_ms = int(round(1000 / fps))
+    last = None
     for i, ms in enumerate(times):
         img = render_frame(painter, ms, size).convertToFormat(QImage.Format.Format_RGB888)
         data = bytes(img.constBits())[: img.bytesPerLine() * img.height()]
-        frame = Image.frombuffer("RGB", size, data, "raw", "RGB", img.bytesPerLine(), 1)
-        frames.append(frame.convert("P", palette=Image.Palette.ADAPTIVE, colors=128))
+        if data == last:  # an unchanged picture (the final hold, a pause between tokens) is one longer frame
+            durations[-1] += step_ms
+        else:
+            frame = Image.frombuffer("RGB", size, data, "raw", "RGB", img.bytesPerLine(), 1)
+            frames.append(frame.convert("P", palette=Image.Palette.ADAPTIVE, colors=128))
+            durations.append(step_ms)
+            last = data
         if progress is not None:
             progress(i + 1, len(times))
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent if str(out.parent) else ".")
     os.close(fd)
     try:
-        frames[0].save(tmp, format="GIF", save_all=True, append_images=frames[1:], duration=int(round(1000 / fps)),
+        frames[0].save(tmp, format="GIF", save_all=True, append_images=frames[1:], duration=durations,
                        loop=0, optimize=False, disposal=1)
         os.chmod(tmp, new_file_mode())
         os.replace(tmp, out)
