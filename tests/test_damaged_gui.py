@@ -40,7 +40,7 @@ def test_the_window_steps_over_a_damaged_cycle(qtbot, window, good, tmp_path):  
     for i in range(1, n):
         qtbot.keyClick(w, Qt.Key.Key_Right)
         assert w.model.index == i, "stepping goes on past the damaged cycle"
-        assert w.timeline.label.text().startswith(f"cycle {i} / {n - 1}")
+        assert w.timeline.label.text().startswith(f"cycle {i} · {n} cycles")
         if i == BAD:
             assert w.model.record is None and w.model.damage_text.startswith(message)
             assert w.tree.message().startswith(message) and w.mask.note_text().startswith(message)
