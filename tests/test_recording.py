@@ -318,3 +318,36 @@ def test_two_processes_creating_one_fresh_file_both_succeed(tmp_path):
         assert got == [("ok", []), ("ok", [])], got
         with Recording(path) as rec:
             assert rec.db.execute("SELECT value FROM specviz_meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+
+
+def test_a_copy_of_the_db_alone_holds_the_committed_cycles(tiny, tmp_path):
+    """Issue 30, item 10: a recording copied (the .db file alone) while a session was written opened as empty: the
+    cycles were all in the -wal file. They reach the main file every few cycles, and at the end of the session,
+    also while another connection (a window replaying it) keeps the file open."""
+    import shutil
+
+    from specviz_core.recording.writer import CHECKPOINT_EVERY
+
+    path = tmp_path / "r.db"
+    prompt = [3, 4, 5, 6, 3, 4, 5, 6, 3, 4]
+    engine = make_engine(tiny, "ar", prompt, 3 * CHECKPOINT_EVERY)
+    with Recording(path, create=True) as rec:
+        run = RecordedRun(Prepared(engine, info_for(prompt, "ar")), rec)
+        reader = sqlite3.connect(path)  # another process's view of the file, open all along
+        reader.execute("SELECT COUNT(*) FROM cycles").fetchall()
+        for _ in range(CHECKPOINT_EVERY + 3):
+            run.step()
+        assert Path(f"{path}-wal").exists()
+        copy = tmp_path / "copy" / "r.db"
+        copy.parent.mkdir()
+        shutil.copy(path, copy)  # no -wal, no -shm: what a user's cp of the .db gives
+        with Recording(copy, read_only=True) as got:
+            (info,) = got.sessions()
+            assert info.id == run.info.id and got.n_cycles(info.id) >= CHECKPOINT_EVERY
+            assert info.n_cycles == got.n_cycles(info.id), "the counters travel with the cycles"
+        run.finish("complete", "max_new_tokens")
+        n = rec.n_cycles(run.info.id)
+        shutil.copy(path, copy)
+        with Recording(copy, read_only=True) as got:
+            assert got.n_cycles(run.info.id) == n and got.session(run.info.id).status == "complete"
+        reader.close()

@@ -28,6 +28,9 @@ class Target(Protocol):
 
 
 SESSION_JSON = ("params", "prompt_ids", "stats")
+#: Committed cycles reach the main file (out of the -wal file) this often, and at the end of every session: a copy
+#: of the .db alone then holds them (SQLite's own checkpoint waits for about 4 MB of log, hundreds of cycles).
+CHECKPOINT_EVERY = 16
 """Session columns stored as JSON text."""
 
 
@@ -52,6 +55,7 @@ class SessionWriter:
             raise SpecVizError(f"cannot write the recording at {recording.path}: {e}") from None
         self.id = info.id
         self.finished = False
+        self._since_checkpoint = 0
 
     def append(self, record: CycleRecord, summary: CycleSummary | None = None) -> CycleRecord:
         """Store one cycle (``summary``: its summary if the caller has it); returns it with
@@ -80,7 +84,19 @@ class SessionWriter:
         except BaseException:  # Ctrl-C between the two statements: neither may be committed later by another write
             conn.rollback()
             raise
+        self._since_checkpoint += 1
+        if self._since_checkpoint >= CHECKPOINT_EVERY:
+            self.checkpoint()
         return record.replace(timings_ms=timings)
+
+    def checkpoint(self) -> None:
+        """Copy the committed cycles from the -wal file into the main file, without waiting for readers (a window
+        replaying the file keeps it open; pages a reader still needs are copied at the next checkpoint)."""
+        self._since_checkpoint = 0
+        try:
+            self.rec.db.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlite3.Error:  # a busy file: the next checkpoint, or SQLite's own, copies them
+            pass
 
     def set_prefill_ms(self, ms: float) -> None:
         try:
@@ -101,6 +117,7 @@ class SessionWriter:
         except sqlite3.Error as e:
             raise SpecVizError(f"cannot write the recording at {self.rec.path}: {e}") from None
         self.finished = True
+        self.checkpoint()
 
 
 def writer_alive(pid: int | None, started: float | None) -> bool:
