@@ -159,3 +159,33 @@ def test_presentation_mode_scales_the_tree_labels(window) -> None:
     finally:
         window.toggle_presentation()
     assert tree.font_px() == before
+
+
+def test_a_long_chain_opens_on_its_root_and_exports_whole(window, tmp_path) -> None:
+    """Issue 30, item 6: a long spine was drawn from its right end, the root and first nodes cut off (on screen and in
+    the screenshot) while the legend listed "root"."""
+    from PySide6.QtGui import QImage
+
+    from gui_records import single_cycle_source, tree_record, word_id
+
+    n = 40
+    words = ["the", "water", "came", "on", "old", "line"]
+    rec = tree_record(list(range(-1, n - 1)), ["root"] + ["spine"] * (n - 1),
+                      [word_id(words[i % len(words)]) for i in range(n)], accepted_path=tuple(range(1, n)),
+                      bonus_token=word_id("home"), cache_len=12, mode="bypass")
+    window.model.open(single_cycle_source(rec), word_vocab())
+    tree = window.tree
+    assert tree.sceneRect().width() > tree.viewport().width(), "the chain is wider than the view"
+    view = QRectF(tree.viewport().rect())
+    root = tree.viewportTransform().mapRect(tree.node_items()[0].sceneBoundingRect())
+    assert view.contains(root), "the view opens on the root"
+    for suffix in (".png", ".svg"):
+        out = window.export_panel("tree", tmp_path / f"tree{suffix}")
+        assert out.exists() and out.stat().st_size > 1000
+    img = QImage(str(tmp_path / "tree.png"))
+    scale = tree.label_scale()
+    # The whole chain at a readable scale: the image is as wide as the tree at the panel's font (it grows).
+    assert img.width() / img.devicePixelRatio() >= tree.sceneRect().width() * min(scale, 1.0)
+    svg = (tmp_path / "tree.svg").read_text(encoding="utf-8")
+    for word in ("home", "the", "line"):  # the bonus token and words from both ends are in the drawing
+        assert f">{word}<" in svg or f"{word}</" in svg, word

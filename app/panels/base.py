@@ -64,6 +64,11 @@ class PanelMixin:
         """The widget that "Export panel" saves: the panel itself unless it draws into a child."""
         return self  # type: ignore[return-value]
 
+    def export(self, path: Path) -> Path:
+        """Save the panel as PNG or SVG (by the suffix): the widget as shown, unless a panel draws more than it
+        shows (the draft tree saves the whole tree)."""
+        return export_widget(self.export_target(), path, self.title)
+
 
 def write_atomically(path: Path, write: Callable[[str], None]) -> Path:
     """``write(tmp)`` into a temporary file beside ``path`` (same suffix, so Qt picks the format), then rename it

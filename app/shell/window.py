@@ -326,8 +326,7 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         """Save a panel (by its name in ``panels``) or the whole ``window`` as PNG or SVG."""
         if name == "window":
             return export_widget(self, path, "SpecViz")
-        panel = self.panels[name]
-        return export_widget(panel.export_target(), path, panel.title)
+        return self.panels[name].export(Path(path))
 
     def export_panel_dialog(self, name: str) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export panel", str(Path.home() / f"specviz-{name}.png"),

@@ -13,10 +13,12 @@ selects.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
-from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
+from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import (
     QHelpEvent,
+    QImage,
     QMouseEvent,
     QPainter,
     QPalette,
@@ -25,9 +27,10 @@ from PySide6.QtGui import (
     QTransform,
     QWheelEvent,
 )
+from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QGraphicsScene, QGraphicsView, QToolTip, QWidget
 
-from specviz_app.panels.base import PanelMixin, placeholder
+from specviz_app.panels.base import PanelMixin, export_widget, placeholder, write_atomically
 from specviz_app.panels.tree.drawing import TreeDrawing
 from specviz_app.panels.tree.items import NodeItem, TreeHeader
 from specviz_app.panels.tree.keys import TreeKeys
@@ -51,6 +54,8 @@ log = logging.getLogger(__name__)
 LABEL_CHARS = 10
 MIN_FIT, MAX_FIT, MIN_ZOOM, MAX_ZOOM = 1.0, 1.4, 0.08, 8.0
 """Fit keeps labels at the panel's font size at least (1.0) and at most 140% of it."""
+EXPORT_MAX_PX = 6000
+"""The largest side of an exported tree image; a tree larger than that at the panel's font is scaled down."""
 
 
 class TreeView(TreeKeys, PanelMixin, QGraphicsView):
@@ -208,9 +213,63 @@ class TreeView(TreeKeys, PanelMixin, QGraphicsView):
             self._show_path()
         self._update_minimap()
 
+    def export(self, path: Path) -> Path:
+        """The whole tree, never the part the view scrolled to: drawn at the scale the view fits it at, or at the
+        panel's font (labels readable) in an image as large as it needs, below the legend."""
+        path = Path(path)
+        rect = self._scene.sceneRect()
+        if self.message() or rect.isEmpty():
+            return export_widget(self, path, self.title)
+        vp = self.viewport().rect()
+        fit = min(vp.width() / rect.width(), vp.height() / rect.height()) * 0.995
+        s = min(max(fit, MIN_FIT), MAX_FIT)
+        s = min(s, EXPORT_MAX_PX / max(rect.width(), rect.height()))  # a giant tree is scaled to fit the largest image
+        legend = self.header.grab()
+        margin = 12
+        w = max(self.width(), int(rect.width() * s) + 2 * margin)
+        h = max(self.height(), legend.height() + int(rect.height() * s) + 2 * margin)
+        labels_were = self.drawing.labels_on
+        self.drawing.show_labels(s)
+        try:
+            def draw(painter: QPainter) -> None:
+                painter.fillRect(QRectF(0, 0, w, h), self.palette().color(QPalette.ColorRole.Base))
+                painter.drawPixmap(0, 0, legend)
+                top = legend.height() + max(margin, (h - legend.height() - rect.height() * s) / 2)
+                target = QRectF((w - rect.width() * s) / 2, top, rect.width() * s, rect.height() * s)
+                painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
+                self._scene.render(painter, target, rect)
+
+            def write(tmp: str) -> None:
+                if path.suffix.lower() == ".svg":
+                    gen = QSvgGenerator()
+                    gen.setFileName(tmp)
+                    gen.setSize(QSize(w, h))
+                    gen.setViewBox(QRect(0, 0, w, h))
+                    gen.setTitle(self.title)
+                    painter = QPainter(gen)
+                    try:
+                        draw(painter)
+                    finally:
+                        painter.end()
+                else:
+                    dpr = self.devicePixelRatioF()
+                    image = QImage(int(w * dpr), int(h * dpr), QImage.Format.Format_ARGB32_Premultiplied)
+                    image.setDevicePixelRatio(dpr)
+                    painter = QPainter(image)
+                    try:
+                        draw(painter)
+                    finally:
+                        painter.end()
+                    if not image.save(tmp):
+                        raise OSError(f"could not write {path}")
+
+            return write_atomically(path, write)
+        finally:
+            self.drawing.show_labels(self.transform().m11() if labels_were else 0.0)
+
     def _show_path(self) -> None:
-        """Show the accepted path (root to bonus token) and the spine-break callout; when they are larger than the
-        view, their end: where the path stopped is the story."""
+        """Show the root and the accepted path (to the bonus token) with the spine-break callout; when they are
+        larger than the view, from the root: the view opens a cycle where it starts, the minimap shows the rest."""
         path = [i for i in (0, *(self.model.record.accepted_path if self.model.record else ()), BONUS)
                 if i in self._items]
         area, end = QRectF(), QRectF()
@@ -223,8 +282,8 @@ class TreeView(TreeKeys, PanelMixin, QGraphicsView):
             end = end.united(self.drawing.callout.rect())
         vp = self.mapToScene(self.viewport().rect()).boundingRect()
         w, h = vp.width() * 0.95, vp.height() * 0.95
-        if area.width() > w:  # the path runs left to right: keep its end
-            area.setLeft(area.right() - w)
+        if area.width() > w:  # the path runs left to right from the root: keep its start
+            area.setRight(area.left() + w)
         if area.height() > h:
             area = QRectF(area.left(), end.center().y() - h / 2, area.width(), h)
         self.centerOn(area.center())
