@@ -413,3 +413,23 @@ def test_fonts_follow_the_application_font(panel, qtbot):
     assert "13.5pt" in panel.p_tau.titleLabel.item.toHtml() or "13.5pt" in panel.p_tau._title_args[2]
     rows = 1 + max(r for r, _, _ in grid_cells(panel.shown, panel.columns).values())
     assert panel.glw.minimumHeight() == rows * round(charts_mod.ROW_MIN_PX * 1.5)
+
+
+def test_the_heatmaps_colour_bar_has_a_scale_and_its_label_beside_it(qtbot):
+    """Issue 30, item 7: the colour bar's label was drawn over the bar (unreadable on its dark end) and it had no
+    scale. A panel themed while hidden (a tabbed dock) must come out the same."""
+    model = SessionModel()
+    w = ChartsPanel(model)  # built and themed while not shown
+    qtbot.addWidget(w)
+    open_session(w, [summary(i, 1, by_dr={(1, 0): (1, 1), (2, 0): (2, 1)}) for i in range(4)])
+    w.resize(900, 600)
+    w.show()
+    qtbot.waitExposed(w)
+    QTest.qWait(50)
+    bar = w.p_heat.colorbar
+    assert [tick for level in bar.axis._tickLevels for tick in level] == [(0.0, "0%"), (0.5, "50%"), (1.0, "100%")]
+    bar_right = bar.vb.mapRectToScene(bar.vb.boundingRect()).right()
+    axis = bar.axis.mapRectToScene(bar.axis.boundingRect())
+    label = bar.axis.label.mapRectToScene(bar.axis.label.boundingRect())
+    assert axis.width() >= 30, "room for the scale"
+    assert label.left() >= bar_right, "the label beside the bar, not over it"

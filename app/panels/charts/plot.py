@@ -4,6 +4,8 @@ axes. :class:`HeatmapPlot` adds the acceptance heatmap by depth and sibling rank
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
@@ -202,13 +204,27 @@ class HeatmapPlot(ChartPlot):
         self.img.setImage(rate, levels=(0.0, 1.0), lut=self._lut)
         self.img.setRect(QRectF(0.5, -0.5, depths, ranks))
         self.vb.setRange(xRange=(0.5, depths + 0.5), yRange=(-0.5, ranks - 0.5), padding=0)
-        self.getAxis("bottom").setTicks([[(d, str(d)) for d in range(1, depths + 1, 1 + (depths - 1) // 10)]])
-        self.getAxis("left").setTicks([[(r, str(r)) for r in range(0, ranks, 1 + (ranks - 1) // 6)]])
+        self._set_ticks()
         self._label_cells()
         return True
 
+    def _set_ticks(self) -> None:
+        """Depth and rank ticks, as dense as the plot's size lets their labels stand apart."""
+        rate = self.img.image
+        if rate is None or not rate.size:
+            return
+        depths, ranks = rate.shape
+        w, h = max(self.vb.width(), 1.0), max(self.vb.height(), 1.0)
+        dx = max(1 + (depths - 1) // 10, math.ceil(26 * self._scale * depths / w))
+        dy = max(1 + (ranks - 1) // 6, math.ceil(16 * self._scale * ranks / h))
+        self.getAxis("bottom").setTicks([[(d, str(d)) for d in range(1, depths + 1, dx)]])
+        self.getAxis("left").setTicks([[(r, str(r)) for r in range(0, ranks, dy)]])
+
     def _label_cells(self, *_: object) -> None:
         """Print each cell's rate in it when the cells are big enough to hold the text."""
+        if self.colorbar.axis.maximumWidth() < 1 and self.colorbar.axis.isVisible():
+            self._size_colorbar()
+        self._set_ticks()
         for t in self.texts:
             t.hide()
         rate = self.img.image
@@ -244,3 +260,16 @@ class HeatmapPlot(ChartPlot):
         self.colorbar.axis.setTextPen(fg)
         self.colorbar.axis.setStyle(tickFont=tick_font)
         self.colorbar.axis.setLabel("accepted share", **{"font-size": f"{8.5 * scale:g}pt", "color": fg.name()})
+        # A scale beside the bar, and room for it and the label: inserted into the plot's layout, the bar's axis
+        # otherwise gets no width of its own and draws its label over the colours.
+        self.colorbar.axis.setTicks([[(0.0, "0%"), (0.5, "50%"), (1.0, "100%")]])
+        self.colorbar.axis.setStyle(showValues=True, tickLength=-4)
+        self._bar_axis_px = int(round(50 * scale))
+        self._size_colorbar()
+
+    def _size_colorbar(self) -> None:
+        """The bar's axis keeps its width (pyqtgraph sizes a hidden axis to 0 and never again: a panel themed
+        while hidden drew the label over the colours)."""
+        px = getattr(self, "_bar_axis_px", 50)
+        self.colorbar.axis.setWidth(px)
+        self.layout.setColumnFixedWidth(5, 12 + px + 6)  # the bar, its axis, a little air
