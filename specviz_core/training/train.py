@@ -48,6 +48,13 @@ TEXT_SHARE = 0.6
 READ_SHARE = 0.5
 """Of the minutes, the share spent reading the shipped text's features (``text=shipped``; on a 2-core CPU
 about 1,500 tokens a second with bfloat16 units, 900 in float32 without them)."""
+HELD_SHARE = 0.1
+"""Of the minutes, the most spent reading the held-out answers (after the training text: they only measure)."""
+MIN_TRAIN_TOKENS = 10_000
+"""The least training text a head is worth training on; ``minutes`` that cannot read (or write) this much on this
+machine are refused before any work."""
+WRITE_COST = 4.0
+"""Writing a token (``text=own``) costs about this many times reading one."""
 TEXTS = ("shipped", "own")
 """Where the training text comes from: the shipped answers, or the target's own, written now."""
 DRAFT_VOCAB = 16384
@@ -168,6 +175,28 @@ def reading_precision(target: LoadedModel) -> Any:
     return torch.autocast(dev, dtype=torch.bfloat16) if _BF16_FASTER[key] else contextlib.nullcontext()
 
 
+def read_rate(target: LoadedModel) -> float:
+    """Tokens a second the target reads (teacher-forced) here, at the precision it will read in: from the two
+    timed forwards of 256 tokens that choose the precision (about a second, once per model)."""
+    reading_precision(target)
+    key = (id(target.model), str(target.device))
+    bf16 = _BF16_FASTER.get(key, False)
+    return 256 / _time_read(target, bf16)
+
+
+def check_minutes(target: LoadedModel, minutes: float, text: str) -> None:
+    """Refuse, before any work, minutes that cannot read (or write) :data:`MIN_TRAIN_TOKENS` of text here."""
+    rate = read_rate(target) / (WRITE_COST if text == "own" else 1.0)
+    share = TEXT_SHARE if text == "own" else READ_SHARE
+    need_min = MIN_TRAIN_TOKENS / rate / 60 / share
+    if minutes < need_min:
+        verb = "writing" if text == "own" else "reading"
+        raise SpecVizError(f"{minutes:g} minutes cannot be enough here: {verb} the {MIN_TRAIN_TOKENS:,} tokens of "
+                           f"training text a head needs takes about {need_min * share:.1f} minutes on this machine "
+                           f"({rate:,.0f} tokens/s), {share:.0%} of the run: give --minutes {math.ceil(need_min)} "
+                           "or more")
+
+
 @torch.no_grad()
 def _time_read(target: LoadedModel, bf16: bool) -> float:
     """Best of two forwards over 256 tokens, in seconds."""
@@ -192,7 +221,8 @@ def teacher_force(target: LoadedModel, sequences: list[tuple[int, list[int]]], p
                   chunk: int = 256) -> Corpus:
     """The target's features and its top-k next-token distribution at every position of each sequence, in
     sequence order; at ``deadline`` (``time.monotonic``) it stops, with the sequences read so far (about the
-    first ones: each ``chunk`` is read shortest first). Sequences of like length share a forward, padded on
+    first ones: each ``chunk`` is read shortest first; one forward at least, however late, so that a slow
+    machine trains on less text rather than on none). Sequences of like length share a forward, padded on
     the right (causal attention: no real row sees the padding), about ``rows`` rows a forward."""
     install_feature_tap(target.model)
     lm = lm_head_of(target.model)
@@ -201,7 +231,7 @@ def teacher_force(target: LoadedModel, sequences: list[tuple[int, list[int]]], p
              for k in sorted(range(c, min(c + chunk, len(sequences))), key=lambda i: len(sequences[i][1]))]
     got: dict[int, tuple[torch.Tensor, ...]] = {}
     i = 0
-    while i < len(order) and (deadline is None or time.monotonic() < deadline):
+    while i < len(order) and (deadline is None or time.monotonic() < deadline or not got):
         _check(stop)
         width = len(sequences[order[i]][1])
         j = i + 1
@@ -332,14 +362,18 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
     if text == "shipped" and target.tokenizer is None:
         raise SpecVizError("the model has no tokenizer to read the shipped text with: use text=own")
     say = progress or (lambda s, f: None)
+    if text_tokens is None and steps is None:  # the minutes decide how much: can they be enough here?
+        check_minutes(target, minutes, text)
     t_start = time.monotonic()
     torch.manual_seed(seed)
     if text == "shipped":
         say("Reading the shipped answers", None)
         train_seqs, held_seqs = shipped_text(target, seed, text_tokens)
-        held = teacher_force(target, held_seqs, progress=say, stop=stop)
+        # The training text first, within its share; the held-out answers only measure, in what is left of theirs.
         deadline = None if text_tokens is not None else t_start + READ_SHARE * minutes * 60
         train = teacher_force(target, train_seqs, progress=say, stop=stop, deadline=deadline)
+        deadline = None if text_tokens is not None else t_start + (READ_SHARE + HELD_SHARE) * minutes * 60
+        held = teacher_force(target, held_seqs, progress=say, stop=stop, deadline=deadline)
         made = sum(len(t) - s for t, s in zip(train.tokens, train.starts))
     else:
         if prompts is None:  # the shipped seed prompts, in the model's chat format when it has one
