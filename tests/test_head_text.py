@@ -23,6 +23,7 @@ from helpers import compare_greedy, concentrated_llama, hf_greedy, tiny_llama
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime.models import LoadedModel
 from specviz_core.training import text as head_text
+from specviz_core.training import reading
 from specviz_core.training import train as th
 from specviz_core.training.text import Answer, encode_answer, read_answers, sample_answers, write_answers
 
@@ -52,19 +53,19 @@ def test_a_padded_batch_answers_each_prompt_as_it_would_alone():
 
 
 def test_batched_feature_reading_equals_a_plain_forward_of_each_sequence(monkeypatch):
-    monkeypatch.setattr(th, "reading_precision", lambda target: contextlib.nullcontext())
+    monkeypatch.setattr(reading, "reading_precision", lambda target: contextlib.nullcontext())
     m = tiny_llama()
     rng = random.Random(2)
     seqs = [(2, [rng.randrange(96) for _ in range(n)]) for n in (5, 17, 9, 17, 30)]
-    c = th.teacher_force(m, seqs, rows=40, chunk=3)  # several forwards, padded, chunks kept in order
-    th.install_feature_tap(m.model)
+    c = reading.teacher_force(m, seqs, rows=40, chunk=3)  # several forwards, padded, chunks kept in order
+    reading.install_feature_tap(m.model)
     for i, (_, seq) in enumerate(seqs):
         with torch.no_grad():
             logits = m.model(input_ids=torch.tensor([seq])).logits[0].float()
-        feats = th.lm_head_of(m.model)._specviz_features[0].float()
+        feats = reading.lm_head_of(m.model)._specviz_features[0].float()
         assert c.tokens[i].tolist() == seq
         assert torch.allclose(c.feats[i].float(), feats, atol=0.02, rtol=0.01)  # kept in bfloat16
-        top = torch.softmax(logits, -1).topk(th.TOPK, -1)
+        top = torch.softmax(logits, -1).topk(reading.TOPK, -1)
         assert torch.equal(c.top_ids[i][:, 0], top.indices[:, 0])
         assert torch.allclose(c.top_p[i], top.values, atol=1e-5)
 
@@ -158,13 +159,13 @@ def test_features_are_read_in_bfloat16_only_where_it_was_timed_faster(monkeypatc
     """oneDNN reports bfloat16 on AVX-512 CPUs that only emulate it (4.6x slower there): the choice is timed."""
     m = tiny_llama()
     for bf16_s, want in ((0.5, True), (2.0, False)):
-        th._BF16_FASTER.clear()
-        monkeypatch.setattr(th, "_time_read", lambda target, bf16, t=bf16_s: t if bf16 else 1.0)
-        ctx = th.reading_precision(m)
+        reading._BF16_FASTER.clear()
+        monkeypatch.setattr(reading, "_time_read", lambda target, bf16, t=bf16_s: t if bf16 else 1.0)
+        ctx = reading.reading_precision(m)
         assert isinstance(ctx, torch.autocast) == want
-    th._BF16_FASTER.clear()
+    reading._BF16_FASTER.clear()
     half = LoadedModel(model=m.model, tokenizer=None, name="half", path="half", device=m.device, dtype=torch.bfloat16)
-    assert isinstance(th.reading_precision(half), contextlib.nullcontext)
+    assert isinstance(reading.reading_precision(half), contextlib.nullcontext)
 
 
 def test_minutes_that_cannot_be_enough_are_refused_before_any_work(monkeypatch):

@@ -15,10 +15,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, QSize, Qt
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
 from PySide6.QtGui import (
     QHelpEvent,
-    QImage,
     QMouseEvent,
     QPainter,
     QPalette,
@@ -27,11 +26,11 @@ from PySide6.QtGui import (
     QTransform,
     QWheelEvent,
 )
-from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QGraphicsScene, QGraphicsView, QToolTip, QWidget
 
-from specviz_app.panels.base import PanelMixin, export_widget, placeholder, write_atomically
+from specviz_app.panels.base import PanelMixin, placeholder
 from specviz_app.panels.tree.drawing import TreeDrawing
+from specviz_app.panels.tree.export import MAX_FIT, MIN_FIT, export_tree
 from specviz_app.panels.tree.items import NodeItem, TreeHeader
 from specviz_app.panels.tree.keys import TreeKeys
 from specviz_app.panels.tree.layout import BONUS, TreeLayout, is_marker, layout_tree, marker_parent
@@ -52,10 +51,7 @@ from specviz_core.viewer.session_model import SessionModel
 
 log = logging.getLogger(__name__)
 LABEL_CHARS = 10
-MIN_FIT, MAX_FIT, MIN_ZOOM, MAX_ZOOM = 1.0, 1.4, 0.08, 8.0
-"""Fit keeps labels at the panel's font size at least (1.0) and at most 140% of it."""
-EXPORT_MAX_PX = 6000
-"""The largest side of an exported tree image; a tree larger than that at the panel's font is scaled down."""
+MIN_ZOOM, MAX_ZOOM = 0.08, 8.0
 
 
 class TreeView(TreeKeys, PanelMixin, QGraphicsView):
@@ -214,58 +210,8 @@ class TreeView(TreeKeys, PanelMixin, QGraphicsView):
         self._update_minimap()
 
     def export(self, path: Path) -> Path:
-        """The whole tree, never the part the view scrolled to: drawn at the scale the view fits it at, or at the
-        panel's font (labels readable) in an image as large as it needs, below the legend."""
-        path = Path(path)
-        rect = self._scene.sceneRect()
-        if self.message() or rect.isEmpty():
-            return export_widget(self, path, self.title)
-        vp = self.viewport().rect()
-        fit = min(vp.width() / rect.width(), vp.height() / rect.height()) * 0.995
-        s = min(max(fit, MIN_FIT), MAX_FIT)
-        s = min(s, EXPORT_MAX_PX / max(rect.width(), rect.height()))  # a giant tree is scaled to fit the largest image
-        legend = self.header.grab()
-        margin = 12
-        w = max(self.width(), int(rect.width() * s) + 2 * margin)
-        h = max(self.height(), legend.height() + int(rect.height() * s) + 2 * margin)
-        labels_were = self.drawing.labels_on
-        self.drawing.show_labels(s)
-        try:
-            def draw(painter: QPainter) -> None:
-                painter.fillRect(QRectF(0, 0, w, h), self.palette().color(QPalette.ColorRole.Base))
-                painter.drawPixmap(0, 0, legend)
-                top = legend.height() + max(margin, (h - legend.height() - rect.height() * s) / 2)
-                target = QRectF((w - rect.width() * s) / 2, top, rect.width() * s, rect.height() * s)
-                painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
-                self._scene.render(painter, target, rect)
-
-            def write(tmp: str) -> None:
-                if path.suffix.lower() == ".svg":
-                    gen = QSvgGenerator()
-                    gen.setFileName(tmp)
-                    gen.setSize(QSize(w, h))
-                    gen.setViewBox(QRect(0, 0, w, h))
-                    gen.setTitle(self.title)
-                    painter = QPainter(gen)
-                    try:
-                        draw(painter)
-                    finally:
-                        painter.end()
-                else:
-                    dpr = self.devicePixelRatioF()
-                    image = QImage(int(w * dpr), int(h * dpr), QImage.Format.Format_ARGB32_Premultiplied)
-                    image.setDevicePixelRatio(dpr)
-                    painter = QPainter(image)
-                    try:
-                        draw(painter)
-                    finally:
-                        painter.end()
-                    if not image.save(tmp):
-                        raise OSError(f"could not write {path}")
-
-            return write_atomically(path, write)
-        finally:
-            self.drawing.show_labels(self.transform().m11() if labels_were else 0.0)
+        """The whole tree, never the part the view scrolled to (:func:`export_tree`)."""
+        return export_tree(self, Path(path))
 
     def _show_path(self) -> None:
         """Show the root and the accepted path (to the bonus token) with the spine-break callout; when they are
