@@ -18,7 +18,9 @@ from typing import Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from specviz_app.session.worker import EngineWorker, ForkStart, WorkerThread
+from specviz_app.session.autoplay import AUTOPLAY_SPEEDS, DEFAULT_SPEED, Autoplay  # noqa: F401 - the window's
+from specviz_app.session.engine_link import EngineLink
+from specviz_app.session.worker import EngineWorker, ForkStart
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
@@ -29,8 +31,6 @@ from specviz_core.viewer.lifecycle import Activity, Open, SessionState
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import LiveSource, RecordingSource
 
-AUTOPLAY_SPEEDS = {"0.5 cycles/s": 2000, "1 cycle/s": 1000, "2 cycles/s": 500, "5 cycles/s": 200, "10 cycles/s": 100}
-DEFAULT_SPEED = "2 cycles/s"
 #: Live cycles arriving faster than this are shown at most this often (ms), so a fast GPU cannot flood the UI.
 LIVE_REFRESH_MS = 40
 NO_SESSION = "No session: press Step (F10) to start one."
@@ -47,16 +47,6 @@ class RunSettings(Protocol):
 
 class SessionController(QObject):
     """Live and replayed sessions, one at a time, shown through one :class:`SessionModel`."""
-
-    # Requests to the engine thread (queued: the worker lives there).
-    _begin = Signal(object, str, object)
-    _step = Signal(int, object)
-    _run = Signal(object, object)
-    _reset = Signal()
-    _baseline = Signal(object)
-    _record_baseline = Signal(object, str, object)
-    _measure_curve = Signal(object, object)
-    _fork_choice = Signal(bool, object)
 
     state_changed = Signal(object)
     """The lifecycle's new :class:`SessionState`: what the status bar says and which actions are enabled."""
@@ -86,7 +76,9 @@ class SessionController(QObject):
         super().__init__(parent)
         self.model = model
         self.settings = settings
-        self._thread: WorkerThread | None = None
+        self.engine = EngineLink(self._connect_reports, self)
+        """The engine thread, started on the first request; its ``idle`` says when nothing is in flight."""
+        self.engine.idle.connect(self._on_engine_idle)
         self.state = SessionState()
         """The lifecycle now; replaced whole by :meth:`_set`."""
         self._live_info: SessionInfo | None = None
@@ -97,21 +89,18 @@ class SessionController(QObject):
         self._breakpoint_label = ""
         self._baseline_wanted = False
         """The live session's AR baseline is still to be measured (in the background, when the engine is idle)."""
-        self._inflight = 0
-        """Requests sent to the engine thread and not yet done."""
         self._live_timer = QTimer(self)
         self._live_timer.setSingleShot(True)
         self._live_timer.setInterval(LIVE_REFRESH_MS)
         self._live_timer.timeout.connect(self._show_latest)
-        self._autoplay_ms = AUTOPLAY_SPEEDS[DEFAULT_SPEED]
-        self._autoplay_timer = QTimer(self)
-        self._autoplay_timer.timeout.connect(self._autoplay_tick)
+        self.autoplay = Autoplay(self._autoplay_tick, self)
+        self.autoplay.changed.connect(self.autoplay_changed)
 
     # -- state ----------------------------------------------------------------------------------------------------
     @property
     def idle(self) -> bool:
         """No request is waiting for or running on the engine thread."""
-        return self._inflight == 0
+        return self.engine.inflight == 0
 
     @property
     def busy(self) -> bool:
@@ -133,70 +122,44 @@ class SessionController(QObject):
 
     @property
     def worker(self) -> EngineWorker | None:
-        """The engine worker, once the first live session started it."""
-        return self._thread.worker if self._thread is not None else None
+        """The engine worker, once the first request started it."""
+        return self.engine.worker
 
     def engine_for(self, request) -> EngineWorker:
         """The engine worker (started if needed) for a job's queued ``request`` signal, counted in :attr:`idle`."""
-        request.connect(self._on_request_sent)
-        return self._engine().worker
+        return self.engine.count(request)
 
     # -- the engine thread ----------------------------------------------------------------------------------------
-    def _engine(self) -> WorkerThread:
-        if self._thread is None:
-            self._thread = WorkerThread()
-            w = self._thread.worker
-            self._begin.connect(w.begin)
-            self._step.connect(w.step)
-            self._run.connect(w.run)
-            self._reset.connect(w.reset)
-            self._baseline.connect(w.measure_baseline)
-            self._record_baseline.connect(w.record_baseline)
-            self._measure_curve.connect(w.measure_cost_curve)
-            w.baseline_recorded.connect(lambda _info: self.sessions_changed.emit())
-            w.cost_curve_ready.connect(self._on_cost_curve)
-            self._fork_choice.connect(w.fork_choice)
-            w.fork_mismatch.connect(self.fork_mismatch)
-            w.progress.connect(self._on_progress)
-            w.session_started.connect(self._on_session_started)
-            w.cycle_ready.connect(self._on_cycle_ready)
-            w.session_finished.connect(self._on_session_finished)
-            w.run_ended.connect(self._on_run_ended)
-            w.baseline_ready.connect(self._on_baseline)
-            w.baseline_progress.connect(lambda f: self._set(progress=f)
-                                        if self.state.activity is Activity.MEASURING_BASELINE else None)
-            w.baseline_deferred.connect(self._on_baseline_deferred)
-            w.busy_changed.connect(self._on_busy)
-            w.error.connect(self._fail)
-            w.request_done.connect(self._on_request_done)
-            for sig in (self._begin, self._step, self._run, self._reset, self._baseline, self._record_baseline,
-                        self._measure_curve, self._fork_choice):
-                sig.connect(self._on_request_sent)
-        return self._thread
-
-    def _on_request_sent(self, *args: object) -> None:
-        self._inflight += 1
-
-    def _on_request_done(self) -> None:
-        self._inflight -= 1
-        if self._inflight == 0:
-            self._on_engine_idle()
+    def _connect_reports(self, w: EngineWorker) -> None:
+        """The worker's reports, to the controller (on the UI thread)."""
+        w.baseline_recorded.connect(lambda _info: self.sessions_changed.emit())
+        w.cost_curve_ready.connect(self._on_cost_curve)
+        w.fork_mismatch.connect(self.fork_mismatch)
+        w.progress.connect(self._on_progress)
+        w.session_started.connect(self._on_session_started)
+        w.cycle_ready.connect(self._on_cycle_ready)
+        w.session_finished.connect(self._on_session_finished)
+        w.run_ended.connect(self._on_run_ended)
+        w.baseline_ready.connect(self._on_baseline)
+        w.baseline_progress.connect(lambda f: self._set(progress=f)
+                                    if self.state.activity is Activity.MEASURING_BASELINE else None)
+        w.baseline_deferred.connect(self._on_baseline_deferred)
+        w.busy_changed.connect(self._on_busy)
+        w.error.connect(self._fail)
 
     def _on_engine_idle(self) -> None:
         """Nothing is queued on the engine thread: the activity ends, and a background measurement may begin."""
         self._set(activity=Activity.IDLE, detail="", progress=None)
         if self._baseline_wanted and self._live_info is not None and self.state.open in (Open.LIVE, Open.FINISHED):
             self._set(activity=Activity.MEASURING_BASELINE, detail="the AR baseline", progress=0.0)
-            self._baseline.emit(self._ticket())
+            self.engine.baseline.emit(self.engine.ticket())
 
     def shutdown(self) -> None:
         """Stop autoplay and the engine thread: queued work is dropped, the forward in flight (or the load stage)
         finishes, the session is marked interrupted. Waits a few seconds at most."""
-        self._autoplay_timer.stop()
+        self.autoplay.set(False)
         self._baseline_wanted = False
-        if self._thread is not None:
-            self._thread.stop()
-            self._thread = None
+        self.engine.stop()
 
     # -- live sessions ----------------------------------------------------------------------------------------------
     def _ensure_session(self, then: Activity) -> bool:
@@ -215,14 +178,14 @@ class SessionController(QObject):
             return False
         self.error.emit("")
         self._stop_autoplay_if_replay()
-        self._engine()
+        self.engine.start()
         self._live_info = None
         self._baseline_wanted = False
         self.settings_locked.emit(True)
         self._awaiting_session = True
         self._after_start = then
         self._set(activity=Activity.LOADING, detail="starting the session", progress=None, note="", paused=False)
-        self._begin.emit(req, str(db), self._ticket())
+        self.engine.begin.emit(req, str(db), self.engine.ticket())
         return True
 
     def _recording(self) -> Path:
@@ -249,7 +212,7 @@ class SessionController(QObject):
         self.error.emit("")
         self._set_autoplay(False)
         self._preempt_background()
-        self._engine()
+        self.engine.start()
         self._live_info = None
         self._baseline_wanted = False
         self.settings_locked.emit(True)
@@ -259,21 +222,18 @@ class SessionController(QObject):
         self.model.set_recording(db_path)  # the fork is written beside its parent: that file stays the open one
         self._set(activity=Activity.LOADING, detail=f"forking session {start.parent_id} at cycle {start.cycle}",
                   progress=None, note="", paused=False)
-        self._begin.emit(start, str(db_path), self._ticket())
+        self.engine.begin.emit(start, str(db_path), self.engine.ticket())
         return True
 
     def fork_choice(self, go_on: bool) -> None:
         """After a failed reproducibility check: go on from the re-run state, or stop (the fork is saved failed)."""
-        if self._thread is not None:
-            self._fork_choice.emit(go_on, self._ticket())
-
-    def _ticket(self):
-        return self._engine().worker.ticket()
+        if self.engine.worker is not None:
+            self.engine.fork_choice.emit(go_on, self.engine.ticket())
 
     def _preempt_background(self) -> None:
         """The user's request goes first: a background measurement in flight gives way at its next token."""
-        if self._thread is not None and self.state.activity is Activity.MEASURING_BASELINE:
-            self._thread.worker.preempt()
+        if self.engine.worker is not None and self.state.activity is Activity.MEASURING_BASELINE:
+            self.engine.worker.preempt()
 
     def step(self) -> None:
         """Decode one cycle (starting a live session first if none is open)."""
@@ -285,7 +245,7 @@ class SessionController(QObject):
             self._breakpoint_label = ""
             if not self._awaiting_session:
                 self._set(activity=Activity.RUNNING, detail="", progress=None, note="", paused=False)
-            self._step.emit(1, self._ticket())
+            self.engine.step.emit(1, self.engine.ticket())
 
     def run(self) -> None:
         """Decode until the session ends or Pause."""
@@ -297,7 +257,7 @@ class SessionController(QObject):
             self._breakpoint_label = ""
             if not self._awaiting_session:
                 self._set(activity=Activity.RUNNING, detail="", progress=None, note="", paused=False)
-            self._run.emit(None, self._ticket())
+            self.engine.run.emit(None, self.engine.ticket())
 
     def run_to_breakpoint(self) -> None:
         """Decode until a cycle matches the breakpoint in the settings."""
@@ -313,31 +273,31 @@ class SessionController(QObject):
             else:
                 self._set(activity=Activity.RUNNING_TO_BREAKPOINT, detail=bp.label(), progress=None, note="",
                           paused=False)
-            self._run.emit(bp, self._ticket())
+            self.engine.run.emit(bp, self.engine.ticket())
 
     def pause(self) -> None:
         """Stop after the cycle in flight; stops autoplay too."""
-        if self._thread is not None:
-            self._thread.worker.pause()
+        if self.engine.worker is not None:
+            self.engine.worker.pause()
             if self.state.activity in (Activity.RUNNING, Activity.RUNNING_TO_BREAKPOINT):
                 self._set(activity=Activity.PAUSING)
         self._set_autoplay(False)
 
     def reset(self) -> None:
         """End the session (it stays recorded) and unlock the settings; a model still loading stops loading."""
-        if self._thread is not None:
-            self._thread.worker.cancel()
+        if self.engine.worker is not None:
+            self.engine.worker.cancel()
         self._set_autoplay(False)
-        if self._thread is not None and self._live_info is not None and self.state.open is Open.LIVE:
-            self._reset.emit()
+        if self.engine.worker is not None and self._live_info is not None and self.state.open is Open.LIVE:
+            self.engine.reset.emit()
         self._awaiting_session = False
         self._baseline_wanted = False
         self._live_info = None
         self.model.close()
         self.settings_locked.emit(False)
         self._set(open=Open.NONE, session_id="", method="", note="", paused=False,
-                  has_model=self._thread is not None and bool(self._thread.worker.loaded))
-        if self._inflight == 0:
+                  has_model=self.engine.worker is not None and self.engine.worker.loaded)
+        if self.engine.inflight == 0:
             self._set(activity=Activity.IDLE, detail="", progress=None)
         self.busy_changed.emit(self.busy, False)
         self.session_status.emit(NO_SESSION)
@@ -361,14 +321,14 @@ class SessionController(QObject):
             db = str(source.recording.path) if isinstance(source, RecordingSource) else str(self._recording())
             self._preempt_background()
             self._set(activity=Activity.MEASURING, detail="Recording an AR session of this prompt", progress=None)
-            self._record_baseline.emit(source.info, db, self._ticket())
+            self.engine.record_baseline.emit(source.info, db, self.engine.ticket())
 
     def measure_cost_curve(self) -> None:
         """Measure the verify-cost curve of the current session's model on its device (kept for next time)."""
         if self._measuring_ok():
             self._preempt_background()
             self._set(activity=Activity.MEASURING, detail="Measuring the verify-cost curve", progress=None)
-            self._measure_curve.emit(self.model.source.info, self._ticket())
+            self.engine.measure_curve.emit(self.model.source.info, self.engine.ticket())
 
     # -- worker callbacks (UI thread) ---------------------------------------------------------------------------------
     def _on_progress(self, stage: str, fraction: float) -> None:
@@ -380,7 +340,7 @@ class SessionController(QObject):
 
     def _on_session_started(self, info: SessionInfo, tokenizer: object) -> None:
         if not self._awaiting_session:  # Reset while its model loaded: end it, recorded but not shown
-            self._reset.emit()
+            self.engine.reset.emit()
             self.sessions_changed.emit()
             return
         self._awaiting_session = False
@@ -512,19 +472,14 @@ class SessionController(QObject):
     # -- autoplay -----------------------------------------------------------------------------------------------------
     def set_autoplay_speed(self, speed: str) -> None:
         """One of :data:`AUTOPLAY_SPEEDS`."""
-        self._autoplay_ms = AUTOPLAY_SPEEDS[speed]
-        self._autoplay_timer.setInterval(self._autoplay_ms)
+        self.autoplay.set_speed(speed)
 
     def toggle_autoplay(self) -> None:
         """Step through cycles at the chosen speed: a replay's recorded ones, or decode the live session's next."""
-        self._set_autoplay(not self._autoplay_timer.isActive())
+        self.autoplay.set(not self.autoplay.on)
 
     def _set_autoplay(self, on: bool) -> None:
-        if on:
-            self._autoplay_timer.start(self._autoplay_ms)
-        else:
-            self._autoplay_timer.stop()
-        self.autoplay_changed.emit(on)
+        self.autoplay.set(on)
 
     def _autoplay_tick(self) -> None:
         if isinstance(self.model.source, LiveSource) or self.model.source is None:
@@ -538,5 +493,5 @@ class SessionController(QObject):
             self.model.step(1)
 
     def _stop_autoplay_if_replay(self) -> None:
-        if self._autoplay_timer.isActive() and not isinstance(self.model.source, LiveSource):
+        if self.autoplay.on and not isinstance(self.model.source, LiveSource):
             self._set_autoplay(False)
