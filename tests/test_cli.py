@@ -212,3 +212,15 @@ def test_ctrl_c_before_the_first_cycle_leaves_no_session_running(capsys, tiny_di
 
     with Recording(db) as rec:
         assert [s.status for s in rec.sessions() if s.status == "running"] == []
+
+
+def test_progress_on_a_pipe_never_runs_onto_the_summary(tiny_dir, tmp_path):
+    """Issue 30, item 9: with standard error not a terminal, the progress bar ran onto the summary line."""
+    p = subprocess.run([sys.executable, "-m", "specviz_core.cli", "record", "--method", "pld", "--model", str(tiny_dir),
+                        "--prompt", "one two three one two three", "--max-new-tokens", "24", "--device", "cpu",
+                        "--db", str(tmp_path / "r.db")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    out = p.stdout.decode("utf-8")  # bytes: text mode would turn the bar's carriage returns into newlines
+    assert p.returncode == 0, out
+    lines = out.split("\n")
+    assert any(line.startswith("session ") for line in lines), repr(out[-600:])
+    assert any("tok/s" in line and "\r" in line for line in lines), repr(out[-600:])  # the bar was shown

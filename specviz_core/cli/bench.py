@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from specviz_core.cli.options import add_device_args, atomic_output, bounded_int, check_writable, finite_float
+from specviz_core.cli.options import (
+    add_device_args,
+    atomic_output,
+    bounded_int,
+    check_writable,
+    finite_float,
+    progress_bar,
+)
 from specviz_core.drafters.base import parse_kv
 from specviz_core.errors import SpecVizError
 from specviz_core.session.request import MAX_NEW_TOKENS, MAX_SEED
@@ -110,9 +117,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     draft = load_draft(target, args.draft_model, args.device, args.dtype, say) if args.draft_model else None
     bar = None
     if not args.quiet:
-        from tqdm import tqdm
-
-        bar = tqdm(total=1, unit="run", file=sys.stderr, dynamic_ncols=True)
+        bar = progress_bar(total=1, unit="run", dynamic_ncols=True, leave=True)
 
     def progress(what: str, done: int, total: int) -> None:
         if bar is not None:

@@ -16,7 +16,6 @@ from specviz_core.cli.bench import add_parser as add_bench_parser
 from specviz_core.cli.bench import cmd_bench
 from specviz_core.cli.check import add_parser as add_check_parser
 from specviz_core.cli.check import cmd_check
-from specviz_core.crash import one_line
 from specviz_core.cli.explain import add_parser as add_explain_parser
 from specviz_core.cli.explain import cmd_explain
 from specviz_core.cli.models import add_parser as add_models_parser
@@ -29,6 +28,7 @@ from specviz_core.cli.options import (
     atomic_output,
     bounded_int,
     finite_float,
+    progress_bar,
     read_prompt_file,
     refuse_overwriting,
 )
@@ -36,12 +36,13 @@ from specviz_core.cli.reproduce import add_parser as add_reproduce_parser
 from specviz_core.cli.reproduce import cmd_reproduce
 from specviz_core.cli.train_head import add_parser as add_train_head_parser
 from specviz_core.cli.train_head import cmd_train_head
+from specviz_core.crash import one_line
 from specviz_core.drafters import METHODS, param_specs
 from specviz_core.drafters.base import parse_kv
 from specviz_core.errors import SpecVizError
-from specviz_core.viewer.comparison import load_comparison
 from specviz_core.runtime.locations import data_dir
 from specviz_core.session.request import MAX_NEW_TOKENS, MAX_SEED
+from specviz_core.viewer.comparison import load_comparison
 from specviz_resources import demo_prompt
 
 
@@ -191,10 +192,8 @@ def cmd_record(args: argparse.Namespace) -> int:
             drafter = prepared.engine.drafter
             bar = None
             if not args.quiet:  # before the session row exists: a Ctrl-C here leaves no session `running`
-                from tqdm import tqdm
-
                 desc = req.method + (f" {i + 1}/{args.samples}" if args.samples > 1 else "")
-                bar = tqdm(total=req.max_new_tokens, unit="tok", desc=desc, file=sys.stderr, leave=False)
+                bar = progress_bar(total=req.max_new_tokens, unit="tok", desc=desc)
             run = RecordedRun(prepared, rec)
             try:
                 for cycle in run.run():

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from specviz_core.cli.options import progress_bar
 from specviz_core.errors import SpecVizError
 
 
@@ -38,9 +39,8 @@ def _measure(info: Any, quiet: bool) -> dict[str, Any]:
     target = load_checked_model(info.model, audit_device(info.device), info.dtype, stage)
     bar = None
     if not quiet:
-        from tqdm import tqdm
 
-        bar = tqdm(total=1, desc="cost curve", unit="round", file=sys.stderr, leave=False)
+        bar = progress_bar(total=1, desc="cost curve", unit="round")
 
     def progress(done: int, total: int) -> None:
         if bar is not None:

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from specviz_core.cli.options import progress_bar
 from specviz_core.drafters.base import parse_kv
 from specviz_core.errors import SpecVizError
 
@@ -90,9 +91,8 @@ class _Bars:
 
     @staticmethod
     def _bar(total: int, desc: str, unit: str, initial: int = 0):
-        from tqdm import tqdm
 
-        return tqdm(total=total, initial=initial, unit=unit, desc=desc, file=sys.stderr, leave=False)
+        return progress_bar(total=total, initial=initial, unit=unit, desc=desc)
 
     def update(self, run, was_switched: bool, max_new_tokens: int, desc: str) -> None:
         if self.quiet:

@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from specviz_core.errors import SpecVizError
 from specviz_core.files import new_file_mode
@@ -108,3 +108,18 @@ def add_device_args(p: argparse.ArgumentParser) -> None:
                         "a model larger than one GPU is spread over every GPU and the CPU")
     p.add_argument("--dtype", default=None, metavar="DTYPE",
                    help="auto (default: float16 on a GPU, float32 on the CPU), float32, bfloat16 or float16")
+
+
+def progress_bar(**kw: Any) -> Any:
+    """A tqdm bar on standard error. On a terminal it goes away when done; elsewhere (a pipe, a log file) a bar
+    redraws with carriage returns and no newline, so it stays and ends its line: what is printed next starts on a
+    line of its own instead of running on after the bar."""
+    import sys
+
+    from tqdm import tqdm
+
+    tty = sys.stderr.isatty()
+    kw["leave"] = kw.get("leave", False) if tty else True
+    if not tty:
+        kw.setdefault("mininterval", 2.0)
+    return tqdm(file=sys.stderr, **kw)
