@@ -133,3 +133,16 @@ def test_closing_at_any_moment_leaves_nothing_running(qtbot, window, where, monk
         qtbot.waitUntil(lambda: w.controller.state.phase == "measuring baseline", timeout=60000)
     w.close()
     assert w.controller.worker is None
+
+
+def test_one_status_line_at_a_time_also_in_presentation_mode(qtbot, window):
+    """A passing message and the lifecycle's line were drawn one over the other after a change of font."""
+    w = window
+    w.statusBar().showMessage("a passing message", 60000)
+    w.toggle_presentation()
+    try:
+        assert not w.state_label.isVisible() and w.statusBar().currentMessage() == "a passing message"
+        w.statusBar().clearMessage()
+        assert w.state_label.isVisible() and w.state_label.text() == status_text(w.controller.state)
+    finally:
+        w.toggle_presentation()

@@ -98,6 +98,9 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         self.state_label = QLabel()
         """The lifecycle's line (a passing message from :meth:`QStatusBar.showMessage` covers it for a while)."""
         self.statusBar().addWidget(self.state_label, 1)
+        # One line at a time: a passing message hides the lifecycle's line until it goes (Qt's own hiding of normal
+        # widgets did not survive a change of font, and presentation mode drew both, one over the other).
+        self.statusBar().messageChanged.connect(lambda text: self.state_label.setVisible(not text))
         self._connect()
 
         self.model.set_recording(self.db_path)
