@@ -13,6 +13,7 @@ goes first (the measurement gives way at its next token and starts again when th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -237,43 +238,34 @@ class SessionController(QObject):
 
     def step(self) -> None:
         """Decode one cycle (starting a live session first if none is open)."""
-        if self.busy:
-            return
-        self._preempt_background()
-        if self._ensure_session(Activity.RUNNING):
-            self.model.follow_live = True
-            self._breakpoint_label = ""
-            if not self._awaiting_session:
-                self._set(activity=Activity.RUNNING, detail="", progress=None, note="", paused=False)
-            self.engine.step.emit(1, self.engine.ticket())
+        self._decode(follow=True, send=lambda t: self.engine.step.emit(1, t))
 
     def run(self) -> None:
         """Decode until the session ends or Pause."""
-        if self.busy:
-            return
-        self._preempt_background()
-        if self._ensure_session(Activity.RUNNING):
-            self.model.follow_live = False
-            self._breakpoint_label = ""
-            if not self._awaiting_session:
-                self._set(activity=Activity.RUNNING, detail="", progress=None, note="", paused=False)
-            self.engine.run.emit(None, self.engine.ticket())
+        self._decode(follow=False, send=lambda t: self.engine.run.emit(None, t))
 
     def run_to_breakpoint(self) -> None:
         """Decode until a cycle matches the breakpoint in the settings."""
+        bp = self.settings.breakpoint()
+        self._decode(follow=False, send=lambda t: self.engine.run.emit(bp, t), breakpoint=bp.label())
+
+    def _decode(self, follow: bool, send: Callable[[object], None], breakpoint: str = "") -> None:
+        """The user's Step, Run or Run to breakpoint: it goes before background work, starts a session if none can
+        go on, and shows as running (to the breakpoint) from now, or once the session it started is there."""
         if self.busy:
             return
-        bp = self.settings.breakpoint()
         self._preempt_background()
-        if self._ensure_session(Activity.RUNNING_TO_BREAKPOINT):
-            self.model.follow_live = False
-            self._breakpoint_label = bp.label()
-            if self._awaiting_session:
-                self._set(detail=f"starting the session, then running to the first cycle where: {bp.label()}")
-            else:
-                self._set(activity=Activity.RUNNING_TO_BREAKPOINT, detail=bp.label(), progress=None, note="",
-                          paused=False)
-            self.engine.run.emit(bp, self.engine.ticket())
+        activity = Activity.RUNNING_TO_BREAKPOINT if breakpoint else Activity.RUNNING
+        if not self._ensure_session(activity):
+            return
+        self.model.follow_live = follow
+        self._breakpoint_label = breakpoint
+        if self._awaiting_session:
+            if breakpoint:
+                self._set(detail=f"starting the session, then running to the first cycle where: {breakpoint}")
+        else:
+            self._set(activity=activity, detail=breakpoint, progress=None, note="", paused=False)
+        send(self.engine.ticket())
 
     def pause(self) -> None:
         """Stop after the cycle in flight; stops autoplay too."""
