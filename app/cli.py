@@ -10,7 +10,7 @@ from pathlib import Path
 
 import specviz_core.cli.commands as core_cli
 from specviz_app.bench import options as bench_cli
-from specviz_core.cli.options import bounded_int, check_writable, finite_float, refuse_overwriting
+from specviz_core.cli.options import bounded_int, check_writable, finite_float, progress_bar, refuse_overwriting
 from specviz_core.errors import SpecVizError
 from specviz_core.viewer.comparison import load_comparison
 
@@ -121,10 +121,8 @@ def cmd_race(args: argparse.Namespace) -> int:
         window.show()
         window.start()
         return app.exec()
-    from tqdm import tqdm
-
     view = RaceView(race, vocab, base_pt=max(9.0, size[1] / 45))
-    with tqdm(unit="frame", desc="race", file=sys.stderr, leave=False) as bar:
+    with progress_bar(unit="frame", desc="race") as bar:
         def progress(i: int, total: int) -> None:
             bar.total = total
             bar.update(i - bar.n)
