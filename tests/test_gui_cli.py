@@ -124,7 +124,7 @@ def test_gui_on_a_file_that_is_no_recording_exits_with_one_line_not_a_crash(tmp_
     fake.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
     folder = tmp_path / "folder.db"
     folder.mkdir()
-    for db, says in ((fake, "is not a SpecViz recording"), (folder, "is a folder"), (fake, "is not a SpecViz")):
+    for db, says in ((fake, "is not a SpecViz recording"), (folder, "is a folder")):
         p = _specviz(["gui", "--db", str(db)], tmp_path)
         assert p.returncode == 2, (p.returncode, p.stderr)
         lines = p.stderr.strip().splitlines()
