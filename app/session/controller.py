@@ -63,10 +63,6 @@ class SessionController(QObject):
     """A passing message (text, ms to show it; 0 until the next one)."""
     error = Signal(str)
     """Bad input or a failed run, for the user (never a traceback); '' when a new start clears it."""
-    baseline_changed = Signal(object, str)
-    """(AR tokens/s or None, where it comes from): what the charts measure speed-up against."""
-    cost_curve_changed = Signal(object)
-    """A verify-cost curve was measured for the session's model and device (its stored dict)."""
     autoplay_changed = Signal(bool)
     sessions_changed = Signal()
     """A session was recorded or finished: the recording file changed."""
@@ -293,7 +289,6 @@ class SessionController(QObject):
             self._set(activity=Activity.IDLE, detail="", progress=None)
         self.busy_changed.emit(self.busy, False)
         self.session_status.emit(NO_SESSION)
-        self.baseline_changed.emit(None, "")
 
     # -- measuring, for the charts ----------------------------------------------------------------------------------
     def _measuring_ok(self) -> bool:
@@ -399,11 +394,9 @@ class SessionController(QObject):
             # an AR session recorded for the session shown, or the live session's background baseline (one that
             # arrives after a replay was opened is not the replay's)
             self.model.set_ar_baseline(tokens_per_s, note)
-            self.baseline_changed.emit(tokens_per_s, note)
 
     def _on_cost_curve(self, curve: dict) -> None:
         self.model.set_cost_curve(curve)
-        self.cost_curve_changed.emit(curve)
 
     def _on_baseline_deferred(self) -> None:
         """The background measurement gave way to the user's request: it starts again when the engine is idle."""
@@ -453,7 +446,6 @@ class SessionController(QObject):
         self.model.open(source, load_token_text(source.info.tokenizer), ar_baseline=source.ar_baseline(),
                         cost_curve=self._curve_for(source.info))
         self._set(open=Open.REPLAY, session_id=source.info.id, method=source.info.method, note="", paused=False)
-        self.baseline_changed.emit(*source.ar_baseline())
         info = source.info
         self.session_status.emit(f"Replaying session {info.id}: {info.method} on {info.device}, "
                                  f"{self.model.n_cycles} cycles, from {Path(db).name}. Step (F10) starts a new "
