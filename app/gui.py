@@ -112,8 +112,6 @@ def window_excepthook(window):
 
 def run_gui(db: Path, session: str | None = None, replay: bool = False) -> int:
     app = make_app()
-    from specviz_app.session.worker import WorkerThread
-
     window = open_window(db, session, replay)
     window.show()
     previous, sys.excepthook = sys.excepthook, window_excepthook(window)
@@ -121,4 +119,6 @@ def run_gui(db: Path, session: str | None = None, replay: bool = False) -> int:
         return app.exec()
     finally:
         sys.excepthook = previous
-        WorkerThread.join_unfinished()  # a model that was still loading when the window closed
+        engine = sys.modules.get("specviz_app.session.worker")  # imported with the first live session, if any
+        if engine is not None:
+            engine.WorkerThread.join_unfinished()  # a model that was still loading when the window closed

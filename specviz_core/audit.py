@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specviz_core.records import SessionInfo
-from specviz_core.runtime.models import LoadedModel, available_devices
+
+if TYPE_CHECKING:
+    from specviz_core.runtime.models import LoadedModel
 
 #: Top-2 logit gaps below these, per dtype, are numerical ties.
 TIE_EPSILON = {"float32": 1e-3, "float16": 5e-2, "bfloat16": 1e-1}
@@ -60,6 +62,8 @@ class AuditResult:
 
 def audit_device(recorded: str) -> str:
     """The recorded device when this machine has it, else the CPU."""
+    from specviz_core.runtime.devices import available_devices
+
     return recorded if recorded in available_devices() else "cpu"
 
 

@@ -19,8 +19,8 @@ from specviz_core.bench.runner import compare_to_ar
 from specviz_core.bench.specs import parse_method_specs
 from specviz_core.bench.suites import ALL, BUILTIN, load_suite, load_suites
 from specviz_core.cli.commands import main
-from specviz_core.engine.cost_curve import load_cost_curve
 from specviz_core.errors import SpecVizError
+from specviz_core.runtime.cost_files import load_cost_curve
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW_KEYS = {"suite", "prompt", "method", "tau", "tokens_per_s", "speedup_vs_ar", "identical_to_ar", "share_ms", "check"}

@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from helpers import hf_greedy, make_engine
+from specviz_core.analysis.timing import CostCurve
 from specviz_core.drafters import METHODS
 from specviz_core.engine.budget import (
     AcceptanceStats,
@@ -16,9 +17,10 @@ from specviz_core.engine.budget import (
     split_auto,
     wants_auto,
 )
-from specviz_core.engine.cost_curve import CostCurve, load_cost_curve, measure_cost_curve, save_cost_curve
+from specviz_core.engine.cost_curve import measure_cost_curve
 from specviz_core.errors import SpecVizError
 from specviz_core.records import CycleRecord, Node
+from specviz_core.runtime.cost_files import load_cost_curve, save_cost_curve
 from specviz_core.tree import DraftTree
 
 # A CPU-like curve: a 64-row forward costs about 3x a 1-row one (DESIGN.md section 6).

@@ -9,13 +9,15 @@ import math
 import pytest
 import torch
 
-from specviz_core.drafters.base import DraftContext, parse_params
-from specviz_core.drafters.goose.drafter import GooseDrafter, GooseParams, IsotropicDrafter, IsotropicParams
+from specviz_core.drafters.base import DraftContext
+from specviz_core.drafters.goose.drafter import GooseDrafter, IsotropicDrafter
 from specviz_core.drafters.goose.match import ContextIndex, extend_chain, match_confidence
 from specviz_core.drafters.goose.stats import yield_bound
 from specviz_core.drafters.goose.table import GooseTable
 from specviz_core.drafters.goose.tree import BranchRules, build_spine_tree, harmonic_split, spine_ratio_tier
 from specviz_core.errors import SpecVizError
+from specviz_core.methods import parse_params
+from specviz_core.methods.goose import GooseParams, IsotropicParams
 from specviz_core.tree import DraftTree
 
 V = 2048

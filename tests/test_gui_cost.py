@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from specviz_core.engine.cost_curve import load_cost_curve
 from specviz_core.recording.store import Recording
+from specviz_core.runtime.cost_files import load_cost_curve
 
 
 @pytest.fixture

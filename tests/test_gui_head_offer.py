@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from specviz_app.windows.train_head import TrainHeadDialog
-from specviz_core.drafters.head import head_info, head_info_for, head_paths
+from specviz_core.runtime.head_files import head_info, head_info_for, head_paths
 from specviz_core.runtime.models import load_model
 
 
@@ -81,3 +81,18 @@ def test_stop_saves_nothing(window, tiny_dir, qtbot):
 @pytest.mark.parametrize("name", ["/no/such/model", "no-such-org/no-such-model"])
 def test_a_model_that_is_not_here_has_no_head_and_raises_nothing(name):
     assert head_info_for(name) is None
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2", "qwen2"])
+def test_a_heads_key_read_from_config_json_is_transformers_own(tmp_path, arch):
+    """The Run panel finds a head without loading torch: its key's facts come from ``config.json`` where it names
+    them (llama, qwen2) and from transformers' reading where it does not (gpt2's ``n_embd``, ``n_layer``); either
+    way the same facts transformers' loaded config gives (what ``head_key`` hashes when the head is saved)."""
+    from transformers import AutoConfig, GPT2Config, LlamaConfig, Qwen2Config
+
+    from specviz_core.runtime.head_files import KEY_FACTS, config_facts
+
+    cls = {"llama": LlamaConfig, "gpt2": GPT2Config, "qwen2": Qwen2Config}[arch]
+    cls(vocab_size=321, hidden_size=64, num_hidden_layers=3, num_attention_heads=4).save_pretrained(tmp_path)
+    loaded = AutoConfig.from_pretrained(str(tmp_path))
+    assert config_facts(tmp_path) == tuple(getattr(loaded, k) for k in KEY_FACTS) == (arch, 64, 321, 3)

@@ -11,9 +11,10 @@ import pytest
 
 from helpers import make_engine
 from specviz_core.analysis.timing import cycle_cost, session_cost
-from specviz_core.engine.cost_curve import load_cost_curve, measure_cost_curve, save_cost_curve
+from specviz_core.engine.cost_curve import measure_cost_curve
 from specviz_core.recording.store import Recording, new_session_id
 from specviz_core.records import SessionInfo
+from specviz_core.runtime.cost_files import load_cost_curve, save_cost_curve
 from specviz_core.session.run import Prepared, RecordedRun
 
 PROMPT = [3, 4, 5, 6, 3, 4, 5, 6, 3, 4]
@@ -119,7 +120,7 @@ def test_old_recordings_without_accepted_rows_get_no_budget(recorded):
     assert s.best is None and not s.budgets and "no budget prediction" in s.sentence
 
 
-_LOAD = ("import json; from specviz_core.engine.cost_curve import load_cost_curve as L; "
+_LOAD = ("import json; from specviz_core.runtime.cost_files import load_cost_curve as L; "
          "print(json.dumps([L('tiny', 'cpu', 'float32'), L('other', 'cpu', 'float32'), "
          "L('tiny', 'cuda:0', 'float32'), L('tiny', 'cpu', 'float16')]))")
 

@@ -24,9 +24,8 @@ from specviz_app.theme import REJECTED, SOURCE_COLORS
 from specviz_core.analysis.metrics import oracle_runs
 from specviz_core.analysis.spine import SpineAnalysis, analyze_spine
 from specviz_core.analysis.stop_cause import method_notes, stop_cause
-from specviz_core.analysis.timing import cycle_cost
-from specviz_core.drafters import METHODS, Drafter
-from specviz_core.engine.cost_curve import CostCurve
+from specviz_core.analysis.timing import CostCurve, cycle_cost
+from specviz_core.methods import CARDS, MethodCard
 from specviz_core.records import CycleRecord, Node
 from specviz_core.viewer.session_model import SessionModel
 
@@ -132,7 +131,7 @@ class SpinePanel(PanelMixin, QTextBrowser):
 
     def _explain(self, rec: CycleRecord) -> Explanation:
         info = self.model.source.info
-        method = METHODS.get(info.method)
+        method = CARDS.get(info.method)
         name = method.display_name if method is not None else info.method
         spine = analyze_spine(rec)
         nodes = rec.node_by_id
@@ -255,9 +254,10 @@ class SpinePanel(PanelMixin, QTextBrowser):
                 f"the target wanted {self._chip(spine.wanted, None)} (probability {_p(spine.wanted_prob)})."
                 + (f"<br><small>Target's top-5 there: {listing}</small>" if listing else ""))
 
-    def _no_spine(self, rec: CycleRecord, method: type[Drafter] | None, name: str) -> str:
+    def _no_spine(self, rec: CycleRecord, method: MethodCard | None, name: str) -> str:
         if rec.mode == "ar":
-            return (f"No spine this cycle: an AR cycle ({(method or Drafter).no_draft_reason}), so the target produced "
+            reason = method.no_draft_reason if method is not None else MethodCard.no_draft_reason
+            return (f"No spine this cycle: an AR cycle ({reason}), so the target produced "
                     f"one token, {self._chip(rec.bonus_token, 'bonus')}.")
         if method is not None and method.no_match_note and not rec.state.get("match"):
             return f"No spine this cycle: {method.no_match_note}."

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from specviz_app.session.autoplay import AUTOPLAY_SPEEDS, DEFAULT_SPEED, Autoplay  # noqa: F401 - the window's
 from specviz_app.session.engine_link import EngineLink
-from specviz_app.session.worker import EngineWorker, ForkStart
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
@@ -31,6 +30,9 @@ from specviz_core.viewer.filters import CycleFilter
 from specviz_core.viewer.lifecycle import Activity, Open, SessionState
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import LiveSource, RecordingSource
+
+if TYPE_CHECKING:  # the engine loads with its thread, on the first live session
+    from specviz_app.session.worker import EngineWorker, ForkStart
 
 #: Live cycles arriving faster than this are shown at most this often (ms), so a fast GPU cannot flood the UI.
 LIVE_REFRESH_MS = 40
@@ -193,7 +195,7 @@ class SessionController(QObject):
 
     def _curve_for(self, info: SessionInfo) -> dict | None:
         """The stored verify-cost curve of ``info``'s model on its device and dtype, or None."""
-        from specviz_core.engine.cost_curve import load_cost_curve
+        from specviz_core.runtime.cost_files import load_cost_curve
 
         try:
             return load_cost_curve(info.model, info.device, info.dtype or None)

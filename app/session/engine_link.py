@@ -1,13 +1,18 @@
 """The session controller's line to the engine thread: the thread started on first use, every request sent as a
-queued signal and counted until the worker says it is done, so that the controller knows when the engine is idle."""
+queued signal and counted until the worker says it is done, so that the controller knows when the engine is idle.
+
+The engine (torch, transformers, the drafters) is imported when the thread first starts: a window that only
+replays recordings never loads it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal, SignalInstance
 
-from specviz_app.session.worker import EngineWorker, Ticket, WorkerThread
+if TYPE_CHECKING:
+    from specviz_app.session.worker import EngineWorker, Ticket, WorkerThread
 
 
 class EngineLink(QObject):
@@ -42,6 +47,8 @@ class EngineLink(QObject):
     def start(self) -> EngineWorker:
         """The engine worker, its thread started (and its reports connected) on first use."""
         if self._thread is None:
+            from specviz_app.session.worker import WorkerThread  # the engine: torch and transformers load here
+
             self._thread = WorkerThread()
             w = self._thread.worker
             for request, slot in ((self.begin, w.begin), (self.step, w.step), (self.run, w.run),

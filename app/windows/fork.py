@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from specviz_app.panels.run.params import param_value, param_widget, set_param_value
-from specviz_core.drafters import METHODS, param_specs
+from specviz_core.methods import CARDS, param_specs
 from specviz_core.records import SessionInfo
 
 
@@ -46,7 +46,7 @@ class ForkDialog(QDialog):
         self.cycle.setToolTip("The first cycle decoded with the new settings (0: from the prompt)")
         form.addRow("From cycle", self.cycle)
         self.method = QComboBox()
-        for mid, cls in METHODS.items():
+        for mid, cls in CARDS.items():
             self.method.addItem(mid, mid)
             self.method.setItemData(self.method.count() - 1, cls.description, 3)  # 3: Qt.ToolTipRole
         self.method.setToolTip("The method from the fork cycle on")
@@ -94,7 +94,7 @@ class ForkDialog(QDialog):
             self.params_form.removeRow(0)
         self.param_widgets = {}
         method = self.method.currentData()
-        cls = METHODS.get(method)
+        cls = CARDS.get(method)
         if cls is None:
             return
         for f in param_specs(cls.params_cls):

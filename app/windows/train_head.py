@@ -36,7 +36,7 @@ class HeadTrainer(QThread):
     progress = Signal(str, float)
     """Stage and fraction done (below 0: not known)."""
     trained = Signal(object)
-    """The saved head's description (:func:`specviz_core.drafters.head.head_info`)."""
+    """The saved head's description (:func:`specviz_core.runtime.head_files.head_info`)."""
     failed = Signal(str)
 
     def __init__(self, model: str | None, device: str | None, dtype: str | None, minutes: float, seed: int = 0,

@@ -17,11 +17,12 @@ cost with its tree cut to its first ``b`` verified nodes in verify order (every 
 so that is a tree), keeping the accepted path's nodes within it and the draft and bookkeeping times as measured,
 against the curve's own 1-token forward (both timed alike, whatever the machine's load when the session ran): the
 budget with the best predicted speed-up is the one reported. No torch here: the curve is any callable from
-verify-block rows to forward ms (a :class:`~specviz_core.engine.cost_curve.CostCurve`).
+verify-block rows to forward ms (a :class:`CostCurve`).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -34,6 +35,39 @@ Curve = Callable[[float], float]
 """Forward ms of a verify block of ``rows`` rows (root included)."""
 DRAFT, FORWARD = "draft", "forward"
 PARTS = ("draft", "verify", "bookkeeping")
+
+
+@dataclass(frozen=True)
+class CostCurve:
+    """Forward time (ms) against verify-block rows, linearly interpolated between measured points."""
+
+    n: tuple[int, ...]
+    """Verify-block rows measured, ascending (root included)."""
+    ms: tuple[float, ...]
+    """Median forward time at each size, ms."""
+
+    def __call__(self, rows: float) -> float:
+        """Predicted forward ms for ``rows`` rows; beyond the last point the last slope continues."""
+        n, ms = self.n, self.ms
+        if len(n) == 1:
+            return ms[0]
+        if rows <= n[0]:
+            return ms[0]
+        i = bisect_left(n, rows)
+        if i >= len(n):
+            i = len(n) - 1
+        x0, x1, y0, y1 = n[i - 1], n[i], ms[i - 1], ms[i]
+        return y0 + (y1 - y0) * (rows - x0) / (x1 - x0)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CostCurve:
+        pairs = sorted(zip(d["n"], d["ms"]))
+        # The curve the chooser uses never falls as n grows: a point above a later one (a busy
+        # moment while it was timed) is lowered to it.
+        ms = [float(m) for _, m in pairs]
+        for i in range(len(ms) - 2, -1, -1):
+            ms[i] = min(ms[i], ms[i + 1])
+        return cls(tuple(int(n) for n, _ in pairs), tuple(ms))
 
 
 def split_timings(timings_ms: dict[str, float]) -> tuple[float, float, float]:

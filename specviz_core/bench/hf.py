@@ -27,8 +27,8 @@ from typing import Any
 
 import torch
 
-from specviz_core.drafters import METHODS, parse_params
 from specviz_core.drafters.hf.generate import assistant_settings
+from specviz_core.methods import CARDS, parse_params
 from specviz_core.runtime.models import LoadedModel, synchronize
 from specviz_core.session.generate_kwargs import to_generate_kwargs
 
@@ -87,7 +87,7 @@ def run(target: LoadedModel, draft: LoadedModel | None, method: str, ids: list[i
                                   eos_token_id=eos, pad_token_id=eos[0] if eos else 0, num_beams=1)
     settings: dict[str, Any] = {}
     if method in ("hf_prompt_lookup", "hf_assisted"):
-        gen_kwargs, settings = to_generate_kwargs(method, parse_params(method, METHODS[method].params_cls, params or {}))
+        gen_kwargs, settings = to_generate_kwargs(method, parse_params(method, CARDS[method].params_cls, params or {}))
         kwargs.update(gen_kwargs)
     elif method != "hf_greedy":
         raise ValueError(f"unknown reference method {method}")

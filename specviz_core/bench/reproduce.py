@@ -169,7 +169,7 @@ def _shape_by_confidence(records: list) -> dict[str, float] | None:
 def reproduce_talon(target: LoadedModel, prompts: list[tuple[str, str, list[int]]], n: int, say: Say) -> list[Claim]:
     from specviz_core.analysis.cycle_summary import summarize
     from specviz_core.analysis.metrics import session_metrics
-    from specviz_core.drafters.head import head_info
+    from specviz_core.runtime.head_files import head_info
 
     if head_info(target) is None:
         raise SpecVizError(f"TALON's claims are about a trained draft head and {target.name} has none: "

@@ -33,9 +33,10 @@ from specviz_core.bench.aggregate import STAGES, budget_auto_summary, recording_
 from specviz_core.bench.measure import RunResult, run_engine, run_one
 from specviz_core.bench.specs import DEFAULT_RECORDED, MethodSpec
 from specviz_core.bench.suites import Prompt, Suite
-from specviz_core.drafters import METHODS
-from specviz_core.engine.cost_curve import SIZES, device_name, measure_cost_curve, save_cost_curve
+from specviz_core.engine.cost_curve import SIZES, device_name, measure_cost_curve
 from specviz_core.errors import SpecVizError
+from specviz_core.methods import CARDS
+from specviz_core.runtime.cost_files import save_cost_curve
 from specviz_core.runtime.models import LoadedModel
 
 TIE_GAP = 1e-3
@@ -122,7 +123,7 @@ def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
     started = time.perf_counter()
     specs = cfg.methods
     for spec in specs:
-        needs = spec.method == "hf_assisted" or (not spec.is_hf and METHODS[spec.method].needs_draft_model)
+        needs = spec.method == "hf_assisted" or (not spec.is_hf and CARDS[spec.method].needs_draft_model)
         if needs and draft is None:
             raise SpecVizError(f"{spec.label} needs --draft-model")
     labels = [s.label for s in specs]

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specviz_core.bench import hf as bench_hf
-from specviz_core.drafters import METHODS, method_class, parse_params
 from specviz_core.engine.budget import split_auto
 from specviz_core.errors import SpecVizError
+from specviz_core.methods import CARDS, card, parse_params
 
 #: Methods run when ``--methods`` is not given (``hf_assisted`` and ``draft_tree`` join when there is a draft model).
 DEFAULT_METHODS = ("ar", "pld", "hf_prompt_lookup", "tr", "tr:budget=auto", "goose", "goose:budget=auto")
@@ -33,7 +33,7 @@ class MethodSpec:
 def _items(text: str) -> list[str]:
     """``text`` split at its commas, except those inside a value (``goose:ngram_lengths=5,4,3,tr``: a piece that is
     neither a method nor a ``key=value`` continues the value before it)."""
-    known = set(METHODS) | {"hf_greedy", "hf_universal"}
+    known = set(CARDS) | {"hf_greedy", "hf_universal"}
     items: list[str] = []
     for piece in (s.strip() for s in text.split(",")):
         head = piece.split(":", 1)[0]
@@ -63,7 +63,7 @@ def parse_method_specs(text: str, extra_params: dict[str, str] | None = None) ->
             raise SpecVizError("hf_universal is not benchmarked: its assistant has a tokenizer of its own, which the "
                                "draft-model methods of a bench cannot share (record it with specviz record)")
         else:
-            cls = method_class(method)
+            cls = card(method)
             fields = cls.params_cls.__dataclass_fields__
             for key, value in (extra_params or {}).items():
                 if key in fields and key not in params:

@@ -16,8 +16,8 @@ from specviz_core.cli.options import (
     finite_float,
     progress_bar,
 )
-from specviz_core.drafters.base import parse_kv
 from specviz_core.errors import SpecVizError
+from specviz_core.methods import parse_kv
 from specviz_core.session.request import MAX_NEW_TOKENS, MAX_SEED
 
 #: Interleaved repeats per prompt when --repeats is not given.

@@ -37,9 +37,8 @@ from specviz_core.cli.reproduce import cmd_reproduce
 from specviz_core.cli.train_head import add_parser as add_train_head_parser
 from specviz_core.cli.train_head import cmd_train_head
 from specviz_core.crash import one_line
-from specviz_core.drafters import METHODS, param_specs
-from specviz_core.drafters.base import parse_kv
 from specviz_core.errors import SpecVizError
+from specviz_core.methods import CARDS, param_specs, parse_kv
 from specviz_core.runtime.locations import data_dir
 from specviz_core.session.request import MAX_NEW_TOKENS, MAX_SEED
 from specviz_core.viewer.comparison import load_comparison
@@ -48,8 +47,8 @@ from specviz_resources import demo_prompt
 
 def _methods_help() -> str:
     lines = ["methods and their parameters (--param key=value):"]
-    width = max(len(m) for m in METHODS)
-    for mid, cls in METHODS.items():
+    width = max(len(m) for m in CARDS)
+    for mid, cls in CARDS.items():
         lines.append(f"  {mid:<{width}} {cls.description}")
         for f in param_specs(cls.params_cls):
             lines.append(f"      {f.name}={f.default!s:<8} {f.metadata['help']}")
@@ -75,7 +74,7 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
         description="Decode one prompt with one method, recording every cycle to an SQLite file.",
         epilog=_methods_help(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    r.add_argument("--method", default=None, help=f"one of: {', '.join(METHODS)} (or give --generate-kwargs)")
+    r.add_argument("--method", default=None, help=f"one of: {', '.join(CARDS)} (or give --generate-kwargs)")
     r.add_argument("--generate-kwargs", default=None, metavar="JSON",
                    help="the keyword arguments of your model.generate(...) call as a JSON object, e.g. "
                         "'{\"assistant_model\": \"org/small\", \"max_new_tokens\": 64}': SpecViz picks the matching "

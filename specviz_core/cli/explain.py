@@ -56,9 +56,9 @@ def _measure(info: Any, quiet: bool) -> dict[str, Any]:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from specviz_core.analysis.timing import cycle_cost, session_cost
-    from specviz_core.engine.cost_curve import CostCurve, load_cost_curve
+    from specviz_core.analysis.timing import CostCurve, cycle_cost, session_cost
     from specviz_core.recording.store import Recording
+    from specviz_core.runtime.cost_files import load_cost_curve
     from specviz_core.viewer.sources import RecordingSource
 
     with Recording(args.db, read_only=True) as rec:

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from specviz_core.cli.options import progress_bar
-from specviz_core.drafters.base import parse_kv
 from specviz_core.errors import SpecVizError
+from specviz_core.methods import parse_kv
 
 
 def refuse_with_fork(args: argparse.Namespace) -> None:

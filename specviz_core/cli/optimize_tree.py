@@ -8,11 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from specviz_core.bench.optimize_tree import optimize_tree
 from specviz_core.cli.options import add_device_args, atomic_output, check_writable, read_prompt_file
-from specviz_core.drafters.base import parse_kv, parse_params
-from specviz_core.drafters.stand import StandParams
 from specviz_core.errors import SpecVizError
+from specviz_core.methods import parse_kv, parse_params
+from specviz_core.methods.stand import StandParams
 
 
 def add_parser(sub: Any) -> None:
@@ -39,6 +38,7 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_optimize_tree(args: argparse.Namespace) -> int:
+    from specviz_core.bench.optimize_tree import optimize_tree
     from specviz_core.runtime.models import encode_prompt
     from specviz_core.session.factory import load_checked_model
 

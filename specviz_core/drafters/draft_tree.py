@@ -9,14 +9,14 @@ only has to run the tokens the draft model has not seen.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from transformers import DynamicCache
 
-from specviz_core.drafters.base import DraftContext, Drafter, param
+from specviz_core.drafters.base import DraftContext, Drafter
+from specviz_core.methods.draft_tree import CARD, DraftTreeParams
 from specviz_core.runtime import kv
 from specviz_core.runtime.attention import tree_masks
 from specviz_core.tree import OFFER_EXTRA, DraftTree
@@ -101,18 +101,8 @@ class DraftModelRunner:
         self.row_depths = []
 
 
-@dataclass(frozen=True)
-class DraftTreeParams:
-    width: int = param(2, "Children expanded per node (top-W of the draft model).", minimum=1, maximum=32)
-    depth: int = param(4, "Tree depth D (levels below the root).", minimum=1, maximum=64)
-    budget: int = param(60, "Most draft nodes verified per cycle; the lowest path scores are cut.", minimum=1, maximum=1024)
-
-
 class DraftTreeDrafter(Drafter):
-    method_id = "draft_tree"
-    description = "Draft-model tree: a draft model sharing the target's tokenizer expands the top-W children of each node to depth D."
-    params_cls = DraftTreeParams
-    needs_draft_model = True
+    card = CARD
 
     def __init__(self, params: DraftTreeParams, target, draft_model) -> None:
         super().__init__(params, target, draft_model)

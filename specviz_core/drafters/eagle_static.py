@@ -17,31 +17,15 @@ survivor with a higher path score, so either choice is a tree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from specviz_core.drafters.base import DraftContext, param
+from specviz_core.drafters.base import DraftContext
 from specviz_core.drafters.next_token import SourcedDrafter
-from specviz_core.drafters.talon import DRAFTER_HELP, add_layer, fates_of, offer_layer, pool_of
+from specviz_core.drafters.talon import add_layer, fates_of, offer_layer, pool_of
+from specviz_core.methods.eagle_static import CARD, EagleStaticParams
 from specviz_core.tree import DraftTree
 
 
-@dataclass(frozen=True)
-class EagleStaticParams:
-    budget: int = param(60, "N: draft nodes kept after the final pruning by path score (root excluded).", minimum=1, maximum=1024)
-    top_k: int = param(10, "K: children expanded per parent, and parents kept per layer.", minimum=1, maximum=64)
-    depth: int = param(8, "D: layers of the tree.", minimum=1, maximum=64)
-    drafter: str = param("auto", DRAFTER_HELP, choices=("auto", "head", "table", "model"))
-    gated_shown: int = param(10, "Cut candidates recorded per layer as gated nodes (the best by path score).", minimum=0, maximum=1000)
-    rerank: str = param("survivors", "What the final pruning to N chooses from: 'survivors' (the K kept per layer, "
-                        "the seed's Algorithm 1) or 'all' (every expanded candidate, as EAGLE-2's released code "
-                        "reranks).", choices=("survivors", "all"))
-
-
 class EagleStaticDrafter(SourcedDrafter):
-    method_id = "eagle_static"
-    description = ("EAGLE-style static tree (TALON's baseline): top-K children per parent, top-K per layer by "
-                   "path score, depth D, pruned to the N best; from a draft model or the n-gram tables.")
-    params_cls = EagleStaticParams
+    card = CARD
 
     def draft(self, ctx: DraftContext) -> DraftTree:
         p: EagleStaticParams = self.params

@@ -16,7 +16,6 @@ Trained heads are kept per model in the user cache (``SPECVIZ_HEADS`` overrides)
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -31,8 +30,7 @@ from specviz_core.drafters.draft_tree import rows_kept
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime import kv
 from specviz_core.runtime.attention import tree_masks
-
-FORMAT_VERSION = 1
+from specviz_core.runtime.head_files import FORMAT_VERSION, head_info, head_paths
 
 
 def head_config(target_config: Any) -> Any:
@@ -126,68 +124,6 @@ def tapped_features(model: Any, rows: int) -> torch.Tensor:
     if f is None or f.shape[-2] != rows:
         raise SpecVizError("the target's last forward did not give a feature per row: the draft head cannot follow it")
     return f[0].detach()
-
-
-# -- where trained heads are kept ------------------------------------------------------------------------
-
-def heads_dir() -> Path:
-    from specviz_core.runtime.models import cache_dir
-
-    return Path(os.environ.get("SPECVIZ_HEADS") or cache_dir() / "heads")
-
-
-def head_key(target: Any) -> str:
-    """One name per model folder and architecture: ``<folder name>-<hash of its path and config>``."""
-    return _key(target.path, target.model.config)
-
-
-def _key(path: str | Path, cfg: Any) -> str:
-    ident = json.dumps([str(Path(path).resolve()), cfg.model_type, cfg.hidden_size, cfg.vocab_size,
-                        cfg.num_hidden_layers])
-    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in Path(path).name) or "model"
-    return f"{slug}-{hashlib.sha1(ident.encode()).hexdigest()[:10]}"
-
-
-def head_paths(target: Any) -> tuple[Path, Path]:
-    base = heads_dir() / head_key(target)
-    return base.with_suffix(".safetensors"), base.with_suffix(".json")
-
-
-def head_info(target: Any) -> dict[str, Any] | None:
-    """What the saved head of this model says about itself (None: no head trained for it)."""
-    return _read_info(*head_paths(target))
-
-
-def _read_info(weights: Path, meta: Path) -> dict[str, Any] | None:
-    if not weights.exists():
-        return None
-    try:
-        info = json.loads(meta.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return info if isinstance(info, dict) and info.get("version") == FORMAT_VERSION else None
-
-
-def head_info_for(name: str | None) -> dict[str, Any] | None:
-    """``head_info`` of a model named as the Run panel names it, without loading it: its folder found as
-    ``load_model`` finds it (the default model only once converted; nothing converted or downloaded) and its
-    config read. None: no head, or no such model here."""
-    from transformers import AutoConfig
-
-    from specviz_core.runtime.models import DEFAULT_MODEL, DEFAULT_MODEL_NAME, cache_dir, resolve_model_path
-
-    try:
-        if not name or name == DEFAULT_MODEL:
-            path = cache_dir() / "models" / DEFAULT_MODEL_NAME
-        else:
-            path = resolve_model_path(name)
-        if not (path / "config.json").is_file():
-            return None
-        cfg = AutoConfig.from_pretrained(str(path), local_files_only=True)
-        base = heads_dir() / _key(path, cfg)
-    except Exception:  # not a model folder, a config transformers cannot read: no head to offer either
-        return None
-    return _read_info(base.with_suffix(".safetensors"), base.with_suffix(".json"))
 
 
 def save_head(target: Any, head: DraftHead, info: dict[str, Any]) -> Path:

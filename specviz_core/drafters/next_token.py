@@ -276,7 +276,7 @@ def resolve_drafter(drafter: str, target: Any) -> str:
     """``auto``: the model's trained draft head when it has one, else the tables; other values as they are."""
     if drafter != "auto":
         return drafter
-    from specviz_core.drafters.head import head_info
+    from specviz_core.runtime.head_files import head_info
 
     return "head" if target is not None and head_info(target) is not None else "table"
 

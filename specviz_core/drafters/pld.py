@@ -7,16 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from specviz_core.drafters.base import DraftContext, Drafter, param
+from specviz_core.drafters.base import DraftContext, Drafter
+from specviz_core.methods.pld import CARD, PLDParams
 from specviz_core.tree import DraftTree
-
-
-@dataclass(frozen=True)
-class PLDParams:
-    max_ngram: int = param(3, "Longest suffix n-gram to look up in the context (tried first).", minimum=1, maximum=16)
-    min_ngram: int = param(1, "Shortest suffix n-gram to look up before giving up.", minimum=1, maximum=16)
-    num_pred_tokens: int = param(10, "Tokens copied after the match (chain length K).", minimum=1, maximum=256)
-    occurrence: str = param("last", "Which earlier occurrence to copy from when several match.", choices=("last", "first"))
 
 
 @dataclass(frozen=True)
@@ -54,11 +47,7 @@ def find_match(ids: np.ndarray, max_ngram: int, min_ngram: int, k: int, last: bo
 
 
 class PLDDrafter(Drafter):
-    method_id = "pld"
-    display_name = "PLD"
-    no_draft_reason = "PLD found no earlier occurrence of the context's last n-gram"
-    description = "Prompt lookup: copy up to K tokens that followed the longest matching suffix n-gram earlier in the context, verified as a chain."
-    params_cls = PLDParams
+    card = CARD
 
     def draft(self, ctx: DraftContext) -> DraftTree:
         p: PLDParams = self.params

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import heapq
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from specviz_core.drafters.adjacency import AdjacencyTable
-from specviz_core.drafters.base import DraftContext, Drafter, param
+from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.errors import SpecVizError
+from specviz_core.methods.token_recycling import CARD, HEURISTIC, OFFICIAL, TRParams
 from specviz_core.tree import DraftTree
 
 # Rough acceptance rate of the target's rank-r successor; only the ordering of
@@ -52,9 +52,6 @@ def rank_template(size: int, max_depth: int, k: int) -> list[tuple[int, ...]]:
                 heapq.heappush(heap, (neg_w * weights[r], path + (r,)))
     return sorted(chosen, key=lambda p: (len(p), p))
 
-
-OFFICIAL = "official"
-HEURISTIC = "heuristic"
 
 
 def official_template() -> list[tuple[int, ...]]:
@@ -98,30 +95,12 @@ def load_template(tree: str, size: int, max_depth: int, k: int) -> list[tuple[in
     return best_of(paths, size)
 
 
-@dataclass(frozen=True)
-class TRParams:
-    k: int = param(8, "Successors kept per token in the adjacency table.", minimum=1, maximum=64)
-    budget: int = param(80, "Nodes in the static tree template (draft tokens verified per cycle, at most); below the "
-                        "template's size its best nodes are kept.", minimum=1, maximum=1024)
-    max_depth: int = param(6, "Levels in the static tree template.", minimum=1, maximum=64)
-    tree: str = param(OFFICIAL, "The static tree: 'official' (the authors' published template 2.2.2, 80 nodes, "
-                      "levels 8/21/25/15/8/3), 'heuristic' (best products of rough per-rank acceptance, budget nodes) "
-                      "or a tree file written by specviz optimize-tree.")
-    hot_start: bool = param(False, "Keep the adjacency table across the sessions of this process (the paper keeps "
-                            "its matrix across queries); off: every session starts from an empty table, so it "
-                            "replays and forks on its own.")
-
-
 #: hot_start's tables: one per loaded model (by identity), table width and device, for the life of the process.
 _HOT_TABLES: dict[tuple, AdjacencyTable] = {}
 
 
 class TokenRecyclingDrafter(Drafter):
-    method_id = "tr"
-    display_name = "Token Recycling"
-    description = ("Token Recycling: the authors' static 80-node tree filled from an adjacency table of the target's "
-                   "recent top-k successors.")
-    params_cls = TRParams
+    card = CARD
 
     def __init__(self, params: TRParams, target, draft_model=None) -> None:
         super().__init__(params, target, draft_model)

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from specviz_core.engine.cost_curve import CostCurve
+from specviz_core.analysis.timing import CostCurve
 from specviz_core.errors import SpecVizError
 from specviz_core.records import CycleRecord
 from specviz_core.tree import DraftTree

@@ -2,8 +2,9 @@
 
 Measured on the current device with a realistic cache (a few hundred committed
 tokens) and stored as a small JSON file in the user data folder (``SPECVIZ_DATA`` moves
-it, as it moves ``sessions.db``), one per model, device and dtype, so the GUI can plot it and ``budget=auto`` can weigh a bigger tree's
-extra accepted tokens against its extra forward time.
+it, as it moves ``sessions.db``), one per model, device and dtype (:mod:`specviz_core.runtime.cost_files`
+keeps them), so the GUI can plot it (:class:`~specviz_core.analysis.timing.CostCurve`) and ``budget=auto``
+can weigh a bigger tree's extra accepted tokens against its extra forward time.
 
 File format (``<data>/cost_curves/<model>__<device>__<dtype>.json``)::
 
@@ -17,131 +18,25 @@ of ``reps`` runs, ``ms_min`` the fastest.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import platform
-import re
 import statistics
 import time
-from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from transformers import DynamicCache
 
-from specviz_core.runtime.locations import data_dir
-from specviz_core.runtime.models import (
-    DEFAULT_MODEL,
-    DEFAULT_MODEL_NAME,
-    LoadedModel,
-    cache_dir,
-    pick_device,
-    pick_dtype,
-    synchronize,
-)
+from specviz_core.runtime.cost_files import FORMAT_VERSION, device_key, load_cost_curve, save_cost_curve
+from specviz_core.runtime.models import LoadedModel, synchronize
 from specviz_core.tree import VerifyBlock
 
-FORMAT_VERSION = 1
 #: Verify-block sizes measured by default (rows, root included).
 SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 #: A quick curve for ``budget=auto`` when none is stored yet (about a quarter of the time).
 QUICK_SIZES = (1, 4, 8, 16, 32, 64, 128)
-
-
-@dataclass(frozen=True)
-class CostCurve:
-    """Forward time (ms) against verify-block rows, linearly interpolated between measured points."""
-
-    n: tuple[int, ...]
-    """Verify-block rows measured, ascending (root included)."""
-    ms: tuple[float, ...]
-    """Median forward time at each size, ms."""
-
-    def __call__(self, rows: float) -> float:
-        """Predicted forward ms for ``rows`` rows; beyond the last point the last slope continues."""
-        n, ms = self.n, self.ms
-        if len(n) == 1:
-            return ms[0]
-        if rows <= n[0]:
-            return ms[0]
-        i = bisect_left(n, rows)
-        if i >= len(n):
-            i = len(n) - 1
-        x0, x1, y0, y1 = n[i - 1], n[i], ms[i - 1], ms[i]
-        return y0 + (y1 - y0) * (rows - x0) / (x1 - x0)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CostCurve:
-        pairs = sorted(zip(d["n"], d["ms"]))
-        # The curve the chooser uses never falls as n grows: a point above a later one (a busy
-        # moment while it was timed) is lowered to it.
-        ms = [float(m) for _, m in pairs]
-        for i in range(len(ms) - 2, -1, -1):
-            ms[i] = min(ms[i], ms[i + 1])
-        return cls(tuple(int(n) for n, _ in pairs), tuple(ms))
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"
-
-
-def model_key(model_name: str | None) -> str:
-    """A file-name-safe key for a model as the user names it (``default``, a folder, a hub id)."""
-    if not model_name or model_name == DEFAULT_MODEL:
-        return DEFAULT_MODEL_NAME
-    p = Path(model_name).expanduser()
-    if p.exists():
-        full = str(p.resolve())
-        return f"{_slug(p.name)}-{hashlib.sha1(full.encode()).hexdigest()[:8]}"
-    return _slug(model_name)
-
-
-def device_key(device: str | torch.device | None) -> str:
-    dev = torch.device(device) if device is not None else pick_device(None)
-    if dev.type == "cuda":
-        return f"cuda{dev.index or 0}"
-    return dev.type
-
-
-def curve_path(model_name: str | None, device: str | torch.device | None, dtype: str | torch.dtype | None = None,
-               root: Path | None = None) -> Path:
-    """Where the curve of this model, device and dtype is kept: ``<data folder>/cost_curves/`` (or under ``root``)."""
-    dev = torch.device(device) if device is not None else pick_device(None)
-    dt = pick_dtype(dev, None) if dtype is None else (pick_dtype(dev, dtype) if isinstance(dtype, str) else dtype)
-    dt_name = str(dt).removeprefix("torch.")
-    return (root or data_dir()) / "cost_curves" / f"{model_key(model_name)}__{device_key(dev)}__{dt_name}.json"
-
-
-def load_cost_curve(model_name: str | None, device: str | torch.device | None,
-                    dtype: str | torch.dtype | None = None) -> dict[str, Any] | None:
-    """The stored curve for this model on this device (and dtype, default: the device's default), or None.
-
-    The dict has the keys described in the module docstring; plot ``ms`` against ``n``.
-    """
-    # Curves measured before they moved to the data folder were kept in the user cache: still found there.
-    for root in (None, cache_dir()):
-        try:
-            data = json.loads(curve_path(model_name, device, dtype, root).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and data.get("version") == FORMAT_VERSION and data.get("n"):
-            return data
-    return None
-
-
-def save_cost_curve(curve: dict[str, Any]) -> Path:
-    path = curve_path(curve["model"], curve["device"], curve["dtype"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(curve, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
 
 
 def device_name(device: torch.device) -> str:

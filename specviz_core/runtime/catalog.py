@@ -19,8 +19,24 @@ from pathlib import Path
 from typing import Any
 
 from specviz_core.errors import SpecVizError
-from specviz_core.runtime.devices import header_params
 from specviz_core.runtime.locations import DEFAULT_MODEL, DEFAULT_MODEL_NAME, cache_dir, data_dir, hub_cache_dir
+
+
+def header_params(file: Path) -> int:
+    """Parameters in one safetensors file, from its header alone (raises OSError, ValueError or struct.error on a
+    damaged file)."""
+    with open(file, "rb") as fh:
+        (size,) = struct.unpack("<Q", fh.read(8))
+        header = json.loads(fh.read(size))
+    n = 0
+    for name, t in header.items():
+        if name != "__metadata__":
+            count = 1
+            for d in t["shape"]:
+                count *= d
+            n += count
+    return n
+
 
 #: How many folders and hub ids the history keeps, most recent first.
 HISTORY_SIZE = 20

@@ -9,11 +9,8 @@ from pathlib import Path
 import torch
 
 from specviz_core.errors import SpecVizError
-
-#: What ``--device`` accepts.
-DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
-#: What ``--dtype`` accepts.
-DTYPES = ("auto", "float32", "bfloat16", "float16")
+from specviz_core.runtime.catalog import header_params
+from specviz_core.runtime.choices import DEVICES, DTYPE_ALIASES, DTYPES, default_dtype  # noqa: F401 - DTYPES re-exported
 
 
 def available_devices() -> list[str]:
@@ -53,13 +50,11 @@ def pick_device(device: str | None = None) -> torch.device:
 def pick_dtype(device: torch.device, dtype: str | None = None) -> torch.dtype:
     if dtype and dtype != "auto":
         try:
-            return {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16,
-                    "fp16": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}[dtype]
+            return {"float32": torch.float32, "float16": torch.float16,
+                    "bfloat16": torch.bfloat16}[DTYPE_ALIASES.get(dtype, dtype)]
         except KeyError:
             raise SpecVizError(f"unknown dtype {dtype!r}: use float32, float16 or bfloat16") from None
-    # fp16 on GPUs (fast, and what the papers measure); fp32 on CPUs, where
-    # half precision is slow and its rounding makes near-ties common.
-    return torch.float16 if device.type in ("cuda", "mps") else torch.float32
+    return getattr(torch, default_dtype(device.type))
 
 
 def synchronize(device: torch.device) -> None:
@@ -84,25 +79,6 @@ class MemoryPlan:
     def describe(self) -> str:
         where = "spread over the GPUs and the CPU" if self.device_map else "on the device"
         return f"~{self.weights_gb:.2g} GB of weights, {self.free_gb:.3g} GB free, {where}"
-
-
-def header_params(file: Path) -> int:
-    """Parameters in one safetensors file, from its header alone (raises OSError, ValueError or struct.error on a
-    damaged file)."""
-    import json
-    import struct
-
-    with open(file, "rb") as fh:
-        (size,) = struct.unpack("<Q", fh.read(8))
-        header = json.loads(fh.read(size))
-    n = 0
-    for name, t in header.items():
-        if name != "__metadata__":
-            count = 1
-            for d in t["shape"]:
-                count *= d
-            n += count
-    return n
 
 
 def weights_bytes(path: Path, dtype: torch.dtype) -> int:

@@ -134,6 +134,25 @@ def quiet_loading():
             enable_progress_bars()
 
 
+def resolve_model_path(name: str | None, progress: Progress = _no_progress) -> Path:
+    """A local folder for ``name``: the default model, a folder, or a hub id already cached."""
+    if not name or name == DEFAULT_MODEL:
+        return default_model_dir(progress)
+    p = Path(name).expanduser()
+    if p.exists():
+        if not (p / "config.json").is_file():
+            raise SpecVizError(f"{name} is not a transformers model folder (no config.json)")
+        return p
+    if name.count("/") == 1 and not name.startswith((".", "/", "~")):
+        try:
+            from huggingface_hub import snapshot_download
+
+            return Path(snapshot_download(name, local_files_only=True, cache_dir=hub_cache_dir()))
+        except Exception:
+            raise SpecVizError(f"model {name!r} is neither a local folder nor a hub id in the local cache") from None
+    raise SpecVizError(f"model path not found: {name}")
+
+
 def is_hub_id(name: str) -> bool:
     """``org/name`` that is not a path on this machine."""
     return name.count("/") == 1 and not name.startswith((".", "/", "~")) and not Path(name).exists()

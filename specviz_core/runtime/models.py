@@ -12,7 +12,6 @@ import logging
 import os
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 import torch
 
@@ -38,6 +37,7 @@ from specviz_core.runtime.locations import (  # noqa: F401 - re-exported
     default_model_dir,
     hub_cache_dir,
     model_reference,
+    resolve_model_path,
 )
 from specviz_core.runtime.locations import quiet_loading as _quiet
 
@@ -94,25 +94,6 @@ class LoadedModel:
     @property
     def has_chat_template(self) -> bool:
         return self.tokenizer is not None and bool(getattr(self.tokenizer, "chat_template", None))
-
-
-def resolve_model_path(name: str | None, progress: Progress = _no_progress) -> Path:
-    """A local folder for ``name``: the default model, a folder, or a hub id already cached."""
-    if not name or name == DEFAULT_MODEL:
-        return default_model_dir(progress)
-    p = Path(name).expanduser()
-    if p.exists():
-        if not (p / "config.json").is_file():
-            raise SpecVizError(f"{name} is not a transformers model folder (no config.json)")
-        return p
-    if name.count("/") == 1 and not name.startswith((".", "/", "~")):
-        try:
-            from huggingface_hub import snapshot_download
-
-            return Path(snapshot_download(name, local_files_only=True, cache_dir=hub_cache_dir()))
-        except Exception:
-            raise SpecVizError(f"model {name!r} is neither a local folder nor a hub id in the local cache") from None
-    raise SpecVizError(f"model path not found: {name}")
 
 
 def load_model(

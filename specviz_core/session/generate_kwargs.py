@@ -15,9 +15,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from specviz_core.drafters import method_class, parse_params
-from specviz_core.drafters.hf.generate import ASSISTANT_SETTINGS
 from specviz_core.errors import SpecVizError
+from specviz_core.methods import card, parse_params
+from specviz_core.methods.hf import ASSISTANT_SETTINGS
 
 #: transformers 5.x reads the assistant settings from ``assistant_model.generation_config`` only; given to
 #: ``generate`` itself they are ignored (huggingface/transformers#40739). ``tests/test_hf_generate_kwargs.py``
@@ -148,9 +148,9 @@ def from_generate_kwargs(kwargs: dict[str, Any]) -> GenerateCall:
                 continue
             value = kw[key] if key == "num_assistant_tokens_schedule" else _number(
                 key, kw[key], float if key == "assistant_confidence_threshold" else int)
-            parse_params(method, method_class(method).params_cls, {key: value})  # a valid value, even if ignored
+            parse_params(method, card(method).params_cls, {key: value})  # a valid value, even if ignored
             if GENERATE_IGNORES_ASSISTANT_SETTINGS:
-                default = getattr(method_class(method).params_cls(), key)
+                default = getattr(card(method).params_cls(), key)
                 notes.append(f"{key}={value!r} is ignored by transformers' generate(), which reads it from "
                              f"assistant_model.generation_config (huggingface/transformers#40739): your call drafts "
                              f"with {default!r}; set assistant_model.generation_config.{key} = {value!r} for {value!r} "
@@ -162,8 +162,8 @@ def from_generate_kwargs(kwargs: dict[str, Any]) -> GenerateCall:
 
     temperature = 0.0
     if sampling:
-        if method_class(method).greedy_only:
-            raise SpecVizError(f"generate argument do_sample=True cannot be reproduced: {method_class(method).greedy_only}")
+        if card(method).greedy_only:
+            raise SpecVizError(f"generate argument do_sample=True cannot be reproduced: {card(method).greedy_only}")
         if "top_k" not in kw:
             raise SpecVizError("generate argument do_sample=True samples from the top 50 tokens (generate's default "
                                "top_k=50): SpecViz samples from the whole distribution; add \"top_k\": 0 to compare")
@@ -187,7 +187,7 @@ def from_generate_kwargs(kwargs: dict[str, Any]) -> GenerateCall:
         notes.append("no max_new_tokens: generate would stop at max_length=20 tokens, prompt included")
     if kw.get("eos_token_id") is not None:
         notes.append("eos_token_id is not reproduced: SpecViz stops at the target's own EOS tokens")
-    parse_params(method, method_class(method).params_cls, params)  # bounds and choices, in one line
+    parse_params(method, card(method).params_cls, params)  # bounds and choices, in one line
     return GenerateCall(method, params, assistant, max_new, temperature, tuple(notes))
 
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from specviz_core.drafters import Drafter, method_class, parse_params
 from specviz_core.engine.budget import split_auto
 from specviz_core.errors import SpecVizError
+from specviz_core.methods import parse_params
+
+if TYPE_CHECKING:
+    from specviz_core.drafters import Drafter
 
 #: Bounds of a session's numbers (a context longer than this is beyond any model here; a seed is an int64).
 MAX_NEW_TOKENS = 1_000_000
@@ -43,7 +46,11 @@ class MethodChoice:
 
 
 def check_method(method: str, raw_params: dict[str, Any] | None = None, budget: int | None = None) -> MethodChoice:
-    """Parse and validate a method's ``key=value`` parameters (``budget=auto`` allowed where there is a budget)."""
+    """Parse and validate a method's ``key=value`` parameters (``budget=auto`` allowed where there is a budget).
+
+    Loads the method's drafter (and torch): a choice is made to run."""
+    from specviz_core.drafters import method_class
+
     cls = method_class(method)
     raw, auto = split_auto(method, cls.params_cls, dict(raw_params or {}))
     if budget is not None:

@@ -16,8 +16,7 @@ from specviz_app.panels.charts.plot import ChartPlot
 from specviz_app.panels.charts.speed import SpeedPlot
 from specviz_app.theme import SOURCE_COLORS
 from specviz_core.analysis.cycle_summary import CycleSummary
-from specviz_core.analysis.timing import session_cost
-from specviz_core.engine.cost_curve import CostCurve
+from specviz_core.analysis.timing import CostCurve, session_cost
 from specviz_core.viewer.sources import CycleSource
 
 DRAFT_C, VERIFY_C, BOOK_C = SOURCE_COLORS["draft"], "#2f6fb0", "#d9a02b"

@@ -8,7 +8,7 @@ from typing import Any
 
 from specviz_app.panels.run.model_picker import DEFAULT_MODEL_LABEL, NO_DRAFT_LABEL, SAME_AS_TARGET
 from specviz_app.panels.run.params import set_param_value
-from specviz_core.drafters import METHODS
+from specviz_core.methods import CARDS
 from specviz_core.records import SessionInfo
 
 
@@ -29,9 +29,9 @@ def fill_from_session(panel: Any, info: SessionInfo) -> None:
         i = panel.method.count() - 1
     if i != panel.method.currentIndex():
         panel.method.setCurrentIndex(i)  # rebuilds the editors, at their defaults
-    elif info.method in METHODS:
+    elif info.method in CARDS:
         panel._rebuild_params()
-    if info.method in METHODS:
+    if info.method in CARDS:
         for name, value in info.params.items():
             w = panel._param_widgets.get(name)
             if w is not None:

@@ -9,12 +9,12 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
 
 from specviz_app.theme import set_role
-from specviz_core.drafters import METHODS
+from specviz_core.methods import CARDS
 
 
 def drafts_with_head(method: str | None) -> bool:
     """Whether ``method`` takes ``drafter=auto|head|table|model`` (TALON and its EAGLE baseline)."""
-    cls = METHODS.get(method or "")
+    cls = CARDS.get(method or "")
     return cls is not None and "drafter" in getattr(cls.params_cls, "__dataclass_fields__", {}) \
         and "head" in (cls.params_cls.__dataclass_fields__["drafter"].metadata.get("choices") or ())
 
@@ -46,7 +46,7 @@ class HeadOffer(QWidget):
     def __init__(self, lookup: Callable[[str | None], dict | None] | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         if lookup is None:
-            from specviz_core.drafters.head import head_info_for as lookup
+            from specviz_core.runtime.head_files import head_info_for as lookup
         self._lookup = lookup
         lay = QVBoxLayout(self)  # the panel is narrow: the text wraps above its button
         lay.setContentsMargins(0, 0, 0, 0)

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from specviz_app.theme import set_role
 from specviz_core.runtime.catalog import ModelEntry, describe_folder, draft_relation, list_models
-from specviz_core.runtime.models import DEFAULT_MODEL
+from specviz_core.runtime.locations import DEFAULT_MODEL
 
 DEFAULT_MODEL_LABEL = "default: SmolLM2-135M-Instruct (embedded)"
 NO_DRAFT_LABEL = "none"

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from specviz_app.panels.base import PanelMixin
 from specviz_app.panels.filter_editor import FilterEditor
+from specviz_app.panels.run.device import DeviceCombo
 from specviz_app.panels.run.fill import fill_from_generate_call, fill_from_session
 from specviz_app.panels.run.generate_dialog import GenerateCallDialog
 from specviz_app.panels.run.head_offer import HeadOffer
@@ -45,10 +46,10 @@ from specviz_app.panels.run.model_picker import (
 )
 from specviz_app.panels.run.params import param_value, param_widget
 from specviz_app.theme import set_role
-from specviz_core.drafters import METHODS
 from specviz_core.errors import SpecVizError
+from specviz_core.methods import CARDS
 from specviz_core.records import SessionInfo
-from specviz_core.runtime.models import DTYPES, available_devices
+from specviz_core.runtime.choices import DTYPES
 from specviz_core.session.request import CheckedRequest, SessionRequest
 from specviz_core.viewer.filters import CycleFilter
 from specviz_resources import demo_prompt
@@ -156,10 +157,7 @@ class RunPanel(PanelMixin, QWidget):
         form.addRow(hint_row)
         self.picker = ModelPicker(self.model, self.draft_model, self.draft_hint, self)
         rescan.clicked.connect(lambda: self.picker.refresh(force=True))
-        self.device = QComboBox()
-        self.device.addItems(available_devices())
-        self.device.setToolTip("Where the models run: auto takes the GPU if there is one, else Apple's MPS, else the "
-                               "CPU; a model larger than one GPU is spread over every GPU and the CPU")
+        self.device = DeviceCombo()
         self.dtype = QComboBox()
         self.dtype.addItems(list(DTYPES))
         self.dtype.setToolTip("auto: float16 on a GPU, float32 on the CPU (where half precision is slow and makes "
@@ -178,7 +176,7 @@ class RunPanel(PanelMixin, QWidget):
         self.method = QComboBox()
         self.method.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.method.setMinimumContentsLength(10)
-        for mid, cls in METHODS.items():
+        for mid, cls in CARDS.items():
             self.method.addItem(mid, mid)
             self.method.setItemData(self.method.count() - 1, cls.description, Qt.ItemDataRole.ToolTipRole)
         self.method_help = QLabel()
@@ -256,7 +254,7 @@ class RunPanel(PanelMixin, QWidget):
         while self.params_form.rowCount():
             self.params_form.removeRow(0)
         self._param_widgets.clear()
-        cls = METHODS.get(self.method.currentData())
+        cls = CARDS.get(self.method.currentData())
         self.picker.set_method(self.method.currentData())
         if cls is None:  # a replayed session's method this version does not have
             self.method_help.setText("A method this version of SpecViz does not know.")

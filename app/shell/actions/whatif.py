@@ -14,7 +14,6 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QListWidget, QListWidgetItem, QMessageBox, QVBoxLayout
 
-from specviz_app.session.worker import ForkStart
 from specviz_app.windows.fork import ForkDialog
 from specviz_core.analysis.compare import fork_label, fork_tree
 from specviz_core.errors import SpecVizError
@@ -70,6 +69,8 @@ class WhatIfActions:
         return dialog
 
     def _start_fork(self, parent_id: str, dialog: ForkDialog, db: Path) -> None:
+        from specviz_app.session.worker import ForkStart  # the engine loads with the fork
+
         start = ForkStart(parent_id, dialog.cycle.value(), dialog.changes())
         if self.controller.fork(start, db):
             self.statusBar().showMessage(f"Forking {parent_id} at cycle {start.cycle}: loading…")

@@ -59,14 +59,6 @@ def match_confidence(chain_len: int, consensus: bool, long_match: int) -> float:
     return 0.6 * chain_len / long_match
 
 
-def parse_lengths(text: str) -> tuple[int, ...]:
-    """``"5,4,3"`` -> (5, 4, 3), longest first, duplicates dropped; ValueError if empty or not positive."""
-    lengths = sorted({int(x) for x in text.replace(" ", "").split(",") if x}, reverse=True)
-    if not lengths or lengths[-1] < 1:
-        raise ValueError(text)
-    return tuple(lengths)
-
-
 @dataclass
 class ContextIndex:
     """Start positions of every n-gram of the committed pool, per length (longest first)."""

@@ -10,12 +10,10 @@ and their values after ``update_candidate_strategy``, and for universal decoding
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
 
-from specviz_core.drafters.base import param
 from specviz_core.drafters.hf.generate import (
     AssistantSpy,
     CandidateDrafter,
@@ -26,45 +24,11 @@ from specviz_core.drafters.hf.generate import (
     model_kwargs_for,
 )
 from specviz_core.errors import SpecVizError
-
-SCHEDULES = ("constant", "heuristic", "heuristic_transient")
-
-
-@dataclass(frozen=True)
-class HFAssistedParams:
-    num_assistant_tokens: int = param(
-        20, "Tokens the assistant drafts per cycle at most (transformers' default); the heuristic schedules move it.",
-        minimum=1, maximum=256)
-    num_assistant_tokens_schedule: str = param(
-        "constant", "constant keeps num_assistant_tokens; heuristic and heuristic_transient add 2 after a cycle "
-        "whose whole draft was accepted and take 1 off otherwise (they differ only across generate calls).",
-        choices=SCHEDULES)
-    assistant_confidence_threshold: float = param(
-        0.4, "Stop drafting after a token the assistant gives less than this probability (0: never). With "
-        "scikit-learn installed transformers moves it every cycle (an ROC cut on the drafts so far).",
-        minimum=0.0, maximum=1.0)
-
-
-@dataclass(frozen=True)
-class HFUniversalParams(HFAssistedParams):
-    target_lookbehind: int = param(
-        10, "Target tokens re-encoded each cycle to find where the assistant's tokens pick up.", minimum=1,
-        maximum=1024)
-    assistant_lookbehind: int = param(
-        10, "Assistant tokens decoded back with each draft to find where the target's tokens pick up.", minimum=1,
-        maximum=1024)
+from specviz_core.methods.hf import ASSISTED, UNIVERSAL
 
 
 class HFAssistedDrafter(CandidateDrafter):
-    method_id = "hf_assisted"
-    display_name = "HF assisted"
-    description = ("transformers' assisted generation, generate(assistant_model=...), stepped cycle by cycle: its own "
-                   "candidate generator drafts a chain with the --draft-model (same tokenizer).")
-    no_draft_reason = "the assistant had no room to draft before max_length"
-    params_cls: ClassVar[type] = HFAssistedParams
-    needs_draft_model = True
-    greedy_only = ("SpecViz steps transformers' assisted generation greedily (do_sample=False); its sampling "
-                   "variant is not reproduced")
+    card = ASSISTED
     generator_class: ClassVar[str] = "AssistedCandidateGenerator"
 
     def __init__(self, params: Any, target: Any, draft_model: Any = None) -> None:
@@ -133,16 +97,7 @@ class HFAssistedDrafter(CandidateDrafter):
 
 
 class HFUniversalDrafter(HFAssistedDrafter):
-    method_id = "hf_universal"
-    display_name = "HF universal"
-    description = ("transformers' universal assisted decoding, generate(assistant_model=..., tokenizer=..., "
-                   "assistant_tokenizer=...): an assistant with its own tokenizer; each draft is re-encoded into "
-                   "the target's tokens.")
-    no_draft_reason = "the assistant's draft, re-encoded, added no target token"
-    params_cls: ClassVar[type] = HFUniversalParams
-    draft_shares_tokenizer = False
-    greedy_only = ("SpecViz steps universal assisted decoding greedily; with do_sample=True transformers switches "
-                   "to another generator (UniversalSpeculativeDecodingGenerator), not reproduced")
+    card = UNIVERSAL
     generator_class = "AssistedCandidateGeneratorDifferentTokenizers"
 
     def __init__(self, params: Any, target: Any, draft_model: Any = None) -> None:

@@ -33,10 +33,6 @@ from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.errors import SpecVizError
 from specviz_core.tree import DraftTree
 
-#: The assistant settings ``generate`` reads from ``assistant_model.generation_config`` (transformers 5.x reads
-#: them there only: passed to ``generate`` itself they are ignored, huggingface/transformers#40739).
-ASSISTANT_SETTINGS = ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")
-
 
 @contextlib.contextmanager
 def assistant_settings(model: Any, **settings: Any) -> Iterator[None]:

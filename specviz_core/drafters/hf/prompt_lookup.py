@@ -10,35 +10,18 @@ why it stopped (no n-gram match, ``prompt_lookup_num_tokens`` copied, the contex
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import torch
 
-from specviz_core.drafters.base import param
 from specviz_core.drafters.hf.generate import CandidateDrafter, check_no_processors, generation_config_for
 from specviz_core.drafters.pld import find_match
-
-
-@dataclass(frozen=True)
-class HFPromptLookupParams:
-    prompt_lookup_num_tokens: int = param(
-        10, "Tokens copied after the match (transformers has no default; 10 is its documentation's example and the "
-        "bench row's).", minimum=1, maximum=256)
-    max_matching_ngram_size: int = param(
-        2, "Longest suffix n-gram looked up (transformers' default 2); shorter ones are tried after it.", minimum=1,
-        maximum=16)
+from specviz_core.methods.hf import PROMPT_LOOKUP, HFPromptLookupParams
 
 
 class HFPromptLookupDrafter(CandidateDrafter):
-    method_id = "hf_prompt_lookup"
-    display_name = "HF prompt lookup"
-    description = ("transformers' prompt lookup, generate(prompt_lookup_num_tokens=...), stepped cycle by cycle: its "
-                   "own candidate generator copies what followed the first earlier occurrence of the last n-gram.")
-    no_draft_reason = "transformers' prompt lookup found no earlier occurrence of the last n-gram (or no room)"
-    no_match_note = "transformers' prompt lookup found no earlier occurrence of the context's last n-gram"
-    params_cls: ClassVar[type] = HFPromptLookupParams
+    card = PROMPT_LOOKUP
     node_source = "ngram"
 
     def generate_kwargs(self) -> dict[str, Any]:

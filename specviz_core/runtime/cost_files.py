@@ -1,0 +1,89 @@
+"""Where measured verify-cost curves are kept, and reading and writing them (torch-free).
+
+One small JSON file per model, device and dtype, in the user data folder (``SPECVIZ_DATA`` moves it, as it
+moves ``sessions.db``): ``<data>/cost_curves/<model>__<device>__<dtype>.json``. Its keys are described in
+:mod:`specviz_core.engine.cost_curve`, which measures them. A replay reads the curve of its recorded model,
+device and dtype from here without loading torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from specviz_core.runtime.choices import DTYPE_ALIASES, default_dtype
+from specviz_core.runtime.locations import DEFAULT_MODEL, DEFAULT_MODEL_NAME, cache_dir, data_dir
+
+FORMAT_VERSION = 1
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"
+
+
+def model_key(model_name: str | None) -> str:
+    """A file-name-safe key for a model as the user names it (``default``, a folder, a hub id)."""
+    if not model_name or model_name == DEFAULT_MODEL:
+        return DEFAULT_MODEL_NAME
+    p = Path(model_name).expanduser()
+    if p.exists():
+        full = str(p.resolve())
+        return f"{_slug(p.name)}-{hashlib.sha1(full.encode()).hexdigest()[:8]}"
+    return _slug(model_name)
+
+
+def device_key(device: Any) -> str:
+    """``cpu``, ``mps``, ``cuda0``...: for a device name (``"cuda:1"``) or a ``torch.device``. None: the device a
+    session would pick here (which loads torch to look for a GPU)."""
+    if device is None:
+        from specviz_core.runtime.devices import pick_device
+
+        device = pick_device(None)
+    kind, _, index = str(device).partition(":")
+    if kind.startswith("cuda"):
+        return f"cuda{index or kind.removeprefix('cuda') or 0}"
+    return kind
+
+
+def dtype_name(device: str, dtype: Any) -> str:
+    """The dtype's name (``float32``...): as given (a name or a ``torch.dtype``), or the device's default (half
+    precision on a GPU, float32 on the CPU) when None or ``auto``."""
+    if dtype is None or dtype == "auto":
+        return default_dtype(device)
+    name = str(dtype).removeprefix("torch.")
+    return DTYPE_ALIASES.get(name, name)
+
+
+def curve_path(model_name: str | None, device: Any, dtype: Any = None, root: Path | None = None) -> Path:
+    """Where the curve of this model, device and dtype is kept: ``<data folder>/cost_curves/`` (or under ``root``)."""
+    dev = device_key(device)
+    return (root or data_dir()) / "cost_curves" / f"{model_key(model_name)}__{dev}__{dtype_name(dev, dtype)}.json"
+
+
+def load_cost_curve(model_name: str | None, device: Any, dtype: Any = None) -> dict[str, Any] | None:
+    """The stored curve for this model on this device (and dtype, default: the device's default), or None.
+
+    The dict has the keys described in :mod:`specviz_core.engine.cost_curve`; plot ``ms`` against ``n``.
+    """
+    # Curves measured before they moved to the data folder were kept in the user cache: still found there.
+    for root in (None, cache_dir()):
+        try:
+            data = json.loads(curve_path(model_name, device, dtype, root).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("version") == FORMAT_VERSION and data.get("n"):
+            return data
+    return None
+
+
+def save_cost_curve(curve: dict[str, Any]) -> Path:
+    path = curve_path(curve["model"], curve["device"], curve["dtype"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(curve, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+    return path

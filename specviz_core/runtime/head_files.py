@@ -1,0 +1,88 @@
+"""Where trained draft heads are kept, and what each says about itself (torch-free).
+
+A head is kept per model folder and architecture in the user cache (``SPECVIZ_HEADS`` overrides): its weights
+``<key>.safetensors`` (:mod:`specviz_core.drafters.head` writes and loads them) and a JSON description beside
+them (when it was trained, its held-out agreement). The Run panel asks :func:`head_info_for` whether a model has
+a head without loading the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from specviz_core.runtime.locations import DEFAULT_MODEL, DEFAULT_MODEL_NAME, cache_dir, resolve_model_path
+
+FORMAT_VERSION = 1
+
+
+def heads_dir() -> Path:
+    return Path(os.environ.get("SPECVIZ_HEADS") or cache_dir() / "heads")
+
+
+def head_key(target: Any) -> str:
+    """One name per model folder and architecture: ``<folder name>-<hash of its path and config>``."""
+    cfg = target.model.config
+    return _key(target.path, (cfg.model_type, cfg.hidden_size, cfg.vocab_size, cfg.num_hidden_layers))
+
+
+#: The config facts a head's key hashes, as ``config.json`` names them.
+KEY_FACTS = ("model_type", "hidden_size", "vocab_size", "num_hidden_layers")
+
+
+def config_facts(folder: Path) -> tuple:
+    """The key's facts of the model in ``folder``: read from its ``config.json`` when it names each one as
+    transformers does (most architectures), else from transformers' own reading of it (which loads torch)."""
+    raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if isinstance(raw, dict) and all(k in raw for k in KEY_FACTS):
+        return tuple(raw[k] for k in KEY_FACTS)
+    from transformers import AutoConfig
+
+    cfg = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    return tuple(getattr(cfg, k) for k in KEY_FACTS)
+
+
+def _key(path: str | Path, facts: tuple) -> str:
+    ident = json.dumps([str(Path(path).resolve()), *facts])
+    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in Path(path).name) or "model"
+    return f"{slug}-{hashlib.sha1(ident.encode()).hexdigest()[:10]}"
+
+
+def head_paths(target: Any) -> tuple[Path, Path]:
+    base = heads_dir() / head_key(target)
+    return base.with_suffix(".safetensors"), base.with_suffix(".json")
+
+
+def head_info(target: Any) -> dict[str, Any] | None:
+    """What the saved head of this model says about itself (None: no head trained for it)."""
+    return _read_info(*head_paths(target))
+
+
+def _read_info(weights: Path, meta: Path) -> dict[str, Any] | None:
+    if not weights.exists():
+        return None
+    try:
+        info = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and info.get("version") == FORMAT_VERSION else None
+
+
+def head_info_for(name: str | None) -> dict[str, Any] | None:
+    """``head_info`` of a model named as the Run panel names it, without loading it: its folder found as
+    ``load_model`` finds it (the default model only once converted; nothing converted or downloaded) and its
+    config read (:func:`config_facts`). None: no head, or no such model here."""
+    try:
+        if not name or name == DEFAULT_MODEL:
+            path = cache_dir() / "models" / DEFAULT_MODEL_NAME
+        else:
+            path = resolve_model_path(name)
+        if not (path / "config.json").is_file():
+            return None
+        base = heads_dir() / _key(path, config_facts(path))
+    except Exception:  # not a model folder, a config transformers cannot read: no head to offer either
+        return None
+    return _read_info(base.with_suffix(".safetensors"), base.with_suffix(".json"))
