@@ -29,16 +29,19 @@ from PySide6.QtWidgets import (
 )
 
 from specviz_app.panels.base import PanelMixin
-from specviz_app.panels.charts.cost import CostActions, CostPlot, update_why
+from specviz_app.panels.charts.breakdown import CostActions, CostPlot, update_why
+from specviz_app.panels.charts.causes import CausePlot
 from specviz_app.panels.charts.data import WINDOW, ChartData, cost_points
 from specviz_app.panels.charts.draw import SPINE_Y, ChartsDraw
+from specviz_app.panels.charts.headroom import HeadroomPlot
+from specviz_app.panels.charts.heat import HeatmapPlot
 from specviz_app.panels.charts.layout import applicable, columns_for, grid_cells
 from specviz_app.panels.charts.mouse import PLOT_HELP, ChartsMouse
-from specviz_app.panels.charts.plot import ChartPlot, HeatmapPlot
+from specviz_app.panels.charts.plot import ChartPlot
+from specviz_app.panels.charts.positions import PositionPlot
 from specviz_app.panels.charts.samples import SamplesPlot
 from specviz_app.panels.charts.schedule import SchedulePlot
 from specviz_app.panels.charts.speed import SpeedPlot
-from specviz_app.panels.charts.why import CausePlot, HeadroomPlot, PositionPlot
 from specviz_app.theme import ACCEPTED, SOURCE_COLORS
 from specviz_core.analysis.cycle_summary import CycleSummary
 from specviz_core.records import CycleRecord

@@ -19,8 +19,7 @@ HELP = ("Each sample of this prompt decoded in one group (specviz record --sampl
 class SamplesPlot(ChartPlot):
     def __init__(self) -> None:
         super().__init__("samples of this prompt", "sample", "tokens / forward", HELP)
-        self.setMouseEnabled(False, False)
-        self.hideButtons()
+        self.fix_view()
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.6)
         self.addItem(self.bars)
         self.keys = [("▆", SOURCE_COLORS["ngram"], "tau of a sample"), ("▆", ACCEPTED, "this session")]
