@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QGraphicsScene
 
-from specviz_app.panels.charts.plot import ChartPlot
+from specviz_app.panels.charts.chart import Chart, ChartInputs
 from specviz_app.theme import REJECTED, SOURCE_COLORS
 from specviz_core.analysis.metrics import DEFINITIONS, SessionMetrics
 from specviz_core.analysis.stop_cause import CAUSES
@@ -19,10 +20,12 @@ CAUSE_COLORS = {"gated": SOURCE_COLORS["branch"], "budget": SOURCE_COLORS["spine
                 "not_offered": REJECTED, "rejected": "#7f8c8d"}
 
 
-class CausePlot(ChartPlot):
+class CausePlot(Chart):
     """Cycles by why the walk stopped, one horizontal bar per cause."""
 
-    def __init__(self) -> None:
+    name = "causes"
+
+    def __init__(self, scene: QGraphicsScene) -> None:
         super().__init__("why cycles stopped", "cycles", "", DEFINITIONS["stop_causes"])
         self.fix_view()
         self.bars = pg.BarGraphItem(x0=[], y=[], height=0.6, width=[])
@@ -31,6 +34,13 @@ class CausePlot(ChartPlot):
         self.hideAxis("left")  # each bar is labelled in the plot: a narrow panel keeps its room for the bars
         self.labels: list[pg.TextItem] = []
         self.counts: dict[str, int] = {}
+
+    @staticmethod
+    def applies(inputs: ChartInputs) -> bool:
+        return any(inputs.data.metrics.causes.values()) and inputs.method != "ar"
+
+    def redraw(self, inputs: ChartInputs) -> None:
+        self.draw(inputs.data.session_metrics())
 
     def draw(self, m: SessionMetrics) -> None:
         kinds = [k for k in CAUSES if m.causes.get(k)]

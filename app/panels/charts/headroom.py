@@ -7,16 +7,19 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QGraphicsScene
 
-from specviz_app.panels.charts.plot import ChartPlot
+from specviz_app.panels.charts.chart import Chart, ChartInputs
 from specviz_app.theme import ACCEPTED
 from specviz_core.analysis.metrics import DEFINITIONS, SessionMetrics
 
 
-class HeadroomPlot(ChartPlot):
+class HeadroomPlot(Chart):
     """Per source: draft tokens within reach (width unlimited) against those the tree accepted."""
 
-    def __init__(self) -> None:
+    name = "headroom"
+
+    def __init__(self, scene: QGraphicsScene) -> None:
         super().__init__("headroom: within reach vs accepted", "source", "draft tokens", DEFINITIONS["headroom"])
         self.fix_view()
         self.reach = pg.BarGraphItem(x=[], height=[], width=0.6, brush=QColor(127, 140, 141, 90), pen=None)
@@ -25,6 +28,13 @@ class HeadroomPlot(ChartPlot):
         self.addItem(self.accepted)
         self.keys = [("▆", "#95a5a6", "within reach"), ("▆", ACCEPTED, "accepted")]
         self.rows: list[tuple[str, int, int]] = []
+
+    @staticmethod
+    def applies(inputs: ChartInputs) -> bool:
+        return any(inputs.data.metrics.causes.values()) and inputs.method != "ar"
+
+    def redraw(self, inputs: ChartInputs) -> None:
+        self.draw(inputs.data.session_metrics(), inputs.data.accepted_by_source())
 
     def draw(self, m: SessionMetrics, accepted_by_source: dict[str, int]) -> None:
         """``accepted_by_source``: accepted draft tokens per source over the same cycles."""

@@ -9,18 +9,23 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import QGraphicsScene
 
-from specviz_app.panels.charts.plot import ChartPlot
+from specviz_app.panels.charts.chart import Chart, ChartInputs
 
 HEAT_CMAP = "viridis"
 HEAT_TEXT_CELLS = 48  # print each cell's rate when the grid has at most this many cells
 
 
-class HeatmapPlot(ChartPlot):
-    """Acceptance rate by depth (x) and sibling rank (y, rank 0 on top), with a colour bar and cell labels."""
+class HeatmapPlot(Chart):
+    """Acceptance rate by depth (x) and sibling rank (y, rank 0 on top), with a colour bar and cell labels; once a
+    drafted token was verified."""
 
-    def __init__(self, tooltip: str) -> None:
-        super().__init__("acceptance heatmap", "depth", "sibling rank", tooltip)
+    name = "heat"
+
+    def __init__(self, scene: QGraphicsScene) -> None:
+        super().__init__("acceptance heatmap", "depth", "sibling rank",
+                         "Acceptance by depth and sibling rank, all cycles so far")
         self.verified = self.accepted = np.zeros((0, 0))
         self.img = pg.ImageItem(axisOrder="col-major")  # image[x, y] = rate[depth - 1, rank]
         self.addItem(self.img)
@@ -32,6 +37,16 @@ class HeatmapPlot(ChartPlot):
         self.colorbar.setImageItem(self.img, insert_in=self)
         self.texts: list[pg.TextItem] = []
         self.vb.sigResized.connect(self._label_cells)
+
+    @staticmethod
+    def applies(inputs: ChartInputs) -> bool:
+        return bool(inputs.data.heat_verified.sum())
+
+    def redraw(self, inputs: ChartInputs) -> None:
+        self.set_counts(inputs.data.heat_verified, inputs.data.heat_accepted)
+
+    def point_text(self, x: float, y: float) -> str | None:
+        return self.tooltip(int(round(x)), int(round(y)))
 
     def set_counts(self, verified: np.ndarray, accepted: np.ndarray) -> bool:
         """Show accepted / verified per [depth, rank] (depth 0, the root, is left out); False if nothing verified."""

@@ -7,16 +7,19 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QGraphicsScene
 
-from specviz_app.panels.charts.plot import ChartPlot
+from specviz_app.panels.charts.chart import Chart, ChartInputs
 from specviz_app.theme import ACCEPTED, SOURCE_COLORS
 from specviz_core.analysis.metrics import DEFINITIONS, SessionMetrics
 
 
-class PositionPlot(ChartPlot):
+class PositionPlot(Chart):
     """Acceptance at each draft position: accepted / drafting cycles (bars) and accepted / reached (line)."""
 
-    def __init__(self) -> None:
+    name = "positions"
+
+    def __init__(self, scene: QGraphicsScene) -> None:
         super().__init__("acceptance by draft position", "position", "rate",
                          f"Bars: {DEFINITIONS['acceptance_at_position']}\n"
                          f"Line: {DEFINITIONS['conditional_acceptance_at_position']}\n"
@@ -30,6 +33,13 @@ class PositionPlot(ChartPlot):
         self.keys = [("▆", SOURCE_COLORS["draft"], "accepted / drafting cycles"),
                      ("━", ACCEPTED, "accepted / reached")]
         self.setYRange(0, 1.05, padding=0)
+
+    @staticmethod
+    def applies(inputs: ChartInputs) -> bool:
+        return bool(inputs.data.metrics.accepted_at)
+
+    def redraw(self, inputs: ChartInputs) -> None:
+        self.draw(inputs.data.session_metrics())
 
     def draw(self, m: SessionMetrics, max_positions: int = 24) -> None:
         shown = m.positions[:max_positions]
