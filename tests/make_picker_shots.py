@@ -65,7 +65,9 @@ def shoot(size: tuple[int, int], out: Path) -> None:
     w.docks["run"].raise_()
     rp = w.run_panel
     if not rp.picker.entries:
-        QSignalSpy(rp.picker.scanned).wait(60000)
+        spy = QSignalSpy(rp.picker.scanned)
+        rp.picker.refresh()  # as opening the list does
+        spy.wait(60000)
     rp.method.setCurrentIndex(rp.method.findData("hf_assisted"))
     rp.draft_model.setCurrentIndex(rp.draft_model.findText("specviz-test/tiny-other-tokenizer"))
     rp.picker.mark_drafts()

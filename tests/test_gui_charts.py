@@ -146,12 +146,12 @@ def test_tau_per_cycle_and_rolling_mean(panel):
     ss = random_session(40)
     open_session(panel, ss)
     tau = np.array([s.n_accepted + 1 for s in ss], dtype=float)
-    assert np.array_equal(curve_y(panel.c_tau)[:40], tau)
-    assert np.allclose(curve_y(panel.c_tau_roll), rolling_mean(tau))
-    assert np.array_equal(curve_x(panel.c_tau_roll), np.arange(40))
-    assert f"mean τ {tau.mean():.2f}" in panel.p_tau.header_text()
-    assert "rolling mean (16)" in panel.p_tau.header_text()
-    assert panel.p_tau.getAxis("left").labelText == "tokens / forward"
+    assert np.array_equal(curve_y(panel.chart("tau").c_tau)[:40], tau)
+    assert np.allclose(curve_y(panel.chart("tau").c_tau_roll), rolling_mean(tau))
+    assert np.array_equal(curve_x(panel.chart("tau").c_tau_roll), np.arange(40))
+    assert f"mean τ {tau.mean():.2f}" in panel.chart("tau").header_text()
+    assert "rolling mean (16)" in panel.chart("tau").header_text()
+    assert panel.chart("tau").getAxis("left").labelText == "tokens / forward"
 
 
 def test_tokens_per_s_and_speed_up_against_ar(panel):
@@ -159,27 +159,27 @@ def test_tokens_per_s_and_speed_up_against_ar(panel):
     open_session(panel, ss)
     committed = np.array([s.n_committed for s in ss], dtype=float)
     ms = np.array([s.cycle_ms for s in ss])
-    assert np.allclose(curve_y(panel.p_tps.c_tps), [s.tokens_per_s for s in ss])
+    assert np.allclose(curve_y(panel.chart("tps").c_tps), [s.tokens_per_s for s in ss])
     roll = rolling_rate(committed, ms)
-    assert np.allclose(curve_y(panel.p_tps.c_tps_roll), roll)
-    assert "× AR" not in panel.p_tps.header_text()
-    assert not panel.p_tps.getAxis("right").isVisible()
-    assert not panel.p_tps.ar_line.isVisible()
+    assert np.allclose(curve_y(panel.chart("tps").c_tps_roll), roll)
+    assert "× AR" not in panel.chart("tps").header_text()
+    assert not panel.chart("tps").getAxis("right").isVisible()
+    assert not panel.chart("tps").ar_line.isVisible()
 
     panel.set_ar_baseline(25.0, "AR session 1a2b")
-    assert np.allclose(curve_y(panel.p_tps.c_speed), roll / 25.0)
-    assert panel.p_tps.ar_line.value() == 25.0 and panel.p_tps.ar_line.isVisible()
-    assert panel.p_tps.getAxis("right").isVisible()
+    assert np.allclose(curve_y(panel.chart("tps").c_speed), roll / 25.0)
+    assert panel.chart("tps").ar_line.value() == 25.0 and panel.chart("tps").ar_line.isVisible()
+    assert panel.chart("tps").getAxis("right").isVisible()
     overall = committed.sum() / ms.sum() * 1000 / 25.0
-    assert f"{overall:.2f}× AR" in panel.p_tps.header_text()
+    assert f"{overall:.2f}× AR" in panel.chart("tps").header_text()
     # The right axis reads speed-up: its range is the left range divided by the AR rate.
-    lo, hi = panel.p_tps.vb.viewRange()[1]
-    lo2, hi2 = panel.p_tps.vb_speed.viewRange()[1]
+    lo, hi = panel.chart("tps").vb.viewRange()[1]
+    lo2, hi2 = panel.chart("tps").vb_speed.viewRange()[1]
     assert lo2 == pytest.approx(lo / 25.0) and hi2 == pytest.approx(hi / 25.0)
 
     panel.set_ar_baseline(None, "")
-    assert "× AR" not in panel.p_tps.header_text()
-    assert not panel.p_tps.c_speed.isVisible() and panel.p_tps.c_tps_roll.isVisible()
+    assert "× AR" not in panel.chart("tps").header_text()
+    assert not panel.chart("tps").c_speed.isVisible() and panel.chart("tps").c_tps_roll.isVisible()
 
 
 def test_per_source_cumulative_acceptance_is_p_s_and_p_t_for_goose(panel):
@@ -190,50 +190,50 @@ def test_per_source_cumulative_acceptance_is_p_s_and_p_t_for_goose(panel):
         acc = np.cumsum([s.by_source.get(name, (0, 0))[1] for s in ss])
         with np.errstate(invalid="ignore", divide="ignore"):
             want = np.where(ver > 0, acc / ver, np.nan)
-        assert np.allclose(curve_y(panel._source_curves[name]), want, equal_nan=True)
-    head = panel.p_src.header_text()
+        assert np.allclose(curve_y(panel.chart("sources").source_curves[name]), want, equal_nan=True)
+    head = panel.chart("sources").header_text()
     p_s = sum(s.by_source["spine"][1] for s in ss) / sum(s.by_source["spine"][0] for s in ss)
     assert f"p_s spine {p_s:.2f}" in head and "p_t branch" in head
 
     other = [summary(i, 1, by_source={"ngram": (4, 1)}) for i in range(3)]
     open_session(panel, other, method="pld")
-    assert set(panel._source_curves) == {"ngram"}
-    assert "n-gram copy 0.25" in panel.p_src.header_text()
+    assert set(panel.chart("sources").source_curves) == {"ngram"}
+    assert "n-gram copy 0.25" in panel.chart("sources").header_text()
 
 
 def test_spine_ratio_ema_and_bypass_markers(panel):
     ss = random_session(40)
     open_session(panel, ss)
-    assert np.allclose(curve_y(panel.c_ratio), [s.state["spine_ratio"] for s in ss])
-    assert np.allclose(curve_y(panel.c_ema), [s.state["ema_p_s"] for s in ss])
+    assert np.allclose(curve_y(panel.chart("spine").c_ratio), [s.state["spine_ratio"] for s in ss])
+    assert np.allclose(curve_y(panel.chart("spine").c_ema), [s.state["ema_p_s"] for s in ss])
     bypass = [s.index for s in ss if s.mode == "bypass"]
     assert bypass == [3, 7, 8, 31]
-    assert list(panel.s_bypass.data["x"]) == bypass
-    assert panel.p_spine.note is None and panel.p_spine.opacity() == 1.0
+    assert list(panel.chart("spine").s_bypass.data["x"]) == bypass
+    assert panel.chart("spine").note is None and panel.chart("spine").opacity() == 1.0
 
-    assert "spine" in panel.shown and panel.p_spine.isVisible()
+    assert "spine" in panel.shown and panel.chart("spine").isVisible()
     open_session(panel, [summary(i, 2) for i in range(5)], method="tr")
-    assert "spine" not in panel.shown and not panel.p_spine.isVisible()  # no such chart for this method
-    assert len(panel.s_bypass.data) == 0
+    assert "spine" not in panel.shown and not panel.chart("spine").isVisible()  # no such chart for this method
+    assert len(panel.chart("spine").s_bypass.data) == 0
 
 
 def test_talon_delta_vs_tau(panel):
     deltas = [1.0, 1.5, 2.0, 2.25]
     ss = [summary(i, a, state={"delta": d, "draft_steps": 3}) for i, (a, d) in enumerate(zip([2, 0, 4, 1], deltas))]
     open_session(panel, ss, method="talon")
-    assert np.allclose(curve_y(panel.c_delta), deltas)
+    assert np.allclose(curve_y(panel.chart("delta").c_delta), deltas)
     tau = np.array([3, 1, 5, 2], dtype=float)
-    assert np.allclose(curve_y(panel.c_tau_cum), np.cumsum(tau) / np.arange(1, 5))
-    assert panel.p_delta.note is None
-    assert "TALON δ 2.25 vs τ 2.75" in panel.p_delta.header_text()
+    assert np.allclose(curve_y(panel.chart("delta").c_tau_cum), np.cumsum(tau) / np.arange(1, 5))
+    assert panel.chart("delta").note is None
+    assert "TALON δ 2.25 vs τ 2.75" in panel.chart("delta").header_text()
 
     # A method that only counts draft forwards: delta is their running mean.
     ss = [summary(i, 1, state={"draft_forwards": f}) for i, f in enumerate([4, 2, 6])]
     open_session(panel, ss, method="eagle_static")
-    assert np.allclose(curve_y(panel.c_delta), [4, 3, 4])
+    assert np.allclose(curve_y(panel.chart("delta").c_delta), [4, 3, 4])
 
     open_session(panel, [summary(i, 1) for i in range(3)], method="pld")
-    assert "delta" not in panel.shown and not panel.p_delta.isVisible()
+    assert "delta" not in panel.shown and not panel.chart("delta").isVisible()
 
 
 def test_acceptance_heatmap_by_depth_and_rank(panel):
@@ -248,7 +248,7 @@ def test_acceptance_heatmap_by_depth_and_rank(panel):
         for k, (v, a) in dr.items():
             ver[k] = ver.get(k, 0) + v
             acc[k] = acc.get(k, 0) + a
-    img = panel.p_heat.img.image  # [depth - 1, rank]
+    img = panel.chart("heat").img.image  # [depth - 1, rank]
     assert img.shape == (3, 2)
     for d in (1, 2, 3):
         for r in (0, 1):
@@ -256,8 +256,8 @@ def test_acceptance_heatmap_by_depth_and_rank(panel):
                 assert img[d - 1, r] == pytest.approx(acc[(d, r)] / ver[(d, r)])
             else:
                 assert np.isnan(img[d - 1, r])
-    assert panel.p_heat.tooltip(2, 0) == "depth 2, rank 0: 2 accepted of 3 verified (67%)"
-    texts = sorted(t.textItem.toPlainText() for t in panel.p_heat.texts if t.isVisible())
+    assert panel.chart("heat").tooltip(2, 0) == "depth 2, rank 0: 2 accepted of 3 verified (67%)"
+    texts = sorted(t.textItem.toPlainText() for t in panel.chart("heat").texts if t.isVisible())
     assert texts == sorted(f"{acc[k] / ver[k]:.0%}" for k in ver)
 
     # The pixels show the colour map's colour for the cell's rate.
@@ -265,10 +265,10 @@ def test_acceptance_heatmap_by_depth_and_rank(panel):
     image = panel.glw.grab().toImage()
     for (d, r), want_rate in (((1, 0), 2 / 3), ((2, 1), 0.0), ((3, 0), 1.0)):
         # a point inside the cell but off its centred text
-        scene = panel.p_heat.vb.mapViewToScene(QPointF(d - 0.35, r + 0.35))
+        scene = panel.chart("heat").vb.mapViewToScene(QPointF(d - 0.35, r + 0.35))
         px = panel.glw.mapFromScene(scene)
         got = image.pixelColor(px.x() * image.width() // panel.glw.width(), px.y() * image.height() // panel.glw.height())
-        want = panel.p_heat.cmap.map(want_rate, mode="qcolor")
+        want = panel.chart("heat").cmap.map(want_rate, mode="qcolor")
         assert abs(got.red() - want.red()) + abs(got.green() - want.green()) + abs(got.blue() - want.blue()) < 40, \
             (d, r, got.name(), want.name())
 
@@ -276,7 +276,7 @@ def test_acceptance_heatmap_by_depth_and_rank(panel):
 def test_no_heatmap_for_ar_only_session(panel):
     open_session(panel, [summary(i, 0, mode="ar") for i in range(3)], method="ar")
     assert panel.shown == ["tau", "tps"]
-    assert not panel.p_heat.isVisible() and not panel.p_src.isVisible()
+    assert not panel.chart("heat").isVisible() and not panel.chart("sources").isVisible()
 
 
 def test_live_cycles_extend_the_data(panel, qtbot):
@@ -291,20 +291,20 @@ def test_live_cycles_extend_the_data(panel, qtbot):
         model.append(chain_record(i, n_draft=4, n_acc=a))
     assert panel.data.n == 5
     assert panel._timer.isActive()  # live appends are drawn together
-    qtbot.waitUntil(lambda: len(curve_y(panel.c_tau_roll)) == 5, timeout=2000)
+    qtbot.waitUntil(lambda: len(curve_y(panel.chart("tau").c_tau_roll)) == 5, timeout=2000)
     tau = np.array(accepted, dtype=float) + 1
-    assert np.array_equal(curve_y(panel.c_tau)[:5], tau)
-    assert np.allclose(curve_y(panel.c_tau_roll), rolling_mean(tau))
+    assert np.array_equal(curve_y(panel.chart("tau").c_tau)[:5], tau)
+    assert np.allclose(curve_y(panel.chart("tau").c_tau_roll), rolling_mean(tau))
     ms = np.array([32.0 + i for i in range(5)])
-    assert np.allclose(curve_y(panel.p_tps.c_tps), (tau / ms) * 1000)
+    assert np.allclose(curve_y(panel.chart("tps").c_tps), (tau / ms) * 1000)
     spine = np.cumsum(accepted) / (4 * np.arange(1, 6))
-    assert np.allclose(curve_y(panel._source_curves["spine"]), spine)
+    assert np.allclose(curve_y(panel.chart("sources").source_curves["spine"]), spine)
     # the model follows the live session: the line is at the newest cycle
-    assert all(line.value() == 4 for line in panel.cursors.values())
+    assert all(c.cycle_line.value() == 4 for c in panel.drawing.cycle_charts)
     model.append(chain_record(5, n_draft=4, n_acc=4))
     panel.flush()
-    assert np.array_equal(curve_y(panel.c_tau)[:6], np.append(tau, 5))
-    assert panel.p_heat.tooltip(1, 0) == "depth 1, rank 0: 5 accepted of 6 verified (83%)"
+    assert np.array_equal(curve_y(panel.chart("tau").c_tau)[:6], np.append(tau, 5))
+    assert panel.chart("heat").tooltip(1, 0) == "depth 1, rank 0: 5 accepted of 6 verified (83%)"
 
 
 def test_current_cycle_line_moves_and_click_jumps(panel, qtbot):
@@ -312,29 +312,30 @@ def test_current_cycle_line_moves_and_click_jumps(panel, qtbot):
     model = panel.model
     assert model.index == 0
     model.set_cycle(17)
-    assert [line.value() for line in panel.cursors.values()] == [17] * len(panel.cycle_plots)
-    assert all(line.isVisible() for p, line in panel.cursors.items() if p.isVisible())
+    cycle_charts = panel.drawing.cycle_charts
+    assert [c.cycle_line.value() for c in cycle_charts] == [17] * len(cycle_charts)
+    assert all(c.cycle_line.isVisible() for c in panel.drawing.cycle_charts if c.isVisible())
     QTest.qWait(30)
-    for p, target in ((panel.p_tau, 9), (panel.p_spine, 22)):
+    for p, target in ((panel.chart("tau"), 9), (panel.chart("spine"), 22)):
         y = float(np.mean(p.vb.viewRange()[1]))
         pos = panel.glw.mapFromScene(p.vb.mapViewToScene(QPointF(target, y)))
         QTest.mouseClick(panel.glw.viewport(), Qt.MouseButton.LeftButton, pos=pos)
         qtbot.waitUntil(lambda target=target: model.index == target, timeout=1000)
-        assert panel.cursors[panel.p_tps].value() == target
-    tip = panel.cycle_tooltip(panel.p_tau, 9)
+        assert panel.chart("tps").cycle_line.value() == target
+    tip = panel.mouse.cycle_tooltip(panel.chart("tau"), 9)
     assert tip.startswith("cycle 9: τ = ")
 
 
 def test_cost_curve(panel, monkeypatch):
     open_session(panel, random_session(4))
-    assert "cost" not in panel.shown and not panel.p_cost.isVisible()  # not measured: no empty chart
+    assert "cost" not in panel.shown and not panel.chart("cost").isVisible()  # not measured: no empty chart
     pts = [(1, 30.0), (8, 31.5), (32, 36.0), (64, 44.0)]
     panel.set_cost_curve(pts)
-    assert "cost" in panel.shown and panel.p_cost.isVisible()
-    assert np.array_equal(curve_x(panel.c_cost), [1, 8, 32, 64])
-    assert np.array_equal(curve_y(panel.c_cost), [30.0, 31.5, 36.0, 44.0])
+    assert "cost" in panel.shown and panel.chart("cost").isVisible()
+    assert np.array_equal(curve_x(panel.chart("cost").c_cost), [1, 8, 32, 64])
+    assert np.array_equal(curve_y(panel.chart("cost").c_cost), [30.0, 31.5, 36.0, 44.0])
     panel.model.set_cycle(2)
-    assert panel.n_line.isVisible() and panel.n_line.value() == panel.model.record.n_verified
+    assert panel.chart("cost").n_line.isVisible() and panel.chart("cost").n_line.value() == panel.model.record.n_verified
     panel.set_cost_curve(None)
     assert "cost" not in panel.shown
 
@@ -357,7 +358,7 @@ def test_light_and_dark_backgrounds(panel, qtbot):
         QTest.qWait(20)
         img = panel.glw.grab().toImage()
         assert img.pixelColor(2, img.height() - 2).name() == base  # bottom-left corner: background
-        assert panel.p_tau.getAxis("left").textPen().color().name() == text
+        assert panel.chart("tau").getAxis("left").textPen().color().name() == text
 
 
 def test_narrow_panel_uses_two_columns(panel, tmp_path):
@@ -397,11 +398,11 @@ def test_open_ten_thousand_cycles(panel, capsys):
         print(f"\ncharts: open 9,900 cycles {1e3 * (t1 - t0):.0f} ms (+ first paint {1e3 * (t2 - t1):.0f} ms); "
               f"append {1e3 * np.median(per):.2f} ms/cycle (data), one redraw of 10,000 cycles {1e3 * (t4 - t3):.1f} ms")
     assert panel.data.n == 10_000
-    assert len(curve_y(panel.c_tau_roll)) == 10_000
-    assert list(panel.s_bypass.data["x"]) == [i for i in range(10_000) if i % 97 == 0]
+    assert len(curve_y(panel.chart("tau").c_tau_roll)) == 10_000
+    assert list(panel.chart("spine").s_bypass.data["x"]) == [i for i in range(10_000) if i % 97 == 0]
     # peak downsampling: the drawn curve has about two points per pixel, not 10,000
-    shown = panel.c_tau_roll.curve.getData()[0]
-    assert len(shown) < 3 * panel.p_tau.vb.width()
+    shown = panel.chart("tau").c_tau_roll.curve.getData()[0]
+    assert len(shown) < 3 * panel.chart("tau").vb.width()
 
 
 def test_fonts_follow_the_application_font(panel, qtbot):
@@ -410,8 +411,8 @@ def test_fonts_follow_the_application_font(panel, qtbot):
     font.setPointSizeF(font.pointSizeF() * 1.5)
     panel.setFont(font)
     assert panel._font_scale == pytest.approx(1.5)
-    assert "13.5pt" in panel.p_tau.titleLabel.item.toHtml() or "13.5pt" in panel.p_tau._title_args[2]
-    rows = 1 + max(r for r, _, _ in grid_cells(panel.shown, panel.columns).values())
+    assert "13.5pt" in panel.chart("tau").titleLabel.item.toHtml() or "13.5pt" in panel.chart("tau")._title_args[2]
+    rows = 1 + max(r for r, _, _ in grid_cells(panel.shown, panel.columns, panel.drawing.wide).values())
     assert panel.glw.minimumHeight() == rows * round(charts_mod.ROW_MIN_PX * 1.5)
 
 
@@ -426,7 +427,7 @@ def test_the_heatmaps_colour_bar_has_a_scale_and_its_label_beside_it(qtbot):
     w.show()
     qtbot.waitExposed(w)
     QTest.qWait(50)
-    bar = w.p_heat.colorbar
+    bar = w.chart("heat").colorbar
     assert [tick for level in bar.axis._tickLevels for tick in level] == [(0.0, "0%"), (0.5, "50%"), (1.0, "100%")]
     bar_right = bar.vb.mapRectToScene(bar.vb.boundingRect()).right()
     axis = bar.axis.mapRectToScene(bar.axis.boundingRect())

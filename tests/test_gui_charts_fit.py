@@ -39,7 +39,7 @@ def test_no_chart_title_is_wider_than_its_plot(window, qtbot, size, method) -> N
     source = goose_session() if method == "goose" else talon_source()
     show_charts(window, qtbot, size, source, method)
     charts = window.charts
-    shown = [charts.by_name[n] for n in charts.shown]
+    shown = [charts.chart(n) for n in charts.shown]
     assert shown and all(p.isVisible() for p in shown)
     for p in shown:
         title = p.titleLabel.item
@@ -56,10 +56,10 @@ def test_only_the_charts_that_apply(window, qtbot) -> None:
     show_charts(window, qtbot, (1500, 940), goose_session(), "goose")
     charts = window.charts
     assert "spine" in charts.shown and "delta" not in charts.shown and "cost" not in charts.shown
-    assert not charts.p_delta.isVisible() and not charts.p_cost.isVisible()
+    assert not charts.chart("delta").isVisible() and not charts.chart("cost").isVisible()
     window.model.open(talon_source(), word_vocab())
     assert "delta" in charts.shown and "spine" not in charts.shown
-    assert charts.p_delta.isVisible() and not charts.p_spine.isVisible()
+    assert charts.chart("delta").isVisible() and not charts.chart("spine").isVisible()
     texts = " ".join(p.header_text() for p in charts.plots if p.isVisible())
     assert "no " not in texts  # no chart is there to say it has nothing
 
@@ -69,7 +69,7 @@ def test_a_chart_alone_and_the_charts_in_their_own_window(window, qtbot) -> None
     show_charts(window, qtbot, (1100, 700), talon_source(), "talon")
     charts = window.charts
     charts.set_solo("delta")
-    assert [p for p in charts.plots if p.isVisible()] == [charts.p_delta]
+    assert [p for p in charts.plots if p.isVisible()] == [charts.chart("delta")]
     charts.set_solo(None)
     assert sum(p.isVisible() for p in charts.plots) == len(charts.shown)
     charts.pop_out.click()

@@ -29,20 +29,20 @@ def test_why_charts_count_the_recorded_cycles(window, qtbot, tiny_dir):
     for c in cycles:
         k = stop_cause(c).kind
         want[k] = want.get(k, 0) + 1
-    assert charts.p_causes.counts == want and sum(want.values()) == len(cycles)
-    labels = [t.toPlainText() for t in charts.p_causes.labels if t.isVisible()]
+    assert charts.chart("causes").counts == want and sum(want.values()) == len(cycles)
+    labels = [t.toPlainText() for t in charts.chart("causes").labels if t.isVisible()]
     assert labels == [f"{CAUSES[k]} ({want[k]})" for k in CAUSES if k in want]
     # Acceptance by draft position: accepted at i / cycles that drafted (vLLM's rate), from the accepted paths.
     drafting = [c for c in cycles if c.n_verified > 1]
-    heights = list(charts.p_pos.bars.opts["height"])
+    heights = list(charts.chart("positions").bars.opts["height"])
     deepest = max(len(c.accepted_path) for c in drafting)
     assert deepest >= 2 and len(heights) >= deepest
     for i in range(1, len(heights) + 1):
         assert heights[i - 1] == sum(len(c.accepted_path) >= i for c in drafting) / len(drafting)
     # Headroom: never below what was accepted, source by source.
-    for name, reach, accepted in charts.p_room.rows:
+    for name, reach, accepted in charts.chart("headroom").rows:
         assert reach >= accepted, name
-    assert charts.p_room.rows[0][2] == sum(len(c.accepted_path) for c in cycles)
+    assert charts.chart("headroom").rows[0][2] == sum(len(c.accepted_path) for c in cycles)
 
 
 def test_stand_samples_chart_shows_each_sample_of_the_group(window, qtbot, tiny_dir):
@@ -60,10 +60,10 @@ def test_stand_samples_chart_shows_each_sample_of_the_group(window, qtbot, tiny_
     charts = window.charts
     charts.flush()
     assert "samples" in charts.shown
-    assert charts.p_samples.taus == [s.n_tokens / s.n_forward for s in group]
-    brushes = charts.p_samples.bars.opts["brushes"]
+    assert charts.chart("samples").taus == [s.n_tokens / s.n_forward for s in group]
+    brushes = charts.chart("samples").bars.opts["brushes"]
     assert brushes[1] != brushes[0] and brushes[0] == brushes[2]
-    assert "this is sample 2" in charts.p_samples.title
+    assert "this is sample 2" in charts.chart("samples").title
     assert window.controller.open_session(str(db), sessions[-1].id)
     charts.flush()
     assert "samples" not in charts.shown

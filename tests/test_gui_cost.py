@@ -29,10 +29,10 @@ def replayed(qtbot, window, tmp_path, monkeypatch):
 def test_measure_ar_baseline_records_an_ar_session_and_the_speed_up_uses_it(qtbot, replayed):
     w, db, info = replayed
     charts = w.charts
-    assert charts.p_tps.ar_tokens_per_s is None
+    assert charts.chart("tps").ar_tokens_per_s is None
     assert charts.actions.baseline.isVisibleTo(charts)
     qtbot.mouseClick(charts.actions.baseline, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: charts.p_tps.ar_tokens_per_s is not None and w.controller.idle, timeout=120000)
+    qtbot.waitUntil(lambda: charts.chart("tps").ar_tokens_per_s is not None and w.controller.idle, timeout=120000)
     with Recording(db, read_only=True) as rec:
         ars = [s for s in rec.sessions() if s.method == "ar"]
         assert len(ars) == 1
@@ -42,13 +42,13 @@ def test_measure_ar_baseline_records_an_ar_session_and_the_speed_up_uses_it(qtbo
     assert ar.device == info.device and ar.n_tokens >= 8
     # The baseline is that session's own speed: its tokens over its cycles' time.
     own = 1000.0 * sum(s.n_committed for s in summaries) / sum(s.cycle_ms for s in summaries)
-    assert charts.p_tps.ar_tokens_per_s == pytest.approx(own, rel=1e-6)
-    assert charts.p_tps.c_speed.isVisible() and "× AR overall" in charts.p_tps.title
+    assert charts.chart("tps").ar_tokens_per_s == pytest.approx(own, rel=1e-6)
+    assert charts.chart("tps").c_speed.isVisible() and "× AR overall" in charts.chart("tps").title
     assert not charts.actions.baseline.isVisibleTo(charts)
     assert f"AR session {ar.id}" in charts.actions.sentence.toolTip()
     # Opening the session again finds the recorded baseline.
     assert w.controller.open_session(str(db), info.id)
-    assert charts.p_tps.ar_tokens_per_s == pytest.approx(own, rel=1e-6)
+    assert charts.chart("tps").ar_tokens_per_s == pytest.approx(own, rel=1e-6)
 
 
 def test_measure_cost_curve_keeps_it_and_the_charts_use_it(qtbot, replayed):
@@ -71,13 +71,13 @@ def test_the_breakdown_draws_each_cycles_recorded_timings(qtbot, replayed):
     assert "why" in charts.shown
     with Recording(db, read_only=True) as rec:
         records = list(rec.cycles(info.id))
-    total, book, draft = charts.p_why.c_parts
+    total, book, draft = charts.chart("why").c_parts
     t = [r.timings_ms for r in records]
     # Step curves: one value per cycle, the last repeated to close its bar.
     np.testing.assert_allclose(total.yData[:-1], [sum(x.values()) for x in t])
     np.testing.assert_allclose(book.yData[:-1], [x["draft"] + x["forward"] for x in t])  # drawn over the total
     np.testing.assert_allclose(draft.yData[:-1], [x["draft"] for x in t])
-    assert charts.p_why.ar_line.value() == pytest.approx(2.0)  # no AR baseline: the curve's 1-token forward
+    assert charts.chart("why").ar_line.value() == pytest.approx(2.0)  # no AR baseline: the curve's 1-token forward
     tokens = sum(len(r.committed_ids) for r in records)
     ms = sum(sum(x.values()) for x in t)
     assert f"{tokens * 2.0 / ms:.2f}x" in charts.actions.sentence.toolTip()

@@ -45,7 +45,7 @@ def panel(qtbot, tmp_path, hub):
     p = RunPanel(tmp_path / "r.db")
     qtbot.addWidget(p)
     with qtbot.waitSignal(p.picker.scanned, timeout=60000):  # the scan runs on its own thread
-        pass
+        p.model.opening.emit()  # the list about to open for the first time starts it
     return p
 
 
@@ -177,9 +177,9 @@ def test_schedule_chart_shows_the_recorded_schedule(qtbot, heuristic_session):
         qtbot.addWidget(charts)
         charts.flush()
         assert "schedule" in charts.shown
-        _, cap = charts.p_sched.c_cap.getData()
-        _, thr = charts.p_sched.c_thr.getData()
-        _, drafted = charts.p_sched.c_drafted.getData()
+        _, cap = charts.chart("schedule").c_cap.getData()
+        _, thr = charts.chart("schedule").c_thr.getData()
+        _, drafted = charts.chart("schedule").c_drafted.getData()
         assert list(cap) == [s["num_assistant_tokens"] for s in states]
         assert list(thr) == pytest.approx([s["assistant_confidence_threshold"] for s in states])
         assert list(drafted) == [s["candidate_length"] for s in states]

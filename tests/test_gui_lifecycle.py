@@ -63,7 +63,7 @@ def test_first_step_then_the_users_step_goes_before_the_background_baseline(qtbo
     qtbot.waitUntil(lambda: bool(deferred), timeout=30000)
     # The measurement starts again once the engine is idle, and ends with a baseline for the charts.
     qtbot.waitUntil(lambda: w.controller.idle and w.controller.state.phase == "ready", timeout=120000)
-    assert w.charts.p_tps.ar_tokens_per_s is not None
+    assert w.charts.chart("tps").ar_tokens_per_s is not None
     assert status(w).startswith("Ready: Step (F10)")
 
 

@@ -16,7 +16,7 @@ from itertools import chain, repeat
 import numpy as np
 
 from specviz_core.analysis.cycle_summary import CycleSummary
-from specviz_core.analysis.metrics import MetricsCounter
+from specviz_core.analysis.metrics import MetricsCounter, SessionMetrics
 
 #: Cycles in the rolling means.
 WINDOW = 16
@@ -60,6 +60,7 @@ class ChartData:
         self.heat_accepted = np.zeros((0, 0))
         self.has_spine = self.has_delta = self.has_timings = self.has_schedule = False
         self.metrics = MetricsCounter()  # the serving-dashboard metrics, stop causes and headroom so far
+        self._metrics_result: SessionMetrics | None = None
 
     # -- growth ------------------------------------------------------------------
     _SERIES = ("tau", "committed", "ms", "n_verified", "tau_rolling", "tps", "tps_rolling", "tau_cum",
@@ -100,6 +101,7 @@ class ChartData:
         if not m:
             return
         self.metrics.add(summaries)
+        self._metrics_result = None
         n0, n1 = self.n, self.n + m
         self._reserve(n1)
         f, sl = self._f, slice(n0, n1)
@@ -190,6 +192,12 @@ class ChartData:
     @property
     def sources(self) -> list[str]:
         return sorted(self._src)
+
+    def session_metrics(self) -> SessionMetrics:
+        """The metrics of the cycles so far (worked out once per append, however many charts read them)."""
+        if self._metrics_result is None:
+            self._metrics_result = self.metrics.result()
+        return self._metrics_result
 
     def source_counts(self, name: str) -> np.ndarray:
         """[n, 2] cumulative (verified, accepted) of one node source."""

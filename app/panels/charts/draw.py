@@ -1,54 +1,65 @@
-"""The charts panel's per-series drawing: per-source acceptance, Goose's spine ratio, TALON's delta against tau.
-A mixin of :class:`specviz_app.panels.charts.panel.ChartsPanel` (its plots, curves and data are the panel's)."""
+"""The charts panel's drawing: the registered charts (:data:`~specviz_app.panels.charts.registry.CHARTS`), made
+once, and what they draw from (:class:`~specviz_app.panels.charts.chart.ChartInputs`).
+
+A part the panel owns (:class:`ChartsDraw`): it draws every chart from the inputs, asks each whether it applies,
+moves the current-cycle marks, themes the charts, and keeps the per-cycle charts' x ranges together.
+"""
 
 from __future__ import annotations
 
-import numpy as np
 import pyqtgraph as pg
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QGraphicsScene
 
-from specviz_app.theme import GATED, SOURCE_COLORS, SOURCE_LABELS
-
-SPINE_Y = (-0.05, 1.12)  # ratios in [0, 1], bypass ticks above
-GOOSE_LABELS = {"spine": "p_s spine", "branch": "p_t branch"}
+from specviz_app.panels.charts.chart import Chart, ChartInputs
+from specviz_app.panels.charts.registry import CHARTS
+from specviz_core.records import CycleRecord
 
 
 class ChartsDraw:
-    """Drawing of the series that need more than one ``setData``."""
+    """Every registered chart of one panel, by name in the registry's order, and the inputs they draw from."""
 
-    def source_label(self, source: str) -> str:
-        if self._method == "goose" and source in GOOSE_LABELS:
-            return GOOSE_LABELS[source]
-        return SOURCE_LABELS.get(source, source).split(" (")[0]
+    def __init__(self, scene: QGraphicsScene) -> None:
+        self.inputs = ChartInputs()
+        self.charts: dict[str, Chart] = {cls.name: cls(scene) for cls in CHARTS}
+        self.cycle_charts = [c for c in self.charts.values() if c.per_cycle]
+        """The charts whose x is the cycle."""
+        self.wide = frozenset(name for name, c in self.charts.items() if c.wide)
+        self._syncing_x = False
+        # pyqtgraph's x link aligns screen positions, wrong for plots of different widths: copy the range instead.
+        for c in self.cycle_charts:
+            c.vb.sigXRangeChanged.connect(self._sync_x)
 
-    def _draw_sources(self, x: np.ndarray) -> None:
-        d, keys = self.data, []
-        for name in d.sources:
-            color = SOURCE_COLORS.get(name, GATED)
-            if name not in self._source_curves:
-                self._source_curves[name] = self.p_src.curve(pen=pg.mkPen(color, width=2))
-            rate = d.source_rate(name)
-            self._source_curves[name].setData(x, rate)
-            last = rate[np.isfinite(rate)]
-            keys.append(("━", color, f"{self.source_label(name)} {last[-1]:.2f}" if len(last) else self.source_label(name)))
-        for name in set(self._source_curves) - set(d.sources):
-            self.p_src.removeItem(self._source_curves.pop(name))
-        self.p_src.set_header(keys=keys)
+    def applicable(self) -> list[str]:
+        """The charts worth showing for the session with what its cycles recorded so far, in grid order."""
+        return [name for name, c in self.charts.items() if c.applies(self.inputs)]
 
-    def _draw_spine(self, x: np.ndarray) -> None:
-        d = self.data
-        self.p_spine.setYRange(*SPINE_Y, padding=0)
-        self.c_ratio.setData(x, d.series("spine_ratio"))
-        self.c_ema.setData(x, d.series("ema_p_s"))
-        b = d.bypass_indices
-        if not np.array_equal(b, self.s_bypass.data["x"]):  # rarely changes: skip the scatter's costly rebuild
-            self.s_bypass.setData(b.astype(float), np.full(len(b), 1.06))
+    def draw(self) -> None:
+        """Every chart from the inputs as they are now."""
+        for c in self.charts.values():
+            c.redraw(self.inputs)
 
-    def _draw_delta(self, x: np.ndarray) -> None:
-        d = self.data
-        delta = d.series("delta")
-        self.c_delta.setData(x, delta)
-        self.c_tau_cum.setData(x, d.series("tau_cum"))
-        fin = delta[np.isfinite(delta)]
-        self.p_delta.set_header(f"TALON δ {fin[-1]:.2f} vs τ {d.mean_tau:.2f}" if len(fin) else "TALON δ vs τ")
-        for c in (self.c_delta, self.c_tau_cum):
-            c.setVisible(d.has_delta)
+    def arithmetic_changed(self) -> None:
+        for c in self.charts.values():
+            c.arithmetic_changed(self.inputs)
+
+    def show_cycle(self, index: int | None, record: CycleRecord | None) -> None:
+        """Mark cycle ``index`` current (None: no session)."""
+        for c in self.charts.values():
+            c.show_cycle(index, record)
+
+    def apply_theme(self, fg: QColor, grey: QColor, highlight: QColor, scale: float) -> None:
+        for c in self.charts.values():
+            c.apply_theme(fg, grey, scale)
+            c.set_highlight(highlight)
+
+    def _sync_x(self, vb: pg.ViewBox, rng: tuple[float, float]) -> None:
+        if self._syncing_x:
+            return
+        self._syncing_x = True
+        try:
+            for c in self.cycle_charts:
+                if c.vb is not vb:
+                    c.vb.setXRange(*rng, padding=0)
+        finally:
+            self._syncing_x = False

@@ -1,68 +1,67 @@
-"""What the mouse does on the charts: a click on a per-cycle plot goes to that cycle, a double-click shows a chart
-alone (again: all), hovering says what a cycle or heatmap cell holds."""
+"""What the mouse does on the charts: a click on a per-cycle chart goes to that cycle, a double-click shows a chart
+alone (again: all), hovering says what a cycle or a heatmap cell holds.
+
+A part the panel owns (:class:`ChartsMouse`), given the scene, the charts and what to do on a click or double-click.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QPointF, Qt
+from PySide6.QtWidgets import QGraphicsScene
 
-from specviz_app.panels.charts.plot import ChartPlot
-
-PLOT_HELP = "Click: jump to that cycle · double-click: this chart alone (again: all) · wheel/drag: zoom/pan · right-click: menu"
+from specviz_app.panels.charts.chart import PLOT_HELP, Chart
+from specviz_app.panels.charts.draw import ChartsDraw
 
 
 class ChartsMouse:
-    """Mixed into :class:`~specviz_app.panels.charts.panel.ChartsPanel`, whose plots, data and model it uses."""
+    """Follows the scene's clicks and moves; ``go_to_cycle(i)`` on a click, ``double_clicked(name)`` on a
+    double-click on a chart."""
 
-    def _cycle_at(self, scene_pos: QPointF) -> tuple[ChartPlot, int] | None:
-        for p in self.cycle_plots:
-            if p.vb.sceneBoundingRect().contains(scene_pos):
-                i = int(round(p.vb.mapSceneToView(scene_pos).x()))
-                if 0 <= i < self.data.n:
-                    return p, i
+    def __init__(self, scene: QGraphicsScene, drawing: ChartsDraw, go_to_cycle: Callable[[int], object],
+                 double_clicked: Callable[[str], None]) -> None:
+        self.drawing = drawing
+        self.go_to_cycle = go_to_cycle
+        self.double_clicked = double_clicked
+        scene.sigMouseClicked.connect(self._on_click)
+        scene.sigMouseMoved.connect(self._on_hover)
+
+    def cycle_at(self, scene_pos: QPointF) -> tuple[Chart, int] | None:
+        """The per-cycle chart under ``scene_pos`` and the cycle there, if any."""
+        for c in self.drawing.cycle_charts:
+            if c.isVisible() and c.vb.sceneBoundingRect().contains(scene_pos):
+                i = int(round(c.vb.mapSceneToView(scene_pos).x()))
+                if 0 <= i < self.drawing.inputs.data.n:
+                    return c, i
         return None
+
+    def cycle_tooltip(self, chart: Chart, i: int) -> str:
+        """What hovering cycle ``i`` of per-cycle ``chart`` shows."""
+        return chart.cycle_text(self.drawing.inputs, i)
 
     def _on_click(self, ev: object) -> None:
         if ev.button() != Qt.MouseButton.LeftButton:
             return
         if ev.double():
-            hit = next((n for n, p in self.by_name.items() if p.isVisible()
-                        and p.sceneBoundingRect().contains(ev.scenePos())), None)
+            hit = next((n for n, c in self.drawing.charts.items() if c.isVisible()
+                        and c.sceneBoundingRect().contains(ev.scenePos())), None)
             if hit is not None:
-                self.set_solo(None if self.solo else hit)
+                self.double_clicked(hit)
             return
-        hit = self._cycle_at(ev.scenePos())
+        hit = self.cycle_at(ev.scenePos())
         if hit is not None:
-            self.model.set_cycle(hit[1])
+            self.go_to_cycle(hit[1])
 
     def _on_hover(self, pos: QPointF) -> None:
-        hit = self._cycle_at(pos)
+        hit = self.cycle_at(pos)
         if hit is not None:
             hit[0].vb.setToolTip(f"{self.cycle_tooltip(*hit)}\n{PLOT_HELP}")
-        elif self.p_heat.vb.sceneBoundingRect().contains(pos):
-            v = self.p_heat.vb.mapSceneToView(pos)
-            self.p_heat.vb.setToolTip(self.p_heat.tooltip(int(round(v.x())), int(round(v.y()))))
-
-    def cycle_tooltip(self, p: ChartPlot, i: int) -> str:
-        """What hovering cycle ``i`` of per-cycle plot ``p`` shows."""
-        d = self.data
-
-        def s(name: str) -> float:
-            return float(d.series(name)[i])
-
-        if p is self.p_tau:
-            return f"cycle {i}: τ = {s('tau'):.0f} tokens (rolling {s('tau_rolling'):.2f})"
-        if p is self.p_tps:
-            return self.p_tps.cycle_text(i, s("tps"), s("ms"), s("tps_rolling"))
-        if p is self.p_src:
-            parts = [f"{self.source_label(n)}: {a:.0f}/{v:.0f}" for n in d.sources for v, a in [d.source_counts(n)[i]]]
-            return f"cycle {i} (cumulative): " + ", ".join(parts)
-        if p is self.p_sched:
-            return p.cycle_text(i, *(s(k) for k in ("num_assistant_tokens", "candidate_length", "n_matches",
-                                                    "assistant_confidence_threshold", "num_assistant_tokens_next")))
-        if p is self.p_spine:
-            mode = " (bypass)" if i in d.bypass_indices else ""
-            return f"cycle {i}{mode}: spine ratio {s('spine_ratio'):.2f}, EMA p_s {s('ema_p_s'):.2f}"
-        if p is self.p_why:
-            return self.p_why.cycle_text(d, i)
-        return f"cycle {i}: δ {s('delta'):.2f}, τ running mean {s('tau_cum'):.2f}"
-
+            return
+        for c in self.drawing.charts.values():
+            if not c.per_cycle and c.vb.sceneBoundingRect().contains(pos):
+                v = c.vb.mapSceneToView(pos)
+                text = c.point_text(v.x(), v.y())
+                if text is not None:
+                    c.vb.setToolTip(text)
+                    return

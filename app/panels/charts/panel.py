@@ -1,22 +1,22 @@
 """Charts: how a session's speculation went, cycle by cycle (pyqtgraph).
 
-Up to eight plots in a grid, only those that apply to the session (:mod:`.charts_layout`): tau per cycle and
-its rolling mean; tokens/s with the speed-up against a measured AR baseline; cumulative acceptance per node
-source (Goose's p_s and p_t); Goose's spine ratio and EMA with bypass cycles marked; TALON's delta against tau;
-acceptance by depth and sibling rank; the verify cost curve once measured; transformers' assistant schedule
-(:mod:`.chart_schedule`). Plot items are made once and fed
-with ``setData``/``setImage``; long series are clipped to the view and peak-downsampled. A vertical line marks
-the current cycle; clicking a per-cycle plot jumps there; double-clicking a plot shows it alone (again: all);
-"Open in a window" asks the window to float the panel at full size. The numbers come from
+The charts are the registry's (:mod:`specviz_app.panels.charts.registry`, one module each), shown in a grid
+(:mod:`.layout`) when they apply to the session: tau, tokens/s and the speed-up against the AR baseline, acceptance
+per node source, by depth and rank and by draft position, why cycles stopped and the headroom, each cycle's time
+against plain decoding, the verify cost curve, Goose's spine, TALON's delta, transformers' assistant schedule and
+STAND's samples. The panel owns two parts: the drawing (:class:`~specviz_app.panels.charts.draw.ChartsDraw`: the
+charts and what they draw from) and the mouse (:class:`~specviz_app.panels.charts.mouse.ChartsMouse`: click a per-cycle
+chart to go to that cycle, double-click a chart to see it alone, again to see all). Plot items are made once and fed
+with ``setData``/``setImage``; long series are clipped to the view and peak-downsampled. A vertical line marks the
+current cycle; "Open in a window" asks the window to float the panel at full size. The numbers come from
 :class:`~specviz_app.panels.charts.data.ChartData`.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QPalette, QResizeEvent
+from PySide6.QtGui import QPalette, QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -29,17 +29,12 @@ from PySide6.QtWidgets import (
 )
 
 from specviz_app.panels.base import PanelMixin
-from specviz_app.panels.charts.cost import CostActions, CostPlot, update_why
-from specviz_app.panels.charts.data import WINDOW, ChartData, cost_points
-from specviz_app.panels.charts.draw import SPINE_Y, ChartsDraw
-from specviz_app.panels.charts.layout import applicable, columns_for, grid_cells
-from specviz_app.panels.charts.mouse import PLOT_HELP, ChartsMouse
-from specviz_app.panels.charts.plot import ChartPlot, HeatmapPlot
-from specviz_app.panels.charts.samples import SamplesPlot
-from specviz_app.panels.charts.schedule import SchedulePlot
-from specviz_app.panels.charts.speed import SpeedPlot
-from specviz_app.panels.charts.why import CausePlot, HeadroomPlot, PositionPlot
-from specviz_app.theme import ACCEPTED, SOURCE_COLORS
+from specviz_app.panels.charts.breakdown import CostActions, session_arithmetic
+from specviz_app.panels.charts.chart import Chart, ChartInputs
+from specviz_app.panels.charts.data import ChartData, cost_points
+from specviz_app.panels.charts.draw import ChartsDraw
+from specviz_app.panels.charts.layout import columns_for, grid_cells
+from specviz_app.panels.charts.mouse import ChartsMouse
 from specviz_core.analysis.cycle_summary import CycleSummary
 from specviz_core.records import CycleRecord
 from specviz_core.viewer.samples import samples_of
@@ -51,7 +46,7 @@ REDRAW_MS = 40  # live appends are drawn at most this often
 ROW_MIN_PX = 165  # below this a plot is unreadable: the grid scrolls instead
 
 
-class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
+class ChartsPanel(PanelMixin, QWidget):
     """Charts of the current session; the AR baseline and the cost curve are the session model's. For the main
     window: ``set_ar_baseline``, ``set_cost_curve``,
     ``set_font_scale``; ``flush`` draws pending live cycles now."""
@@ -62,21 +57,15 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
 
     def __init__(self, model: SessionModel, parent: QWidget | None = None) -> None:
         QWidget.__init__(self, parent)
-        self.data = ChartData()
-        self.cost_points: list[tuple[int, float]] | None = None
         self.columns = 0
         self.shown: list[str] = []
-        """The charts in the grid, by name (see :mod:`.charts_layout`)."""
+        """The charts that apply to the session, by name in the registry's order."""
         self.solo: str | None = None
         """The one chart shown alone (double-click), if any."""
         self._placed: tuple = ()
-        self._in_grid: list[ChartPlot] = []
+        self._in_grid: list[Chart] = []
         self._font_scale = 1.0
         self._base_pt = self.font().pointSizeF()  # the app font grows in presentation mode: so do the charts
-        self._method = ""
-        self._syncing_x = False
-        self._source_curves: dict[str, pg.PlotDataItem] = {}
-        self._why_speedup: float | None = None
 
         self.glw = pg.GraphicsLayoutWidget()
         self.hint = QLabel(HINT)
@@ -108,7 +97,12 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
         self._stack = QStackedLayout(stack_host)
         self._stack.addWidget(self.hint)
         self._stack.addWidget(self.scroll)
-        self._build()
+        self.drawing = ChartsDraw(self.glw.scene())
+        """The charts and what they draw from."""
+        self.data: ChartData = self.drawing.inputs.data
+        """The session's per-cycle numbers (reset in place: the same object for the panel's life)."""
+        self.mouse = ChartsMouse(self.glw.scene(), self.drawing, lambda i: self.model.set_cycle(i), self._toggle_solo)
+        """Click to go to a cycle, double-click to see a chart alone."""
         self._set_shown()
         self._layout(3)
         self._timer = QTimer(self, singleShot=True, interval=REDRAW_MS)
@@ -125,70 +119,31 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
             if model.record is not None:
                 self.on_cycle_changed(model.record)
 
-    # -- building ----------------------------------------------------------------------------
-    def _build(self) -> None:
-        cyc = "cycle"
-        self.p_tau = ChartPlot("accepted tokens per cycle (τ)", cyc, "tokens / forward", PLOT_HELP)
-        self.p_src = ChartPlot("acceptance by source (cumulative)", cyc, "accepted / verified", PLOT_HELP)
-        self.p_tps = SpeedPlot(self.glw.scene(), WINDOW, PLOT_HELP)
-        self.p_heat = HeatmapPlot("Acceptance by depth and sibling rank, all cycles so far")
-        self.p_spine = ChartPlot("Goose spine ratio & EMA p_s", cyc, "ratio", PLOT_HELP)
-        self.p_delta = ChartPlot("TALON δ vs τ", cyc, "per target forward", PLOT_HELP)
-        self.p_cost = ChartPlot("verify cost", "block size N (tokens)", "forward ms",
-                                "Target forward time against the verify block size N; the line is this cycle's N")
-        self.p_why = CostPlot(PLOT_HELP)
-        self.p_sched = SchedulePlot(self.glw.scene(), PLOT_HELP)
-        self.p_causes, self.p_room, self.p_pos = CausePlot(), HeadroomPlot(), PositionPlot()
-        self.p_samples = SamplesPlot()
-        self.plots = [self.p_tau, self.p_src, self.p_tps, self.p_heat, self.p_spine, self.p_delta, self.p_cost,
-                      self.p_why, self.p_sched, self.p_causes, self.p_room, self.p_pos, self.p_samples]
-        self.by_name = dict(zip(("tau", "sources", "tps", "heat", "spine", "delta", "cost", "why", "schedule",
-                                 "causes", "headroom", "positions", "samples"), self.plots))
-        self.cycle_plots = [self.p_tau, self.p_tps, self.p_src, self.p_spine, self.p_delta, self.p_why, self.p_sched]
-        # pyqtgraph's x link aligns screen positions, wrong for plots of different widths: copy the range instead.
-        for p in self.cycle_plots:
-            p.vb.sigXRangeChanged.connect(self._sync_x)
-        self.cursors = {p: pg.InfiniteLine(angle=90, movable=False) for p in self.cycle_plots}
-        for p, line in self.cursors.items():
-            line.hide()
-            line.setZValue(-1)  # under the series, whichever was added first
-            p.addItem(line, ignoreBounds=True)
+    # -- the charts --------------------------------------------------------------------------
+    @property
+    def inputs(self) -> ChartInputs:
+        return self.drawing.inputs
 
-        green = QColor(ACCEPTED)
-        self.c_tau = self.p_tau.curve(stepMode="right", fillLevel=0, pen=pg.mkPen(green),
-                                      brush=QColor(green.red(), green.green(), green.blue(), 90))
-        self.c_tau_roll = self.p_tau.curve()
-        self.p_tau.keys = [("▆", ACCEPTED, "n_accepted + 1"), ("━", "fg", f"rolling mean ({WINDOW})")]
+    @property
+    def cost_points(self) -> list[tuple[int, float]] | None:
+        """The session's verify-cost curve as the charts have it: (block size N, forward ms) pairs."""
+        return self.inputs.cost_points
 
-        spine, branch, ngram = SOURCE_COLORS["spine"], SOURCE_COLORS["branch"], SOURCE_COLORS["ngram"]
-        self.c_ratio = self.p_spine.curve(pen=pg.mkPen(spine, width=2))
-        self.c_ema = self.p_spine.curve(pen=pg.mkPen(branch, width=2))
-        self.s_bypass = pg.ScatterPlotItem(symbol="|", size=12, pen=pg.mkPen(ngram, width=2), brush=ngram)
-        self.p_spine.addItem(self.s_bypass)
-        self.p_spine.keys = [("━", spine, "spine ratio"), ("━", branch, "EMA p_s"), ("┃", ngram, "bypass cycle")]
-        self.p_spine.setYRange(*SPINE_Y, padding=0)
-        self.p_spine.vb.enableAutoRange(y=False)
+    def chart(self, name: str) -> Chart:
+        """The registered chart ``name``."""
+        return self.drawing.charts[name]
 
-        self.c_delta = self.p_delta.curve(pen=pg.mkPen(SOURCE_COLORS["draft"], width=2))
-        self.c_tau_cum = self.p_delta.curve(pen=pg.mkPen(ACCEPTED, width=2))
-        self.p_delta.keys = [("━", SOURCE_COLORS["draft"], "δ draft steps"), ("━", ACCEPTED, "τ tokens")]
+    @property
+    def plots(self) -> list[Chart]:
+        """Every registered chart, in the registry's order (shown or not)."""
+        return list(self.drawing.charts.values())
 
-        self.c_cost = self.p_cost.plot(symbol="o", symbolSize=5, pen=pg.mkPen(SOURCE_COLORS["root"], width=2))
-        self.n_line = pg.InfiniteLine(angle=90, movable=False)
-        self.n_line.hide()
-        self.p_cost.addItem(self.n_line, ignoreBounds=True)
-
-        self.glw.scene().sigMouseClicked.connect(self._on_click)
-        self.glw.scene().sigMouseMoved.connect(self._on_hover)
+    def _toggle_solo(self, name: str) -> None:
+        self.set_solo(None if self.solo else name)
 
     def _set_shown(self) -> bool:
         """Work out which charts apply; True if that changed."""
-        d = self.data
-        shown = applicable(self._method, has_sources=bool(d.sources), has_heat=bool(d.heat_verified.sum()),
-                           has_spine=d.has_spine, has_delta=d.has_delta, has_cost=bool(self.cost_points),
-                           has_timings=d.has_timings, has_schedule=d.has_schedule,
-                           has_causes=any(d.metrics.causes.values()), has_positions=bool(d.metrics.accepted_at),
-                           has_samples=len(self.p_samples.taus) > 1)
+        shown = self.drawing.applicable()
         if self.solo not in shown:
             self.solo = None
         changed = shown != self.shown
@@ -206,9 +161,9 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
         grid = self.glw.ci.layout
         for p in self._in_grid:  # take every plot out first: a cell may still hold a plot that moves later
             grid.removeItem(p)
-        cells = grid_cells(names, columns)
+        cells = grid_cells(names, columns, self.drawing.wide)
         self._in_grid = []
-        for name, p in self.by_name.items():
+        for name, p in self.drawing.charts.items():
             if name in cells:
                 r, c, span = cells[name]
                 grid.addItem(p, r, c, 1, span)
@@ -240,11 +195,7 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
         grey, hi = pal.color(QPalette.ColorRole.PlaceholderText), pal.color(QPalette.ColorRole.Highlight)
         self.glw.setBackground(bg)
         self.hint.setStyleSheet(f"color: {grey.name()}; font-size: {round(11 * s)}pt;")
-        for p in self.plots:
-            p.apply_theme(fg, grey, s)
-        self.c_tau_roll.setPen(pg.mkPen(fg, width=2))
-        for line in (*self.cursors.values(), self.n_line):
-            line.setPen(pg.mkPen(hi, width=2))
+        self.drawing.apply_theme(fg, grey, hi, s)
 
     def changeEvent(self, event: QEvent) -> None:
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
@@ -265,46 +216,45 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
     # -- inputs from the main window ------------------------------------------------------------
     def set_ar_baseline(self, tokens_per_s: float | None, note: str = "") -> None:
         """The AR rate (tokens/s) to compare against, measured on the same prompt; None: no baseline."""
-        self.p_tps.set_baseline(tokens_per_s, note)
-        self._draw_tps()
+        self._take_baseline(tokens_per_s, note)
+        self.drawing.draw()
         self._update_why()
 
     def set_cost_curve(self, points: list[tuple[int, float]] | dict | None) -> None:
         """Forward ms against verify block size N (pairs, or a stored curve's dict); None: not measured."""
-        self.cost_points = cost_points(points)
-        if self.cost_points:
-            n, ms = np.array(self.cost_points, dtype=float).T
-            self.c_cost.setData(n, ms)
-        else:
-            self.c_cost.setData([], [])
-        self.n_line.setVisible(bool(self.cost_points) and self.model.record is not None)
+        self.inputs.cost_points = cost_points(points)
+        self.drawing.draw()
         if self._set_shown():
             self._layout(self.columns)
         self._update_why()
+
+    def _take_baseline(self, tokens_per_s: float | None, note: str) -> None:
+        self.inputs.ar_tokens_per_s = float(tokens_per_s) if tokens_per_s and tokens_per_s > 0 else None
+        self.inputs.ar_note = note
 
     # -- model events ---------------------------------------------------------------------------
     def on_session_opened(self, source: CycleSource) -> None:
         self._timer.stop()
         self.data.reset()
         self.data.extend(source.summaries())
-        self._method = source.info.method
-        rec, info = getattr(source, "recording", None), source.info  # a live session is not one of a group
-        grouped = rec is not None and getattr(info, "group_id", None)
-        self.p_samples.draw(samples_of(rec, info) if grouped else [], getattr(info, "id", ""))
+        s, info = self.inputs, source.info
+        s.method = info.method
+        rec = getattr(source, "recording", None)  # a live session is not one of a group
+        s.samples = samples_of(rec, info) if rec is not None and getattr(info, "group_id", None) else []
+        s.session_id = getattr(info, "id", "")
         self._stack.setCurrentWidget(self.scroll if self.data.n else self.hint)
         # The session's facts, as the session model holds them (a curve of another model or device does not apply).
-        self.p_tps.set_baseline(*self.model.ar_baseline)
-        self.set_cost_curve(self.model.cost_curve)
+        self._take_baseline(*self.model.ar_baseline)
+        s.cost_points = cost_points(self.model.cost_curve)
         self._redraw()
         self._update_why()
 
     def on_session_closed(self) -> None:
         self._timer.stop()
         self.data.reset()
-        self.p_samples.draw([], "")
+        self.inputs.samples, self.inputs.session_id = [], ""
         self._redraw()
-        for line in (*self.cursors.values(), self.n_line):
-            line.hide()
+        self.drawing.show_cycle(None, None)
         self._stack.setCurrentWidget(self.hint)
 
     def on_cycles_appended(self, summaries: list[CycleSummary]) -> None:
@@ -314,12 +264,7 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
             self._timer.start()
 
     def on_cycle_changed(self, record: CycleRecord | None) -> None:
-        for line in self.cursors.values():
-            line.setValue(self.model.index)
-            line.show()
-        if record is not None:  # a damaged cycle has no verify block to mark on the cost curve
-            self.n_line.setValue(record.n_verified)
-        self.n_line.setVisible(bool(self.cost_points) and record is not None)
+        self.drawing.show_cycle(self.model.index, record)
 
     def flush(self) -> None:
         """Draw appended cycles now instead of at the next redraw tick."""
@@ -329,26 +274,7 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
 
     # -- drawing --------------------------------------------------------------------------------
     def _redraw(self) -> None:
-        d = self.data
-        x = np.arange(d.n, dtype=float)
-        tau = d.series("tau")
-        # Step mode "right" draws y[i] from x[i] to x[i+1]: bars centred on each cycle, the last one repeated.
-        self.c_tau.setData(np.arange(d.n + 1) - 0.5, np.append(tau, tau[-1])) if d.n else self.c_tau.setData([], [])
-        self.c_tau_roll.setData(x, d.series("tau_rolling"))
-        self.p_tau.set_header(f"accepted tokens per cycle · mean τ {d.mean_tau:.2f}" if d.n
-                              else "accepted tokens per cycle (τ)")
-        self._draw_tps()
-        self._draw_sources(x)
-        self._draw_spine(x)
-        self._draw_delta(x)
-        self.p_sched.draw(*(d.series(k) for k in ("num_assistant_tokens", "candidate_length", "n_matches",
-                                                  "assistant_confidence_threshold")))
-        self.p_heat.set_counts(d.heat_verified, d.heat_accepted)
-        metrics = d.metrics.result()
-        self.p_causes.draw(metrics)
-        self.p_room.draw(metrics, d.accepted_by_source())
-        self.p_pos.draw(metrics)
-        self.p_why.draw(d, self.p_why.t_ar, None if self.p_why.t_ar is None else self._why_speedup)
+        self.drawing.draw()
         if not self._why_timer.isActive():
             self._why_timer.start()
         if self._set_shown():
@@ -357,23 +283,14 @@ class ChartsPanel(ChartsDraw, ChartsMouse, PanelMixin, QWidget):
     def _update_why(self) -> None:
         """The session's "why slower" sentence and breakdown (after the data or the baseline or curve changed)."""
         self._why_timer.stop()
-        self._why_speedup = update_why(self.model.source, self.cost_points, self.p_tps, self.p_why, self.data,
-                                       self.actions)
-
-    def _draw_tps(self) -> None:
-        d = self.data
-        self.p_tps.draw(d.series("tps"), d.series("tps_rolling"), d.total_tokens_per_s)
-
-    def _sync_x(self, vb: pg.ViewBox, rng: tuple[float, float]) -> None:
-        if self._syncing_x:
-            return
-        self._syncing_x = True
-        try:
-            for p in self.cycle_plots:
-                if p.vb is not vb:
-                    p.vb.setXRange(*rng, padding=0)
-        finally:
-            self._syncing_x = False
+        s, source = self.inputs, self.model.source
+        summaries = source.summaries() if source is not None else []
+        is_ar = source is not None and source.info.method == "ar"
+        # An AR session is its own baseline: it is the unit, so its speed-up says nothing.
+        s.arithmetic = session_arithmetic(summaries, s.cost_points, None if is_ar else s.ar_tokens_per_s, s.ar_note)
+        self.actions.show_state(s.arithmetic, has_session=bool(summaries), is_ar=is_ar,
+                                has_baseline=s.ar_tokens_per_s is not None, has_curve=bool(s.cost_points))
+        self.drawing.arithmetic_changed()
 
     def export_target(self) -> QWidget:
         return self.glw

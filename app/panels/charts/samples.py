@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QGraphicsScene
 
-from specviz_app.panels.charts.plot import ChartPlot
+from specviz_app.panels.charts.chart import Chart, ChartInputs
 from specviz_app.theme import ACCEPTED, SOURCE_COLORS
 from specviz_core.records import SessionInfo
 
@@ -16,15 +17,29 @@ HELP = ("Each sample of this prompt decoded in one group (specviz record --sampl
         "forward (tau). STAND's n-gram tables carry over from sample to sample; the session shown is highlighted.")
 
 
-class SamplesPlot(ChartPlot):
-    def __init__(self) -> None:
+class SamplesPlot(Chart):
+    """For a session decoded as one of a group of two or more."""
+
+    name = "samples"
+
+    def __init__(self, scene: QGraphicsScene) -> None:
         super().__init__("samples of this prompt", "sample", "tokens / forward", HELP)
-        self.setMouseEnabled(False, False)
-        self.hideButtons()
+        self.fix_view()
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.6)
         self.addItem(self.bars)
         self.keys = [("▆", SOURCE_COLORS["ngram"], "tau of a sample"), ("▆", ACCEPTED, "this session")]
         self.taus: list[float] = []
+        self._drawn: tuple[list[SessionInfo], str] | None = None
+
+    @staticmethod
+    def applies(inputs: ChartInputs) -> bool:
+        return len(inputs.samples) > 1
+
+    def redraw(self, inputs: ChartInputs) -> None:
+        drawn = self._drawn
+        if drawn is None or drawn[0] is not inputs.samples or drawn[1] != inputs.session_id:  # drawn once a session
+            self._drawn = (inputs.samples, inputs.session_id)
+            self.draw(inputs.samples, inputs.session_id)
 
     def draw(self, samples: list[SessionInfo], current: str) -> None:
         self.taus = [s.mean_accepted for s in samples]

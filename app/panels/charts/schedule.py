@@ -14,17 +14,19 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGraphicsScene
 
-from specviz_app.panels.charts.plot import ChartPlot
+from specviz_app.panels.charts.chart import PLOT_HELP, Chart, ChartInputs
 from specviz_app.theme import ACCEPTED, SOURCE_COLORS
 
 THRESHOLD_Y = (0.0, 1.05)
 
 
-class SchedulePlot(ChartPlot):
-    """``draw`` the per-cycle series (NaN where a cycle has no value)."""
+class SchedulePlot(Chart):
+    """For hf_assisted and hf_universal once a cycle recorded its schedule."""
 
-    def __init__(self, scene: QGraphicsScene, tooltip: str) -> None:
-        super().__init__("assistant schedule", "cycle", "tokens", tooltip)
+    name, per_cycle = "schedule", True
+
+    def __init__(self, scene: QGraphicsScene) -> None:
+        super().__init__("assistant schedule", "cycle", "tokens", PLOT_HELP)
         cap, drafted, thr = SOURCE_COLORS["root"], SOURCE_COLORS["draft"], SOURCE_COLORS["ngram"]
         self.c_cap = self.curve(pen=pg.mkPen(cap, width=2), symbol="s", symbolSize=5, symbolBrush=cap,
                                 symbolPen=None)
@@ -47,7 +49,16 @@ class SchedulePlot(ChartPlot):
         self.keys = [("━", cap, "num_assistant_tokens"), ("○", drafted, "drafted"), ("✕", ACCEPTED, "kept"),
                      ("╍", thr, "threshold (right)")]
 
+    @staticmethod
+    def applies(inputs: ChartInputs) -> bool:
+        return inputs.method.startswith("hf_") and inputs.data.has_schedule
+
+    def redraw(self, inputs: ChartInputs) -> None:
+        self.draw(*(inputs.data.series(k) for k in ("num_assistant_tokens", "candidate_length", "n_matches",
+                                                    "assistant_confidence_threshold")))
+
     def draw(self, cap: np.ndarray, drafted: np.ndarray, kept: np.ndarray, threshold: np.ndarray) -> None:
+        """The per-cycle series (NaN where a cycle has no value)."""
         x = np.arange(len(cap), dtype=float)
         self.c_cap.setData(x, cap)
         self.c_drafted.setData(x, drafted)
@@ -66,9 +77,11 @@ class SchedulePlot(ChartPlot):
         self.vb_thr.setGeometry(self.vb.sceneBoundingRect())
         self.vb_thr.linkedViewChanged(self.vb, self.vb_thr.XAxis)
 
-    @staticmethod
-    def cycle_text(i: int, cap: float, drafted: float, kept: float, threshold: float, nxt: float) -> str:
-        """What hovering cycle ``i`` shows."""
+    def cycle_text(self, inputs: ChartInputs, i: int) -> str:
+        cap, drafted, kept, threshold, nxt = (float(inputs.data.series(k)[i]) for k in (
+            "num_assistant_tokens", "candidate_length", "n_matches", "assistant_confidence_threshold",
+            "num_assistant_tokens_next"))
+
         def n(v: float) -> str:
             return "–" if not np.isfinite(v) else f"{v:.0f}"
 

@@ -12,16 +12,19 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsScene
 
-from specviz_app.panels.charts.plot import ChartPlot
+from specviz_app.panels.charts.chart import PLOT_HELP, Chart, ChartInputs
+from specviz_app.panels.charts.data import WINDOW
 from specviz_app.theme import GATED, SOURCE_COLORS
 
 
-class SpeedPlot(ChartPlot):
-    """``set_baseline`` the AR rate (or None), then ``draw`` the series; ``ar_tokens_per_s`` is the rate shown."""
+class SpeedPlot(Chart):
+    """Every session has it; ``ar_tokens_per_s`` is the AR rate shown (the inputs' baseline)."""
 
-    def __init__(self, scene: QGraphicsScene, window: int, tooltip: str) -> None:
-        super().__init__("tokens/s", "cycle", "tokens / s", tooltip)
-        self.window = window
+    name, wide, per_cycle = "tps", True, True
+
+    def __init__(self, scene: QGraphicsScene) -> None:
+        super().__init__("tokens/s", "cycle", "tokens / s", PLOT_HELP)
+        self.window = WINDOW
         self.ar_tokens_per_s: float | None = None
         self.ar_note = ""
         self.c_tps = self.curve(pen=pg.mkPen(GATED, width=1))
@@ -43,6 +46,7 @@ class SpeedPlot(ChartPlot):
         self.vb_speed.addItem(self.c_speed)
         self.vb.sigResized.connect(self._sync_speed_view)
         self.vb.sigYRangeChanged.connect(self._sync_speed_view)
+        self.set_baseline(None)
 
     def apply_theme(self, fg: QColor, grey: QColor, scale: float) -> None:
         super().apply_theme(fg, grey, scale)
@@ -68,6 +72,12 @@ class SpeedPlot(ChartPlot):
             keys += [("━", "fg", f"rolling ({self.window})")]
         self.keys = keys
 
+    def redraw(self, inputs: ChartInputs) -> None:
+        if (inputs.ar_tokens_per_s, inputs.ar_note) != (self.ar_tokens_per_s, self.ar_note):
+            self.set_baseline(inputs.ar_tokens_per_s, inputs.ar_note)
+        d = inputs.data
+        self.draw(d.series("tps"), d.series("tps_rolling"), d.total_tokens_per_s)
+
     def draw(self, tps: np.ndarray, rolling: np.ndarray, overall: float) -> None:
         """Per-cycle and rolling tokens/s (one value per cycle), and the session's overall rate."""
         ar = self.ar_tokens_per_s
@@ -90,8 +100,8 @@ class SpeedPlot(ChartPlot):
             lo, hi = self.vb.viewRange()[1]
             self.vb_speed.setYRange(lo / self.ar_tokens_per_s, hi / self.ar_tokens_per_s, padding=0)
 
-    def cycle_text(self, i: int, tps: float, ms: float, rolling: float) -> str:
-        """What hovering cycle ``i`` shows."""
+    def cycle_text(self, inputs: ChartInputs, i: int) -> str:
+        tps, ms, rolling = (float(inputs.data.series(k)[i]) for k in ("tps", "ms", "tps_rolling"))
         text = f"cycle {i}: {tps:.1f} tok/s, {ms:.1f} ms (rolling {rolling:.1f} tok/s"
         if self.ar_tokens_per_s:
             return (f"{text}, {rolling / self.ar_tokens_per_s:.2f}× AR)\n"

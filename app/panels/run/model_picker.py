@@ -153,9 +153,19 @@ class CatalogScan(QObject):
             pass
 
 
-def model_combo(first: str, tip: str) -> QComboBox:
+class ModelCombo(QComboBox):
+    """A model list that says when it is about to open (the picker lists the models then, the first time)."""
+
+    opening = Signal()
+
+    def showPopup(self) -> None:
+        self.opening.emit()
+        super().showPopup()
+
+
+def model_combo(first: str, tip: str) -> ModelCombo:
     """An editable model list whose first item is ``first``; a long path shows its beginning unless edited."""
-    c = QComboBox()
+    c = ModelCombo()
     c.setEditable(True)
     c.addItem(first)
     c.setToolTip(tip)
@@ -204,7 +214,10 @@ def with_browse(panel: QWidget, field: QWidget, save: bool = False) -> QWidget:
 
 
 class ModelPicker(QObject):
-    """Fills the target and draft lists from the scan and marks the drafts against the target."""
+    """Fills the target and draft lists from the scan and marks the drafts against the target.
+
+    The scan (which imports transformers, and with it torch) starts when a list first opens, or on
+    :meth:`refresh`: a window that only replays recordings never loads them."""
 
     scanned = Signal()
     """The lists were filled from a finished scan."""
@@ -219,6 +232,9 @@ class ModelPicker(QObject):
         self.scan.done.connect(self._fill)
         self._timer = QTimer(self, singleShot=True, interval=250)
         self._timer.timeout.connect(self.mark_drafts)
+        for combo in (target, draft):
+            if isinstance(combo, ModelCombo):
+                combo.opening.connect(self._first_look)
         target.editTextChanged.connect(lambda *_: self._timer.start())
         draft.editTextChanged.connect(lambda *_: self._show_hint())
         set_role(hint, "hint")
@@ -232,6 +248,10 @@ class ModelPicker(QObject):
                     combo.addItem(SCANNING)
                     item = combo.model().item(combo.count() - 1)
                     item.setEnabled(False)
+
+    def _first_look(self) -> None:
+        if not self.entries and not self.scan.running:
+            self.refresh()
 
     # -- filling -----------------------------------------------------------------------------
     def _fill(self, result: object) -> None:

@@ -333,8 +333,8 @@ class RunPanel(PanelMixin, QWidget):
         if not locked:
             self.replayed = None
             self.from_replay.setVisible(False)
-            if self._locked:  # first shown, or a session ended (it may have used a new folder): list the models
-                self.picker.refresh(force=bool(self.picker.entries))
+            if self._locked and self.picker.entries:  # a session ended (it may have used a new folder): list again
+                self.picker.refresh(force=True)
         self._locked = locked
         for w in (self.model, self.draft_model, self.device, self.dtype, self.method, self.prompt, self.chat_template,
                   self.temperature, self.seed, self.max_new_tokens, self.db, self.paste_call,

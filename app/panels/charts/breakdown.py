@@ -1,7 +1,8 @@
-"""The charts panel's "why slower than plain decoding": each cycle's time as a stacked bar (draft, verify forward,
-bookkeeping) against one plain 1-token forward and the break-even line (tokens committed x that forward), the
-session's arithmetic in one sentence (:func:`specviz_core.analysis.timing.session_cost`), and the actions that measure what
-the charts lack: an AR baseline (a recorded ``ar`` session of the same prompt) and the device's verify-cost curve."""
+"""The charts panel's "why slower than plain decoding" (the chart named ``why``): each cycle's time as a stacked bar
+(draft, verify forward, bookkeeping) against one plain 1-token forward and the break-even line (tokens committed x
+that forward); the session's arithmetic in one sentence (:func:`specviz_core.analysis.timing.session_cost`), and the
+actions that measure what the charts lack: an AR baseline (a recorded ``ar`` session of the same prompt) and the
+device's verify-cost curve."""
 
 from __future__ import annotations
 
@@ -9,15 +10,13 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QGraphicsScene, QHBoxLayout, QLabel, QPushButton, QWidget
 
+from specviz_app.panels.charts.chart import PLOT_HELP, Arithmetic, Chart, ChartInputs
 from specviz_app.panels.charts.data import ChartData
-from specviz_app.panels.charts.plot import ChartPlot
-from specviz_app.panels.charts.speed import SpeedPlot
 from specviz_app.theme import SOURCE_COLORS
 from specviz_core.analysis.cycle_summary import CycleSummary
 from specviz_core.analysis.timing import CostCurve, session_cost
-from specviz_core.viewer.sources import CycleSource
 
 DRAFT_C, VERIFY_C, BOOK_C = SOURCE_COLORS["draft"], "#2f6fb0", "#d9a02b"
 PART_HELP = ("Each cycle's wall time: draft (the drafter), verify (the target's forward over the tree), bookkeeping "
@@ -33,11 +32,14 @@ def curve_of(points: list[tuple[int, float]] | None) -> CostCurve | None:
     return CostCurve.from_dict({"n": list(n), "ms": list(ms)})
 
 
-class CostPlot(ChartPlot):
-    """Stacked per-cycle bars of draft / verify / bookkeeping ms, the 1-token forward line and break-even."""
+class BreakdownPlot(Chart):
+    """Stacked per-cycle bars of draft / verify / bookkeeping ms, the 1-token forward line and break-even; once a
+    cycle recorded its timings."""
 
-    def __init__(self, tooltip: str) -> None:
-        super().__init__("time per cycle vs plain decoding", "cycle", "ms", f"{PART_HELP}\n{tooltip}")
+    name, wide, per_cycle = "why", True, True
+
+    def __init__(self, scene: QGraphicsScene) -> None:
+        super().__init__("time per cycle vs plain decoding", "cycle", "ms", f"{PART_HELP}\n{PLOT_HELP}")
         # Three filled steps drawn back to front (total, draft + verify, draft) read as one stacked bar per cycle.
         # Step mode "right" draws y[i] from x[i] to x[i+1]: bars centred on each cycle, the last value repeated.
         self.c_parts = [self.curve(stepMode="right", fillLevel=0, pen=None, brush=QColor(c))
@@ -53,6 +55,19 @@ class CostPlot(ChartPlot):
     def apply_theme(self, fg: QColor, grey: QColor, scale: float) -> None:
         super().apply_theme(fg, grey, scale)
         self.c_even.setPen(pg.mkPen(fg, width=1.5, style=Qt.PenStyle.DotLine))
+
+    @staticmethod
+    def applies(inputs: ChartInputs) -> bool:
+        return inputs.data.has_timings
+
+    def redraw(self, inputs: ChartInputs) -> None:
+        t_ar = inputs.arithmetic.t_ar
+        self.draw(inputs.data, t_ar, None if t_ar is None else inputs.arithmetic.speedup)
+
+    def arithmetic_changed(self, inputs: ChartInputs) -> None:
+        text = inputs.arithmetic.sentence
+        self.vb.setToolTip(f"{text}\n\n{PART_HELP}" if text else PART_HELP)
+        self.draw(inputs.data, inputs.arithmetic.t_ar, inputs.arithmetic.speedup)
 
     def draw(self, d: ChartData, t_ar: float | None, speedup: float | None) -> None:
         """The bars from ``d``'s per-cycle series; ``t_ar`` ms (None: no line); ``speedup`` for the title."""
@@ -73,8 +88,8 @@ class CostPlot(ChartPlot):
             title += f" · {speedup:.2f}× overall"
         self.set_header(title)
 
-    def cycle_text(self, d: ChartData, i: int) -> str:
-        """What hovering cycle ``i`` shows."""
+    def cycle_text(self, inputs: ChartInputs, i: int) -> str:
+        d = inputs.data
         draft, fwd, book = (float(d.series(k)[i]) for k in ("draft_ms", "forward_ms", "book_ms"))
         text = f"cycle {i}: draft {draft:.1f} + verify {fwd:.1f} + bookkeeping {book:.1f} ms"
         if self.t_ar:
@@ -114,7 +129,12 @@ class CostActions(QWidget):
             row.addWidget(b, 0, Qt.AlignmentFlag.AlignTop)
         self.hide()
 
-    def show_state(self, *, has_session: bool, is_ar: bool, has_baseline: bool, has_curve: bool) -> None:
+    def show_state(self, arithmetic: Arithmetic, *, has_session: bool, is_ar: bool, has_baseline: bool,
+                   has_curve: bool) -> None:
+        """The session's headline (hover: the arithmetic), and the buttons for what it lacks."""
+        text = arithmetic.sentence
+        self.sentence.setText(arithmetic.headline)  # one short line: the panel is narrow at 1100x700
+        self.sentence.setToolTip(f"{text}\n\nspeed-up = τ × t_ar / t_cycle (docs/metrics.md)" if text else "")
         wants_baseline = has_session and not is_ar and not has_baseline
         wants_curve = has_session and not has_curve
         self.baseline.setVisible(wants_baseline)
@@ -124,29 +144,13 @@ class CostActions(QWidget):
         self.setVisible(has_session and (bool(self.sentence.text()) or wants_baseline or wants_curve))
 
 
-def session_sentence(summaries: list[CycleSummary], points: list[tuple[int, float]] | None,
-                     ar_tokens_per_s: float | None, ar_note: str) -> tuple[str, str, float | None, float | None]:
-    """(headline, sentence, t_ar ms, measured speed-up) for the charts; ('', '', None, None) with nothing to say."""
+def session_arithmetic(summaries: list[CycleSummary], points: list[tuple[int, float]] | None,
+                       ar_tokens_per_s: float | None, ar_note: str) -> Arithmetic:
+    """The session's time arithmetic for the charts; empty with nothing to say (no curve and no baseline, or no
+    timings)."""
     curve = curve_of(points)
     ar_ms = 1000.0 / ar_tokens_per_s if ar_tokens_per_s else None
     if (curve is None and ar_ms is None) or not any(s.timings_ms for s in summaries):
-        return "", "", None, None
+        return Arithmetic()
     cost = session_cost(summaries, curve, ar_ms, ar_note or "the AR baseline")
-    return cost.headline, cost.sentence, cost.ar_forward_ms, cost.measured_speedup if cost.cycles else None
-
-
-def update_why(source: CycleSource | None, points: list[tuple[int, float]] | None, speed: SpeedPlot, plot: CostPlot,
-               data: ChartData, actions: CostActions) -> float | None:
-    """Redraw the sentence, the breakdown and the actions of the session ``source``; returns its speed-up."""
-    summaries = source.summaries() if source is not None else []
-    is_ar = source is not None and source.info.method == "ar"
-    # An AR session is its own baseline: it is the unit, so its speed-up says nothing.
-    head, text, t_ar, speedup = session_sentence(summaries, points, None if is_ar else speed.ar_tokens_per_s,
-                                                 speed.ar_note)
-    actions.sentence.setText(head)  # one short line: the panel is narrow at 1100x700; hover for the arithmetic
-    actions.sentence.setToolTip(f"{text}\n\nspeed-up = τ × t_ar / t_cycle (docs/metrics.md)" if text else "")
-    plot.vb.setToolTip(f"{text}\n\n{PART_HELP}" if text else PART_HELP)
-    plot.draw(data, t_ar, speedup)
-    actions.show_state(has_session=bool(summaries), is_ar=is_ar, has_baseline=speed.ar_tokens_per_s is not None,
-                       has_curve=bool(points))
-    return speedup
+    return Arithmetic(cost.headline, cost.sentence, cost.ar_forward_ms, cost.measured_speedup if cost.cycles else None)
