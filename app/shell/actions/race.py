@@ -31,9 +31,9 @@ class RaceJob(QObject):
         if self._worker is None:
             w = self._worker = self.controller.engine_for(self._record)
             self._record.connect(w.record_race)
-            w.race_progress.connect(self.progress)
-            w.race_recorded.connect(self.recorded)
-            w.race_failed.connect(self.failed)
+            w.race.progress.connect(self.progress)
+            w.race.recorded.connect(self.recorded)
+            w.race.failed.connect(self.failed)
         self._record.emit(checked, str(db), self._worker.ticket())
 
     def cancel(self) -> None:
