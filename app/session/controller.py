@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, Signal
 from specviz_app.session.autoplay import AUTOPLAY_SPEEDS, DEFAULT_SPEED, Autoplay  # noqa: F401 - the window's
 from specviz_app.session.engine_link import EngineLink
 from specviz_app.session.live_feed import LiveFeed
-from specviz_app.session.measuring import Measurements
+from specviz_app.session.measurements import Measurements
 from specviz_app.session.worker import EngineWorker, ForkStart
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording

@@ -2,11 +2,9 @@
 
 The window calls the worker's slots through queued signals (``begin``, ``step``, ``run``, ``reset``,
 ``shutdown``) and ``pause()`` / ``cancel()`` directly. Each request carries the :class:`Ticket` the worker gave when
-it was sent (:mod:`specviz_app.session.tickets`). The worker owns what the thread holds
-(:class:`~specviz_app.session.jobs.state.EngineState`) and the jobs it runs over it: forks
-(:class:`~specviz_app.session.jobs.fork.ForkJob`), the race's recording
-(:class:`~specviz_app.session.jobs.race.RaceRecorder`, with its own signals) and the measurements
-(:mod:`specviz_app.session.jobs.measure`).
+it was sent (:mod:`specviz_app.session.tickets`). The worker owns what the thread holds (:class:`EngineState`) and
+the jobs it runs over it: forks (:class:`ForkJob`), the race's recording (:class:`RaceRecorder`, with its own
+signals) and the measurements (:mod:`specviz_app.session.jobs.measure`).
 """
 
 from __future__ import annotations
