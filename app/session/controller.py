@@ -3,10 +3,9 @@
 :class:`SessionController` owns the lifecycle (start, step, run, run to a breakpoint, pause, reset, open a
 recording) and its parts: the engine thread (:class:`EngineLink`), the measurements (:class:`Measurements`: the AR
 baseline, the cost curve), autoplay (:class:`Autoplay`) and the live cycles' way into the model (:class:`LiveFeed`).
-The lifecycle is one value,
-:class:`~specviz_core.viewer.lifecycle.SessionState`, replaced whole on every change and reported by
-``state_changed``: the window's status bar and enabled actions are functions of it. It opens sessions in the
-:class:`SessionModel` that every panel follows, reads what to decode from a :class:`RunSettings` (the Run panel),
+The lifecycle is one value, :class:`~specviz_core.viewer.lifecycle.SessionState`, replaced whole on every change and
+reported by ``state_changed``: the window's status bar and enabled actions are functions of it. It opens sessions in
+the :class:`SessionModel` that every panel follows, reads what to decode from a :class:`RunSettings` (the Run panel),
 and reports everything else through signals; it never touches a widget.
 """
 
