@@ -25,7 +25,7 @@ def render(db: Path, session: str | None, cycle: int, panel: str, out: Path, siz
         window.resize(*size)
         window.show()
         app.processEvents()
-        window.proportion_docks()
+        window.dock_layout.proportion_docks()
         if live:
             _decode_live(app, window, live, method, prompt, model, timeout_s)
         else:
@@ -41,7 +41,7 @@ def render(db: Path, session: str | None, cycle: int, panel: str, out: Path, siz
             if window.model.damage_text:  # drawn as the window shows it: the message in place of the cycle
                 print(f"specviz: {window.model.damage_text[0].lower()}{window.model.damage_text[1:]}", file=sys.stderr)
         if presentation:
-            window.toggle_presentation()
+            window.dock_layout.toggle_presentation()
         for _ in range(3):
             app.processEvents()
         if panel != "window":
@@ -50,7 +50,7 @@ def render(db: Path, session: str | None, cycle: int, panel: str, out: Path, siz
                 dock.show()
                 dock.raise_()
                 app.processEvents()
-        return window.export_panel(panel, out)
+        return window.export.panel(panel, out)
     finally:
         window.close()
         window.deleteLater()

@@ -60,7 +60,7 @@ def shoot(size: tuple[int, int], out: Path) -> None:
     w.resize(*size)
     w.show()
     app.processEvents()
-    w.proportion_docks()
+    w.dock_layout.proportion_docks()
     w.docks["run"].show()
     w.docks["run"].raise_()
     rp = w.run_panel

@@ -43,11 +43,11 @@ def main() -> None:
     rp = w.run_panel
     rp.method.setCurrentIndex(rp.method.findData("pld"))
     rp.max_new_tokens.setValue(64)
-    dialog = w.race_dialog()
+    dialog = w.race.dialog()
     dialog.tabs.setCurrentIndex(1)
     dialog.ok.click()
-    wait(app, lambda: w.race_windows and w.race_windows[-1].isVisible(), 600)
-    rw = w.race_windows[-1]
+    wait(app, lambda: w.race.windows and w.race.windows[-1].isVisible(), 600)
+    rw = w.race.windows[-1]
     t = [0.0]
     rw.clock = lambda: t[0]
     rw.restart()
@@ -67,7 +67,7 @@ def main() -> None:
         wait(app, lambda: rw.export is None, 600)
         print(rw.message.text())
     rw.close()
-    dialog = w.race_dialog()  # now listing the two sessions, both ticked
+    dialog = w.race.dialog()  # now listing the two sessions, both ticked
     dialog.set_ticked([s.id for s in dialog.sessions])
     for _ in range(5):
         app.processEvents()

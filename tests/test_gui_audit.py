@@ -16,14 +16,14 @@ def test_audit_of_a_live_greedy_session_is_identical(window, qtbot, tiny_dir):
     qtbot.waitUntil(lambda: w.model.n_cycles >= 2 and w.controller.idle, timeout=60000)
     info = w.model.source.info
     output = [t for s in w.model.source.summaries() for t in s.committed_ids]
-    w.audit_session()
-    qtbot.waitUntil(lambda: w.audit_result is not None, timeout=60000)
+    w.audit.audit_session()
+    qtbot.waitUntil(lambda: w.audit.result is not None, timeout=60000)
     # Independently: the tiny model's own greedy continuation of the prompt.
     ref = plain_greedy(load_model(str(tiny_dir), device="cpu"), info.prompt_ids, len(output))
     assert len(output) >= 2 and output == ref
-    assert w.audit_result.verdict == "identical", w.audit_result.message
-    assert w.audit_box is not None and w.audit_box.text().startswith(f"Identical: all {len(output)} tokens")
-    w.audit_box.close()
+    assert w.audit.result.verdict == "identical", w.audit.result.message
+    assert w.audit.box is not None and w.audit.box.text().startswith(f"Identical: all {len(output)} tokens")
+    w.audit.box.close()
 
 
 def test_audit_of_a_sampled_session_does_not_apply(window, qtbot):
@@ -31,11 +31,11 @@ def test_audit_of_a_sampled_session_does_not_apply(window, qtbot):
     w.run_panel.temperature.setValue(0.8)
     qtbot.keyClick(w, Qt.Key.Key_F10)
     qtbot.waitUntil(lambda: w.model.n_cycles >= 1 and w.controller.idle, timeout=60000)
-    w.audit_session()
-    assert w.audit_result.verdict == "not applicable" and "sampled" in w.audit_result.message
-    w.audit_box.close()
+    w.audit.audit_session()
+    assert w.audit.result.verdict == "not applicable" and "sampled" in w.audit.result.message
+    w.audit.box.close()
 
 
 def test_audit_with_nothing_open_says_so(window):
-    window.audit_session()
+    window.audit.audit_session()
     assert "Nothing to audit" in window.run_panel.message.text()

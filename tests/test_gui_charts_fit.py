@@ -26,7 +26,7 @@ def window(qtbot, tmp_path, monkeypatch):
 
 def show_charts(w, qtbot, size, source, method) -> None:
     w.resize(*size)
-    w.proportion_docks()
+    w.dock_layout.proportion_docks()
     w.docks["charts"].raise_()
     w.model.open(source, word_vocab())
     w.charts.set_ar_baseline(12.5, "AR session on the same prompt")

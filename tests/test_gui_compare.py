@@ -34,12 +34,12 @@ def recorded(window, tiny_dir):
 def test_compare_from_the_window_matches_the_sessions_and_opens_cycles(window, qtbot, recorded):
     db, ar, tr, fork = recorded
     assert window.controller.open_session(str(db), fork)
-    dialog = window.compare_dialog()
-    ticked = [window.compare_list.item(i).text().split()[0] for i in range(window.compare_list.count())
-              if window.compare_list.item(i).checkState().value == 2]
+    dialog = window.whatif.compare_dialog()
+    ticked = [window.whatif.compare_list.item(i).text().split()[0] for i in range(window.whatif.compare_list.count())
+              if window.whatif.compare_list.item(i).checkState().value == 2]
     assert sorted(ticked) == sorted([ar, tr, fork])  # the fork shown, its parent, AR on the same prompt
     dialog.accept()
-    cw = window.compare_windows[-1]
+    cw = window.whatif.compare_windows[-1]
     view = cw.view
     assert [s.info.id for s in view.comparison.sessions] == [ar, tr, fork]  # AR first: the baseline
     with Recording(db) as rec:
@@ -81,7 +81,7 @@ def test_sampled_sessions_show_their_first_difference(window, tiny_dir):
     with Recording(db) as rec:
         oa, ob = rec.session(a).output_ids, rec.session(b).output_ids
     first = next(i for i, (x, y) in enumerate(zip(oa, ob)) if x != y)
-    cw = window.compare(db, [a, b])
+    cw = window.whatif.compare(db, [a, b])
     assert cw.view.headline.text().startswith(f"Outputs first differ at position {first} (sampled sessions).")
     cw.close()
 

@@ -37,7 +37,7 @@ def fork_from_menu(window, qtbot, cycle: int):
     assert menu is not None and menu.actions()[0].text() == f"Fork from cycle {cycle}…"
     menu.actions()[0].trigger()
     menu.close()
-    dialog = window.fork_dialog
+    dialog = window.whatif.fork_dialog
     assert dialog is not None and dialog.isVisible()
     return dialog
 
@@ -98,13 +98,13 @@ def test_a_failed_check_asks_and_stop_saves_the_fork_failed(window, qtbot, tiny_
     assert window.controller.open_session(str(db), pid)
     window.model.set_cycle(4)
     window.run_panel.fork_button.click()  # the Run panel's button: from the current cycle
-    dialog = window.fork_dialog
+    dialog = window.whatif.fork_dialog
     assert dialog.cycle.value() == 4
     dialog.method.setCurrentIndex(dialog.method.findData("pld"))
     dialog.accept()
-    qtbot.waitUntil(lambda: window.fork_box is not None and window.fork_box.isVisible(), timeout=60000)
-    assert "cycle 1 did not reproduce" in window.fork_box.text()
-    stop = next(b for b in window.fork_box.buttons() if b.text() == "Stop")
+    qtbot.waitUntil(lambda: window.whatif.fork_box is not None and window.whatif.fork_box.isVisible(), timeout=60000)
+    assert "cycle 1 did not reproduce" in window.whatif.fork_box.text()
+    stop = next(b for b in window.whatif.fork_box.buttons() if b.text() == "Stop")
     stop.click()
     qtbot.waitUntil(lambda: window.controller.live_done and not window.controller.busy, timeout=30000)
     with Recording(db) as rec:
@@ -132,14 +132,14 @@ def test_compare_after_forking_a_replayed_file_lists_that_file(window, qtbot, ti
     fork_id = window.model.source.info.id
     with Recording(runs, read_only=True) as rec:
         assert rec.session(fork_id).parent_session == pid
-    chooser = window.compare_dialog()
+    chooser = window.whatif.compare_dialog()
     assert chooser is not None
-    items = [window.compare_list.item(i) for i in range(window.compare_list.count())]
+    items = [window.whatif.compare_list.item(i) for i in range(window.whatif.compare_list.count())]
     ids = {it.data(256): it.checkState().value for it in items}  # 256: Qt.UserRole
     assert set(ids) == {pid, fork_id}
     assert all(v == 2 for v in ids.values()), "the fork and its parent are ticked"
     chooser.accept()
-    assert window.compare_windows, window.run_panel.message.text()
+    assert window.whatif.compare_windows, window.run_panel.message.text()
     assert not window.run_panel.message.isVisible()
-    for w in window.compare_windows:
+    for w in window.whatif.compare_windows:
         w.close()

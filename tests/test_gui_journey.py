@@ -8,9 +8,9 @@ from __future__ import annotations
 import csv
 
 import pytest
+from test_gui_window import assert_panels_show
 
 from specviz_core.viewer.lifecycle import enabled_actions, status_text
-from test_gui_window import assert_panels_show
 
 METHODS = ("goose", "talon", "tr", "pld", "stand", "hf_prompt_lookup")
 PANELS = ("tree", "mask", "kv", "charts", "output", "spine")
@@ -68,24 +68,24 @@ def test_every_panel_exports_and_the_window_reads_at_every_size(qtbot, window, t
     settle(qtbot, w)
     for name in (*PANELS, "window"):
         for suffix in (".png", ".svg"):
-            out = w.export_panel(name, tmp_path / f"{name}{suffix}")
+            out = w.export.panel(name, tmp_path / f"{name}{suffix}")
             assert out.exists() and out.stat().st_size > 500, out
-    n = w.export_csv(tmp_path / "cycles.csv")
+    n = w.export.csv(tmp_path / "cycles.csv")
     with open(tmp_path / "cycles.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert n == len(rows) == 2 and [r["cycle"] for r in rows] == ["0", "1"]
     for size in ((1100, 700), (2560, 1440)):
         w.resize(*size)
-        w.proportion_docks()
+        w.dock_layout.proportion_docks()
         qtbot.wait(50)
         assert w.tree.isVisible() and w.tree.width() > 300, size
         says_the_truth(w)
-    w.toggle_presentation()
+    w.dock_layout.toggle_presentation()
     try:
         assert w.presentation_action.isChecked() and not w.docks["mask"].isVisible()
         says_the_truth(w)
         img = w.grab().toImage()
         assert not img.isNull() and img.width() >= 1000
     finally:
-        w.toggle_presentation()
+        w.dock_layout.toggle_presentation()
     assert capfd.readouterr().err == "", "nothing on standard error"

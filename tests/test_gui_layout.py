@@ -37,10 +37,10 @@ def in_window(w, widget) -> QRect:
 def test_no_stray_tab_bar_and_the_tree_keeps_its_room(window, qtbot, size) -> None:
     w = window
     w.resize(*size)
-    w.proportion_docks()
+    w.dock_layout.proportion_docks()
     w.model.open(talon_source(), word_vocab())
     qtbot.wait(50)
-    assert w.compact == (size[0] < 1300)
+    assert w.dock_layout.compact == (size[0] < 1300)
     inside = QRect(0, 0, *size)
     panels = [in_window(w, d.widget()) for d in w.docks.values() if d.widget().isVisible()]
     panels = [r for r in panels if inside.contains(r)] + [in_window(w, w.tree)]
@@ -63,7 +63,7 @@ def test_a_stray_tab_bar_left_by_qt_is_hidden(window, qtbot) -> None:
     700 with the Fusion style): one that is not under its docks is hidden after the next layout."""
     w = window
     w.resize(1100, 700)
-    w.proportion_docks()
+    w.dock_layout.proportion_docks()
     stray = QTabBar(w)
     for title in (w.docks["spine"].windowTitle(), w.docks["charts"].windowTitle()):
         stray.addTab(title)

@@ -139,10 +139,10 @@ def test_one_status_line_at_a_time_also_in_presentation_mode(qtbot, window):
     """A passing message and the lifecycle's line were drawn one over the other after a change of font."""
     w = window
     w.statusBar().showMessage("a passing message", 60000)
-    w.toggle_presentation()
+    w.dock_layout.toggle_presentation()
     try:
         assert not w.state_label.isVisible() and w.statusBar().currentMessage() == "a passing message"
         w.statusBar().clearMessage()
         assert w.state_label.isVisible() and w.state_label.text() == status_text(w.controller.state)
     finally:
-        w.toggle_presentation()
+        w.dock_layout.toggle_presentation()

@@ -60,10 +60,10 @@ def set_method(window, method: str) -> None:
 
 
 def race_window_after(window, qtbot, act, timeout: int = 5000):
-    before = len(window.race_windows)
+    before = len(window.race.windows)
     act()
-    qtbot.waitUntil(lambda: len(window.race_windows) > before and window.race_windows[-1].isVisible(), timeout=timeout)
-    return window.race_windows[-1]
+    qtbot.waitUntil(lambda: len(window.race.windows) > before and window.race.windows[-1].isVisible(), timeout=timeout)
+    return window.race.windows[-1]
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ def two(window, tiny_dir):
 def test_race_of_recorded_sessions_follows_their_timings(window, qtbot, two, tmp_path):
     db, ar, tr = two
     assert window.controller.open_session(str(db), tr)
-    dialog = window.race_dialog()
+    dialog = window.race.dialog()
     assert [s.id for s in dialog.ticked()] == [ar, tr]  # the session shown and AR on its prompt; AR first
     rw = race_window_after(window, qtbot, dialog.ok.click)
     assert not dialog.isVisible()
@@ -163,7 +163,7 @@ def test_mismatched_prompts_are_refused(window, qtbot, tiny_dir):
     a = record(tiny_dir, db, "--method", "ar", "--prompt", PROMPT)
     b = record(tiny_dir, db, "--method", "tr", "--prompt", "something else entirely")
     window.sessions.set_file(db)
-    dialog = window.race_dialog()
+    dialog = window.race.dialog()
     dialog.set_ticked([a])
     dialog.ok.click()
     assert dialog.isVisible() and "two to four" in dialog.message.text()
@@ -171,7 +171,7 @@ def test_mismatched_prompts_are_refused(window, qtbot, tiny_dir):
     dialog.ok.click()
     assert dialog.isVisible() and dialog.message.isVisible()
     assert "2 different prompts" in dialog.message.text() and a in dialog.message.text()
-    assert window.race_windows == []
+    assert window.race.windows == []
     dialog.reject()
 
 
@@ -193,11 +193,11 @@ def test_record_ar_and_this_method_then_race(window, qtbot, tiny_dir, temperatur
     window.run_panel.max_new_tokens.setValue(16)
     window.run_panel.temperature.setValue(temperature)
     window.run_panel.seed.setValue(3)
-    dialog = window.race_dialog()
+    dialog = window.race.dialog()
     dialog.tabs.setCurrentIndex(1)
     assert dialog.ok.text() == "Record and race" and dialog.ok.isEnabled()
     stages = []
-    window.race_job.progress.connect(lambda s, f: stages.append((s, f)))
+    window.race.job.progress.connect(lambda s, f: stages.append((s, f)))
     rw = race_window_after(window, qtbot, dialog.ok.click, timeout=120000)
     qtbot.waitUntil(lambda: window.controller.idle and not window.controller.busy, timeout=30000)
     ids = [lane.label.split()[-1] for lane in rw.view.race.lanes]
@@ -227,19 +227,19 @@ def test_cancel_stops_the_recording_and_races_nothing(window, qtbot):
     set_method(window, "tr")
     window.run_panel.prompt.setPlainText(PROMPT)
     window.run_panel.max_new_tokens.setValue(3000)
-    dialog = window.race_dialog()
+    dialog = window.race.dialog()
     dialog.tabs.setCurrentIndex(1)
 
     def on_progress(stage: str, _f: float) -> None:
         if stage.startswith("recording plain") and dialog.cancel_button.isEnabled():
             dialog.cancel_button.click()
 
-    window.race_job.progress.connect(on_progress)
+    window.race.job.progress.connect(on_progress)
     dialog.ok.click()
     assert dialog.progress.isVisible() and not dialog.ok.isEnabled()
     qtbot.waitUntil(lambda: not dialog.recording, timeout=120000)
     assert dialog.isVisible() and dialog.message.text().startswith("Cancelled")
-    assert window.race_windows == []
+    assert window.race.windows == []
     with Recording(window.db_path) as rec:
         assert [(s.method, s.status) for s in rec.sessions()] == [("ar", "interrupted")]
     qtbot.waitUntil(lambda: window.controller.idle, timeout=30000)
@@ -248,13 +248,13 @@ def test_cancel_stops_the_recording_and_races_nothing(window, qtbot):
 
 def test_record_tab_explains_what_it_cannot_record(window):
     set_method(window, "ar")
-    dialog = window.race_dialog()
+    dialog = window.race.dialog()
     dialog.tabs.setCurrentIndex(1)
     assert not dialog.ok.isEnabled() and "method is AR" in dialog.record_problem
     dialog.reject()
     set_method(window, "tr")
     window.run_panel.prompt.setPlainText("   ")
-    dialog = window.race_dialog()
+    dialog = window.race.dialog()
     dialog.tabs.setCurrentIndex(1)
     assert not dialog.ok.isEnabled() and "prompt is empty" in dialog.record_problem
     dialog.reject()

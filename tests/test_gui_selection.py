@@ -24,7 +24,7 @@ def window(qtbot, tmp_path, monkeypatch):
     w.resize(1500, 940)
     w.show()
     qtbot.waitExposed(w)
-    w.proportion_docks()
+    w.dock_layout.proportion_docks()
     w.model.open(goose_session(n_nodes=40, spine_len=6, spine_accepted=3, branch_continues=1, n_gated=4),
                  word_vocab())
     w.model.set_cycle(w.model.n_cycles - 1)

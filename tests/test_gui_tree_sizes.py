@@ -26,7 +26,7 @@ def window(qtbot, tmp_path, monkeypatch):
     w.resize(1500, 940)
     w.show()
     qtbot.waitExposed(w)
-    w.proportion_docks()
+    w.dock_layout.proportion_docks()
     w.model.open(talon_source(), word_vocab())
     yield w
     w.close()
@@ -100,7 +100,7 @@ def test_overview_shows_when_the_tree_is_larger_than_the_view(window) -> None:
     assert tree.minimap.view_rect().width() < tree.sceneRect().width() or \
         tree.minimap.view_rect().height() < tree.sceneRect().height()
     window.resize(2560, 1440)
-    window.proportion_docks()
+    window.dock_layout.proportion_docks()
     tree.set_show_gated(False)
     tree.fit()
     if not tree.minimap.isVisible():  # everything fits: the whole tree is in view
@@ -151,13 +151,13 @@ def test_keyboard_moves_along_the_edges_and_enter_selects(window, qtbot) -> None
 def test_presentation_mode_scales_the_tree_labels(window) -> None:
     tree = window.tree
     before = tree.font_px()
-    window.toggle_presentation()
+    window.dock_layout.toggle_presentation()
     try:
         assert tree.font_px() >= round(before * 1.4)
         assert all(item.font.pixelSize() == tree.font_px() for item in tree._items.values())
         assert tree.label_scale() >= 1.0
     finally:
-        window.toggle_presentation()
+        window.dock_layout.toggle_presentation()
     assert tree.font_px() == before
 
 
@@ -180,7 +180,7 @@ def test_a_long_chain_opens_on_its_root_and_exports_whole(window, tmp_path) -> N
     root = tree.viewportTransform().mapRect(tree.node_items()[0].sceneBoundingRect())
     assert view.contains(root), "the view opens on the root"
     for suffix in (".png", ".svg"):
-        out = window.export_panel("tree", tmp_path / f"tree{suffix}")
+        out = window.export.panel("tree", tmp_path / f"tree{suffix}")
         assert out.exists() and out.stat().st_size > 1000
     img = QImage(str(tmp_path / "tree.png"))
     scale = tree.label_scale()

@@ -236,7 +236,7 @@ def test_export_csv_and_panels(qtbot, window, long_recording, tmp_path):
     w.controller.open_session(str(path), sid)
     w.model.set_cycle(10)
     out = tmp_path / "cycles.csv"
-    n = w.export_csv(out)
+    n = w.export.csv(out)
     with open(out, newline="", encoding="utf-8") as fh:
         lines = list(csv.reader(fh))
     assert n == w.model.n_cycles and len(lines) == n + 1
@@ -245,9 +245,9 @@ def test_export_csv_and_panels(qtbot, window, long_recording, tmp_path):
     s10 = w.model.summaries()[10]
     assert row10[:5] == ["10", s10.mode, str(s10.n_verified), str(s10.n_accepted), str(s10.n_committed)]
     for name in ("tree", "mask", "kv", "charts", "window"):
-        png = w.export_panel(name, tmp_path / f"{name}.png")
+        png = w.export.panel(name, tmp_path / f"{name}.png")
         assert png.stat().st_size > 1000
-    svg = w.export_panel("tree", tmp_path / "tree.svg")
+    svg = w.export.panel("tree", tmp_path / "tree.svg")
     assert svg.read_text(encoding="utf-8").lstrip().startswith("<?xml")
 
 
@@ -264,7 +264,7 @@ def test_layout_is_restored_on_restart(qtbot, tmp_path, monkeypatch):
     qtbot.addWidget(w2)
     w2.show()
     assert not w2.docks["kv"].isVisible() and w2.docks["mask"].isVisible()
-    w2.reset_layout()
+    w2.dock_layout.reset()
     assert w2.docks["kv"].isVisible()
     w2.close()
 
@@ -272,12 +272,12 @@ def test_layout_is_restored_on_restart(qtbot, tmp_path, monkeypatch):
 def test_presentation_mode_enlarges_fonts_and_hides_controls(qtbot, window):
     w = window
     base = w.font().pointSizeF()
-    w.toggle_presentation()
+    w.dock_layout.toggle_presentation()
     qtbot.wait(20)
     assert w.font().pointSizeF() >= base * 1.4
     assert not w.docks["run"].isVisible() and not w.docks["mask"].isVisible()
     assert w.centralWidget().isVisible() and w.docks["charts"].isVisible()
-    w.toggle_presentation()
+    w.dock_layout.toggle_presentation()
     qtbot.wait(20)
     assert w.font().pointSizeF() == base
     assert w.docks["run"].isVisible() and w.docks["mask"].isVisible()

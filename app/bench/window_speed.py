@@ -83,7 +83,7 @@ def run_gui_bench(cycles: int = 10000, repeats: int = 5, jumps: int = 50, model:
     window = MainWindow(tmp / "sessions.db", restore_layout=False)
     window.resize(1500, 940)
     window.show()
-    window.proportion_docks()  # the 1500 x 940 layout, whatever the (offscreen) screen's size
+    window.dock_layout.proportion_docks()  # the 1500 x 940 layout, whatever the (offscreen) screen's size
     app.processEvents()
 
     def timed(action: Callable[[], object], whole: bool = False) -> float:

@@ -1,14 +1,12 @@
 """The session behind the window: a live one decoded on the engine thread, or a recorded one replayed.
 
 :class:`SessionController` owns the lifecycle (start, step, run, run to a breakpoint, pause, reset, open a
-recording), the engine thread, autoplay and the live-refresh throttle. The lifecycle is one value,
-:class:`~specviz_core.viewer.lifecycle.SessionState`, replaced whole on every change and reported by
-``state_changed``: the window's status bar and enabled actions are functions of it. It opens sessions in the
-:class:`SessionModel` that every panel follows, reads what to decode from a :class:`RunSettings` (the Run panel),
+recording) and its parts: the engine thread (:class:`EngineLink`), the measurements (:class:`Measurements`: the AR
+baseline, the cost curve), autoplay (:class:`Autoplay`) and the live cycles' way into the model (:class:`LiveFeed`).
+The lifecycle is one value, :class:`~specviz_core.viewer.lifecycle.SessionState`, replaced whole on every change and
+reported by ``state_changed``: the window's status bar and enabled actions are functions of it. It opens sessions in
+the :class:`SessionModel` that every panel follows, reads what to decode from a :class:`RunSettings` (the Run panel),
 and reports everything else through signals; it never touches a widget.
-
-The AR baseline of a live session is measured in the background after its first cycle: the user's Step or Run
-goes first (the measurement gives way at its next token and starts again when the engine is idle).
 """
 
 from __future__ import annotations
@@ -17,10 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 
 from specviz_app.session.autoplay import AUTOPLAY_SPEEDS, DEFAULT_SPEED, Autoplay  # noqa: F401 - the window's
 from specviz_app.session.engine_link import EngineLink
+from specviz_app.session.live_feed import LiveFeed
+from specviz_app.session.measurements import Measurements
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
@@ -34,8 +34,6 @@ from specviz_core.viewer.sources import LiveSource, RecordingSource
 if TYPE_CHECKING:  # the engine loads with its thread, on the first live session
     from specviz_app.session.worker import EngineWorker, ForkStart
 
-#: Live cycles arriving faster than this are shown at most this often (ms), so a fast GPU cannot flood the UI.
-LIVE_REFRESH_MS = 40
 NO_SESSION = "No session: press Step (F10) to start one."
 
 
@@ -86,13 +84,12 @@ class SessionController(QObject):
         self._after_start = Activity.IDLE
         """What the request queued behind a start does once the session is there (Step or Run pressed with none)."""
         self._breakpoint_label = ""
-        self._baseline_wanted = False
-        """The live session's AR baseline is still to be measured (in the background, when the engine is idle)."""
-        self._live_timer = QTimer(self)
-        self._live_timer.setSingleShot(True)
-        self._live_timer.setInterval(LIVE_REFRESH_MS)
-        self._live_timer.timeout.connect(self._show_latest)
-        self.autoplay = Autoplay(self._autoplay_tick, self)
+        self.measurements = Measurements(model, self.engine, lambda: self.state, self._set, self.notice.emit,
+                                         self._recording, self)
+        """The live session's AR baseline (in the background), and the charts' measurements."""
+        self.feed = LiveFeed(model, self)
+        """The live session's cycles into the model, throttled while a Run decodes."""
+        self.autoplay = Autoplay(model, self, self)
         self.autoplay.changed.connect(self.autoplay_changed)
 
     # -- state ----------------------------------------------------------------------------------------------------
@@ -132,32 +129,26 @@ class SessionController(QObject):
     def _connect_reports(self, w: EngineWorker) -> None:
         """The worker's reports, to the controller (on the UI thread)."""
         w.baseline_recorded.connect(lambda _info: self.sessions_changed.emit())
-        w.cost_curve_ready.connect(self._on_cost_curve)
         w.fork_mismatch.connect(self.fork_mismatch)
         w.progress.connect(self._on_progress)
         w.session_started.connect(self._on_session_started)
         w.cycle_ready.connect(self._on_cycle_ready)
         w.session_finished.connect(self._on_session_finished)
         w.run_ended.connect(self._on_run_ended)
-        w.baseline_ready.connect(self._on_baseline)
-        w.baseline_progress.connect(lambda f: self._set(progress=f)
-                                    if self.state.activity is Activity.MEASURING_BASELINE else None)
-        w.baseline_deferred.connect(self._on_baseline_deferred)
+        self.measurements.connect_reports(w)
         w.busy_changed.connect(self._on_busy)
         w.error.connect(self._fail)
 
     def _on_engine_idle(self) -> None:
         """Nothing is queued on the engine thread: the activity ends, and a background measurement may begin."""
         self._set(activity=Activity.IDLE, detail="", progress=None)
-        if self._baseline_wanted and self._live_info is not None and self.state.open in (Open.LIVE, Open.FINISHED):
-            self._set(activity=Activity.MEASURING_BASELINE, detail="the AR baseline", progress=0.0)
-            self.engine.baseline.emit(self.engine.ticket())
+        self.measurements.on_idle(self._live_info is not None and self.state.open in (Open.LIVE, Open.FINISHED))
 
     def shutdown(self) -> None:
         """Stop autoplay and the engine thread: queued work is dropped, the forward in flight (or the load stage)
         finishes, the session is marked interrupted. Waits a few seconds at most."""
         self.autoplay.set(False)
-        self._baseline_wanted = False
+        self.measurements.forget_baseline()
         self.engine.stop()
 
     # -- live sessions ----------------------------------------------------------------------------------------------
@@ -176,10 +167,10 @@ class SessionController(QObject):
             self.settings_locked.emit(False)
             return False
         self.error.emit("")
-        self._stop_autoplay_if_replay()
+        self.autoplay.stop_if_replay()
         self.engine.start()
         self._live_info = None
-        self._baseline_wanted = False
+        self.measurements.forget_baseline()
         self.settings_locked.emit(True)
         self._awaiting_session = True
         self._after_start = then
@@ -209,11 +200,11 @@ class SessionController(QObject):
             self.error.emit("Pause the running session before forking.")
             return False
         self.error.emit("")
-        self._set_autoplay(False)
-        self._preempt_background()
+        self.autoplay.set(False)
+        self.measurements.preempt()
         self.engine.start()
         self._live_info = None
-        self._baseline_wanted = False
+        self.measurements.forget_baseline()
         self.settings_locked.emit(True)
         self._awaiting_session = True
         self._after_start = Activity.IDLE
@@ -228,11 +219,6 @@ class SessionController(QObject):
         """After a failed reproducibility check: go on from the re-run state, or stop (the fork is saved failed)."""
         if self.engine.worker is not None:
             self.engine.fork_choice.emit(go_on, self.engine.ticket())
-
-    def _preempt_background(self) -> None:
-        """The user's request goes first: a background measurement in flight gives way at its next token."""
-        if self.engine.worker is not None and self.state.activity is Activity.MEASURING_BASELINE:
-            self.engine.worker.preempt()
 
     def step(self) -> None:
         """Decode one cycle (starting a live session first if none is open)."""
@@ -252,7 +238,7 @@ class SessionController(QObject):
         go on, and shows as running (to the breakpoint) from now, or once the session it started is there."""
         if self.busy:
             return
-        self._preempt_background()
+        self.measurements.preempt()
         activity = Activity.RUNNING_TO_BREAKPOINT if breakpoint else Activity.RUNNING
         if not self._ensure_session(activity):
             return
@@ -271,17 +257,17 @@ class SessionController(QObject):
             self.engine.worker.pause()
             if self.state.activity in (Activity.RUNNING, Activity.RUNNING_TO_BREAKPOINT):
                 self._set(activity=Activity.PAUSING)
-        self._set_autoplay(False)
+        self.autoplay.set(False)
 
     def reset(self) -> None:
         """End the session (it stays recorded) and unlock the settings; a model still loading stops loading."""
         if self.engine.worker is not None:
             self.engine.worker.cancel()
-        self._set_autoplay(False)
+        self.autoplay.set(False)
         if self.engine.worker is not None and self._live_info is not None and self.state.open is Open.LIVE:
             self.engine.reset.emit()
         self._awaiting_session = False
-        self._baseline_wanted = False
+        self.measurements.forget_baseline()
         self._live_info = None
         self.model.close()
         self.settings_locked.emit(False)
@@ -291,33 +277,6 @@ class SessionController(QObject):
             self._set(activity=Activity.IDLE, detail="", progress=None)
         self.busy_changed.emit(self.busy, False)
         self.session_status.emit(NO_SESSION)
-
-    # -- measuring, for the charts ----------------------------------------------------------------------------------
-    def _measuring_ok(self) -> bool:
-        if self.model.source is None:
-            self.notice.emit("Open a recording or step a session first.", 5000)
-            return False
-        if self.busy:
-            self.notice.emit("The engine is busy: pause first, then measure.", 5000)
-            return False
-        return True
-
-    def record_ar_baseline(self) -> None:
-        """Record a plain (AR) session of the current session's prompt, model and device into its recording; every
-        speed-up is then measured against it."""
-        if self._measuring_ok():
-            source = self.model.source
-            db = str(source.recording.path) if isinstance(source, RecordingSource) else str(self._recording())
-            self._preempt_background()
-            self._set(activity=Activity.MEASURING, detail="Recording an AR session of this prompt", progress=None)
-            self.engine.record_baseline.emit(source.info, db, self.engine.ticket())
-
-    def measure_cost_curve(self) -> None:
-        """Measure the verify-cost curve of the current session's model on its device (kept for next time)."""
-        if self._measuring_ok():
-            self._preempt_background()
-            self._set(activity=Activity.MEASURING, detail="Measuring the verify-cost curve", progress=None)
-            self.engine.measure_curve.emit(self.model.source.info, self.engine.ticket())
 
     # -- worker callbacks (UI thread) ---------------------------------------------------------------------------------
     def _on_progress(self, stage: str, fraction: float) -> None:
@@ -346,23 +305,8 @@ class SessionController(QObject):
         self.sessions_changed.emit()
 
     def _on_cycle_ready(self, cycle) -> None:
-        if not isinstance(self.model.source, LiveSource):
-            return
-        record = cycle.record
-        follow = self.model.follow_live
-        self.model.follow_live = False
-        self.model.append(record, cycle.summary)
-        self.model.follow_live = follow
-        if follow:
-            self.model.set_cycle(record.index)
-        elif not self._live_timer.isActive():
-            self._live_timer.start()
-        if record.index == 0:
-            self._baseline_wanted = True  # measured in the background once the engine is idle
-
-    def _show_latest(self) -> None:
-        if isinstance(self.model.source, LiveSource):
-            self.model.set_cycle(self.model.n_cycles - 1)
+        if self.feed.append(cycle) and cycle.record.index == 0:
+            self.measurements.want_baseline()  # measured in the background once the engine is idle
 
     def _on_run_ended(self, how: str, cycle: int) -> None:
         """How the Step or Run in flight ended: ``steps`` (the cycles asked for), ``breakpoint`` (a cycle matched),
@@ -379,31 +323,15 @@ class SessionController(QObject):
 
     def _on_session_finished(self, info: SessionInfo) -> None:
         if self._live_info is not None and info.id == self._live_info.id:
-            self._show_latest()
+            self.feed.show_latest()
             self._set(open=Open.FINISHED if info.status != "failed" else Open.FAILED, paused=False)
             self.session_status.emit(f"Session {info.id} {info.status}"
                                      f"{' (' + info.stop_reason + ')' if info.stop_reason else ''}: "
                                      f"{info.n_tokens} tokens in {info.n_forward} forwards, "
                                      f"{info.mean_accepted:.2f} tokens/forward. Step or Run starts a new session "
                                      "with these settings; Reset edits them first.")
-            self._set_autoplay(False)
+            self.autoplay.set(False)
         self.sessions_changed.emit()
-
-    def _on_baseline(self, tokens_per_s: float, note: str) -> None:
-        self._baseline_wanted = False
-        background = self.state.activity is Activity.MEASURING_BASELINE
-        if not background or isinstance(self.model.source, LiveSource):
-            # an AR session recorded for the session shown, or the live session's background baseline (one that
-            # arrives after a replay was opened is not the replay's)
-            self.model.set_ar_baseline(tokens_per_s, note)
-
-    def _on_cost_curve(self, curve: dict) -> None:
-        self.model.set_cost_curve(curve)
-
-    def _on_baseline_deferred(self) -> None:
-        """The background measurement gave way to the user's request: it starts again when the engine is idle."""
-        if self.state.activity is Activity.MEASURING_BASELINE:
-            self._set(progress=0.0)
 
     def _on_busy(self, busy: bool) -> None:
         """The worker started or ended some work. Work the controller did not ask for as such (a job sent through
@@ -411,14 +339,13 @@ class SessionController(QObject):
         if busy and self.state.activity in (Activity.IDLE, Activity.MEASURING_BASELINE) and not self._awaiting_session:
             self._set(activity=Activity.MEASURING, detail="Working", progress=None)
         if not busy:
-            self._live_timer.stop()
-            self._show_latest()
+            self.feed.flush()
 
     def _fail(self, text: str) -> None:
         """A refused start or a failed run: the message, and a start that never happened is undone."""
         self.error.emit(text)
         if self.state.activity is Activity.MEASURING_BASELINE:
-            self._baseline_wanted = False  # a background measurement failed: not tried again for this session
+            self.measurements.forget_baseline()  # a background measurement failed: not tried again for this session
             return
         if self._live_info is None and self._awaiting_session:
             self._awaiting_session = False
@@ -441,8 +368,8 @@ class SessionController(QObject):
             return False
         if self._live_info is not None and self.state.live:
             self.reset()
-        self._preempt_background()
-        self._baseline_wanted = False
+        self.measurements.preempt()
+        self.measurements.forget_baseline()
         self.error.emit("")
         self.model.set_recording(db)
         self.model.open(source, load_token_text(source.info.tokenizer), ar_baseline=source.ar_baseline(),
@@ -463,21 +390,3 @@ class SessionController(QObject):
     def toggle_autoplay(self) -> None:
         """Step through cycles at the chosen speed: a replay's recorded ones, or decode the live session's next."""
         self.autoplay.set(not self.autoplay.on)
-
-    def _set_autoplay(self, on: bool) -> None:
-        self.autoplay.set(on)
-
-    def _autoplay_tick(self) -> None:
-        if isinstance(self.model.source, LiveSource) or self.model.source is None:
-            if self.live_done and self.model.source is not None:
-                self._set_autoplay(False)
-            elif not self.busy:
-                self.step()
-        elif self.model.index >= self.model.n_cycles - 1:
-            self._set_autoplay(False)
-        else:
-            self.model.step(1)
-
-    def _stop_autoplay_if_replay(self) -> None:
-        if self.autoplay.on and not isinstance(self.model.source, LiveSource):
-            self._set_autoplay(False)

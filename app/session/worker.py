@@ -2,31 +2,28 @@
 
 The window calls the worker's slots through queued signals (``begin``, ``step``, ``run``, ``reset``,
 ``shutdown``) and ``pause()`` / ``cancel()`` directly. Each request carries the :class:`Ticket` the worker gave when
-it was sent: a pause cancels every request sent before it, even one still queued behind a model that is loading,
-and a cancel (Reset, close) also stops a load at its next stage. A request sent after the pause runs.
+it was sent (:mod:`specviz_app.session.tickets`). The worker owns what the thread holds (:class:`EngineState`) and
+the jobs it runs over it: forks (:class:`ForkJob`), the race's recording (:class:`RaceRecorder`, with its own
+signals) and the measurements (:mod:`specviz_app.session.jobs.measure`).
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from dataclasses import dataclass
-from pathlib import Path
-
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from specviz_app.session.jobs import measure as jobs
-from specviz_app.session.jobs.fork import ForkStart, ForkWorkerMixin
-from specviz_app.session.jobs.race import RaceWorkerMixin
+from specviz_app.session.jobs.fork import ForkJob, ForkStart
+from specviz_app.session.jobs.race import RaceRecorder
+from specviz_app.session.jobs.state import EngineState
+from specviz_app.session.tickets import Ticket, Tickets
 from specviz_core.crash import one_line
 from specviz_core.errors import SpecVizError
-from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
 from specviz_core.runtime.models import LoadedModel
-from specviz_core.session.factory import build_engine, load_models, prepare
+from specviz_core.session.factory import load_models, prepare
 from specviz_core.session.fork import ForkedRun, ForkMismatch
-from specviz_core.session.request import CheckedRequest, check_method
-from specviz_core.session.run import RecordedRun
+from specviz_core.session.request import CheckedRequest
+from specviz_core.session.run import RecordedCycle, RecordedRun
 from specviz_core.viewer.filters import CycleFilter
 
 #: Tokens decoded by plain AR to measure the baseline speed on the session's prompt.
@@ -35,19 +32,11 @@ BASELINE_TOKENS = 16
 STOP_WAIT_MS = 10_000
 
 
-@dataclass(frozen=True)
-class Ticket:
-    """The worker's pause and cancel counts when a request was sent."""
-
-    pauses: int
-    cancels: int
-
-
 class Cancelled(Exception):
     """A load stopped by Reset or close at a stage boundary."""
 
 
-class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
+class EngineWorker(QObject):
     """Owns the models, the engine and the recording connection; lives on its own QThread."""
 
     progress = Signal(str, float)
@@ -83,13 +72,12 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
 
     def __init__(self) -> None:
         super().__init__()
-        self._lock = threading.Lock()
-        self._pauses = 0
-        self._cancels = 0
-        self._preempts = 0
-        self._models: dict[tuple, tuple[LoadedModel, LoadedModel | None]] = {}
-        self.run_: RecordedRun | None = None
-        self.recording: Recording | None = None
+        self._tickets = Tickets()
+        self.state = EngineState()
+        """The models, the recording and the live run (touched on the engine thread only)."""
+        self.forks = ForkJob(self.state)
+        self.race = RaceRecorder(self.state, self)
+        """The race's recording (``record_race``) and its reports: ``progress``, ``recorded``, ``failed``."""
         self._baselines: dict[tuple, float] = {}
         self.cycles_done = 0
         """Cycles decoded by this worker so far (read from the UI thread; an int, so reads are atomic)."""
@@ -97,35 +85,24 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
     # -- called from the UI thread ------------------------------------------------
     def ticket(self) -> Ticket:
         """Stamp a request with the current counts (thread-safe)."""
-        with self._lock:
-            return Ticket(self._pauses, self._cancels)
+        return self._tickets.ticket()
 
     def pause(self) -> None:
         """Stop every Run or Step sent before now at its next cycle boundary, queued ones included (thread-safe)."""
-        with self._lock:
-            self._pauses += 1
+        self._tickets.pause()
 
     def cancel(self) -> None:
         """Pause, and stop a load sent before now at its next stage (Reset, close; thread-safe)."""
-        with self._lock:
-            self._pauses += 1
-            self._cancels += 1
+        self._tickets.cancel()
 
     def preempt(self) -> None:
         """A request of the user's is on its way: background work gives way at its next step (thread-safe)."""
-        with self._lock:
-            self._preempts += 1
+        self._tickets.preempt()
 
     @property
     def loaded(self) -> bool:
         """A model is loaded (read from the UI thread)."""
-        return bool(self._models)
-
-    def _paused(self, ticket: Ticket) -> bool:
-        return self._pauses != ticket.pauses
-
-    def _cancelled(self, ticket: Ticket) -> bool:
-        return self._cancels != ticket.cancels
+        return bool(self.state.models)
 
     # -- slots (run on the worker thread) -------------------------------------------
     @Slot(object, str, object)
@@ -141,18 +118,18 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
         fork = checked if isinstance(checked, ForkStart) else None
         try:
             self._finish_current("interrupted", "reset by the user")
-            if self._cancelled(ticket):
+            if self._tickets.cancelled(ticket):
                 return
             if fork is not None:
-                parent, checked = self._fork_parent(fork, db_path)
+                parent, checked = self.forks.request(fork, db_path)
             req = checked.request
             key = (req.model, req.draft_model, req.device, req.dtype, req.method, tuple(sorted(req.params.items())))
-            models = self._models.get(key[:4])
+            models = self.state.models.get(key[:4])
             if models is None:
                 self.progress.emit("loading the model", -1.0)
 
                 def progress(stage: str, fraction: float | None) -> None:
-                    if self._cancelled(ticket):
+                    if self._tickets.cancelled(ticket):
                         raise Cancelled
                     self.progress.emit(stage, -1.0 if fraction is None else fraction)
 
@@ -161,29 +138,25 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
                 except Cancelled:
                     self.progress.emit("cancelled", 1.0)
                     return
-                self._models = {key[:4]: models}  # keep one set: models are large
-            if self._cancelled(ticket):  # reset or closed while the last stage loaded: no session to record
+                self.state.models = {key[:4]: models}  # keep one set: models are large
+            if self._tickets.cancelled(ticket):  # reset or closed while the last stage loaded: no session to record
                 self.progress.emit("cancelled", 1.0)
                 return
             target, draft = models
-            if self.recording is None or str(self.recording.path) != str(Path(db_path)):
-                if self.recording is not None:
-                    self.recording.close()
-                Path(db_path).parent.mkdir(parents=True, exist_ok=True)
-                self.recording = Recording(db_path, create=True)
+            recording = self.state.record_to(db_path)
             if fork is not None:
-                self.run_ = self._fork_run(fork, parent, checked, target, draft)
+                self.state.run = self.forks.run(fork, parent, checked, target, draft)
             else:
-                self.run_ = RecordedRun(prepare(checked, target, draft), self.recording)
+                self.state.run = RecordedRun(prepare(checked, target, draft), recording)
             self.progress.emit("ready", 1.0)
-            self.session_started.emit(self.run_.info, target.tokenizer)
+            self.session_started.emit(self.state.run.info, target.tokenizer)
             if fork is not None:
                 self._rerun(ticket)
         except SpecVizError as e:
-            self.run_ = None
+            self.state.run = None
             self.error.emit(str(e))
         except Exception as e:  # a broken model folder, out of memory...: a message, not a crash
-            self.run_ = None
+            self.state.run = None
             self.error.emit(f"could not start the session: {one_line(e)}")
         finally:
             self.busy_changed.emit(False)
@@ -208,7 +181,7 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
     def reset(self) -> None:
         try:
             self._finish_current("interrupted", "reset by the user")
-            self.run_ = None
+            self.state.run = None
         finally:
             self.request_done.emit()
 
@@ -217,11 +190,7 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
         """Close cleanly: the session in flight is marked interrupted, the recording closed, the thread ended."""
         try:
             self._finish_current("interrupted", "window closed")
-            self.run_ = None
-            if self.recording is not None:
-                self.recording.close()
-                self.recording = None
-            self._models.clear()
+            self.state.close()
         finally:
             QThread.currentThread().quit()
 
@@ -235,30 +204,24 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
             self.request_done.emit()
 
     def _measure_baseline(self, ticket: Ticket) -> None:
-        if self.run_ is None or not self._models:
+        if self.state.run is None or not self.state.models:
             return
-        info = self.run_.info
+        info = self.state.run.info
         key = (info.model, info.device, info.dtype, info.prompt_ids)
         tps = self._baselines.get(key)
         if tps is None:
-            preempts = self._preempts
+            preempts = self._tickets.preempts
             try:
-                target, _ = next(iter(self._models.values()))
-                engine = build_engine(target, check_method("ar"), info.prompt_ids, max_new_tokens=BASELINE_TOKENS)
-                engine.prefill()
-                t0 = time.perf_counter()
-                n = 0
-                for record in engine.cycles():
-                    if self._preempts != preempts or self._paused(ticket):
-                        self.baseline_deferred.emit()
-                        return
-                    n += len(record.committed_ids)
-                    self.baseline_progress.emit(min(1.0, n / BASELINE_TOKENS))
-                tps = n / (time.perf_counter() - t0)
-                self._baselines[key] = tps
+                target, _ = next(iter(self.state.models.values()))
+                tps = jobs.ar_speed(target, info.prompt_ids, BASELINE_TOKENS, self.baseline_progress.emit,
+                                    lambda: self._tickets.preempts != preempts or self._tickets.paused(ticket))
             except Exception as e:
                 self.error.emit(f"could not measure the AR baseline: {one_line(e)}")
                 return
+            if tps is None:
+                self.baseline_deferred.emit()
+                return
+            self._baselines[key] = tps
         self.baseline_ready.emit(tps, f"AR measured on this prompt ({BASELINE_TOKENS} tokens, {info.device})")
 
     @Slot(object, str, object)
@@ -270,12 +233,8 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
             self.request_done.emit()
 
     def _record_baseline(self, target: LoadedModel, info: SessionInfo, db_path: str, ticket: Ticket) -> None:
-        rec, close = jobs.open_recording(self.recording, db_path)
-        try:
-            ar = jobs.record_ar_session(target, info, rec, self.progress.emit, lambda: self._paused(ticket))
-        finally:
-            if close:
-                rec.close()
+        ar = jobs.record_ar_baseline(target, info, self.state.recording, db_path, self.progress.emit,
+                                     lambda: self._tickets.paused(ticket))
         self.baseline_recorded.emit(ar)
         if ar.n_tokens:
             self.baseline_ready.emit(ar.tokens_per_s, f"AR session {ar.id} on the same prompt ({ar.n_tokens} tokens)")
@@ -302,11 +261,11 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
 
     def _job(self, ticket: Ticket, work, info: SessionInfo) -> None:
         """Load ``info``'s target (if needed), then ``work(target)``; errors become one-line messages."""
-        if self._paused(ticket):
+        if self._tickets.paused(ticket):
             return
         self.busy_changed.emit(True)
         try:
-            target = jobs.target_for(self._models, info, lambda s, f: self.progress.emit(s, -1.0 if f is None else f))
+            target = jobs.target_for(self.state.models, info, lambda s, f: self.progress.emit(s, -1.0 if f is None else f))
             work(target)
         except SpecVizError as e:
             self.error.emit(str(e))
@@ -320,29 +279,39 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
     def fork_choice(self, go_on: bool, ticket: Ticket) -> None:
         """After a failed check: go on from the re-run state, or end the fork as failed."""
         try:
-            run = self.run_
+            run = self.state.run
             if isinstance(run, ForkedRun) and not run.writer.finished:
                 if go_on:
                     run.continue_anyway()
                     self._rerun(ticket)
                 else:
                     run.stop()
-                    self.session_finished.emit(self._final_info(run))
+                    self.session_finished.emit(self.state.final_info(run))
         finally:
+            self.request_done.emit()
+
+    @Slot(object, str, object)
+    def record_race(self, checked: CheckedRequest, db_path: str, ticket: Ticket) -> None:
+        """Record AR and ``checked``'s method on its prompt into ``db_path``, one after the other (:attr:`race`
+        reports how it goes)."""
+        self.busy_changed.emit(True)
+        try:
+            self.race.record(checked, db_path, lambda: self._tickets.paused(ticket))
+        finally:
+            self.busy_changed.emit(False)
             self.request_done.emit()
 
     # -- internals ----------------------------------------------------------------
     def _loop(self, ticket: Ticket, max_cycles: int | None, breakpoint: CycleFilter | None) -> None:
-        run = self.run_
-        if run is None or self._paused(ticket):
+        run = self.state.run
+        if run is None or self._tickets.paused(ticket):
             return
         self.busy_changed.emit(True)
         done, last, how = 0, -1, "paused"
         try:
-            while not run.engine.done and not self._paused(ticket):
+            while not run.engine.done and not self._tickets.paused(ticket):
                 cycle = run.step()
-                self.cycles_done += 1
-                self.cycle_ready.emit(cycle)
+                self._report(cycle)
                 done, last = done + 1, cycle.record.index
                 if breakpoint is not None and breakpoint(cycle.summary):
                     how = "breakpoint"
@@ -365,17 +334,38 @@ class EngineWorker(ForkWorkerMixin, RaceWorkerMixin, QObject):
             self.busy_changed.emit(False)
         self.run_ended.emit(how, last)
         if run.writer.finished:
-            self.session_finished.emit(self._final_info(run))
+            self.session_finished.emit(self.state.final_info(run))
 
-    def _final_info(self, run: RecordedRun) -> SessionInfo:
-        assert self.recording is not None
-        return self.recording.session(run.info.id)
+    def _rerun(self, ticket: Ticket) -> None:
+        """Re-run a fork's cycles before its fork cycle, with a progress bar; stops at the first difference."""
+        run = self.state.run
+        assert isinstance(run, ForkedRun)
+        self.busy_changed.emit(True)
+        try:
+            for cycle in self.forks.rerun(run, lambda: self._tickets.paused(ticket), self.progress.emit):
+                self._report(cycle)
+            self.progress.emit("ready", 1.0)
+        except ForkMismatch as e:
+            self.progress.emit("ready", 1.0)
+            self.fork_mismatch.emit(str(e))
+            return
+        except SpecVizError as e:
+            self.error.emit(str(e))
+        except Exception as e:
+            self.error.emit(f"the fork failed: {one_line(e)}")
+        finally:
+            self.busy_changed.emit(False)
+        if run.writer.finished:
+            self.session_finished.emit(self.state.final_info(run))
+
+    def _report(self, cycle: RecordedCycle) -> None:
+        self.cycles_done += 1
+        self.cycle_ready.emit(cycle)
 
     def _finish_current(self, status: str, reason: str) -> None:
-        run = self.run_
-        if run is not None and not run.writer.finished:
-            run.finish(status, reason)
-            self.session_finished.emit(self._final_info(run))
+        info = self.state.finish(status, reason)
+        if info is not None:
+            self.session_finished.emit(info)
 
 
 class WorkerThread:

@@ -1,11 +1,15 @@
-"""The main window: panels in docks around the draft tree, one session model, one engine thread."""
+"""The main window: panels in docks around the draft tree, one session model, one engine thread.
+
+The window owns its parts, each given what it needs: the :class:`SessionController` (the session shown, the engine
+thread), the :class:`~specviz_app.shell.layout.DockLayout` (where docks go, presentation mode, the saved layout) and
+the menu actions that are more than one call (:mod:`specviz_app.shell.actions`: export, what-if, race, audit)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSize, Qt
-from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -19,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from specviz_app.icons import action_icon
-from specviz_app.panels.base import PanelMixin, export_widget
+from specviz_app.panels.base import PanelMixin
 from specviz_app.panels.charts.panel import ChartsPanel
 from specviz_app.panels.kv.view import KVView
 from specviz_app.panels.mask.view import MaskView
@@ -32,18 +36,17 @@ from specviz_app.panels.tree.view import TreeView
 from specviz_app.session.controller import AUTOPLAY_SPEEDS, DEFAULT_SPEED, SessionController
 from specviz_app.session.gc_guard import UiThreadGC
 from specviz_app.shell.actions.audit import AuditActions
+from specviz_app.shell.actions.common import window_action
+from specviz_app.shell.actions.export import ExportActions
 from specviz_app.shell.actions.race import RaceActions
 from specviz_app.shell.actions.whatif import WhatIfActions
-from specviz_app.shell.layout import LAYOUT_VERSION, DockLayout
+from specviz_app.shell.layout import DockLayout
 from specviz_app.windows.train_head import stop_all as stop_head_training
-from specviz_core.viewer.cycle_table import write_cycles_csv
 from specviz_core.viewer.lifecycle import Activity, SessionState, enabled_actions, status_text
 from specviz_core.viewer.session_model import SessionModel
 
-"""Methods whose cycles have a context-copied spine to explain."""
 
-
-class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWindow):
+class MainWindow(QMainWindow):
     """The shell: the draft tree in the middle, panels in docks around it, menus, toolbars, presentation, export.
 
     What is shown is the :class:`SessionModel`'s; which session it holds is the :class:`SessionController`'s.
@@ -54,8 +57,6 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         self.setWindowTitle("SpecViz")
         self.model = SessionModel()
         self.db_path = Path(db_path)
-        self._normal_state: QByteArray | None = None
-        self._base_font = QApplication.font()
         self._gc = UiThreadGC(self)
         self._gc.start()
 
@@ -75,6 +76,8 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         }
         self.controller = SessionController(self.model, self.run_panel, self)
         self.docks: dict[str, QDockWidget] = {}
+        self.dock_layout = DockLayout(self, self.docks)
+        """Where the docks go at any size, presentation mode, the layout kept between runs."""
         left = Qt.DockWidgetArea.LeftDockWidgetArea
         right = Qt.DockWidgetArea.RightDockWidgetArea
         bottom = Qt.DockWidgetArea.BottomDockWidgetArea
@@ -106,16 +109,14 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         self.model.set_recording(self.db_path)
         self._on_recording(self.model.recording_path)
         self._on_state(self.controller.state)
-        self.compact = False
-        """The laptop layout: Run and Sessions tabbed with the output, so the tree keeps its width."""
         screen = QApplication.primaryScreen()
         avail = screen.availableGeometry().size() if screen is not None else QSize(1500, 940)
         self.resize(min(1500, avail.width()), min(940, avail.height()))
-        self.proportion_docks()
-        self._default_state = self.saveState(LAYOUT_VERSION)
+        self.dock_layout.proportion_docks()
+        self.dock_layout.keep_default()
         self._persist_layout = restore_layout
         if restore_layout:
-            self._restore_layout()
+            self.dock_layout.restore()
 
     # -- construction --------------------------------------------------------------------------------
     def _dock(self, name: str, panel: PanelMixin, area: Qt.DockWidgetArea) -> None:
@@ -142,24 +143,17 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         c.error.connect(self.show_error)
         rp.recording_edited.connect(self.model.set_recording)
         self.model.recording_changed.connect(self._on_recording)
-        self.charts.actions.measure_baseline.connect(c.record_ar_baseline)
-        self.charts.actions.measure_curve.connect(c.measure_cost_curve)
-        self.charts.pop_out_requested.connect(self.pop_out_charts)
+        self.charts.actions.measure_baseline.connect(c.measurements.record_ar_baseline)
+        self.charts.actions.measure_curve.connect(c.measurements.measure_cost_curve)
+        self.charts.pop_out_requested.connect(self.dock_layout.pop_out_charts)
+        self.dock_layout.presentation_changed.connect(self._on_presentation)
         c.autoplay_changed.connect(self.autoplay_action.setChecked)
         c.sessions_changed.connect(self.sessions.refresh)
         self.model.session_opened.connect(self._on_session_opened)
         self.model.cycle_changed.connect(lambda rec: self._update_title())
 
     def _action(self, text: str, shortcut: str | QKeySequence | None, slot, tip: str = "") -> QAction:
-        a = QAction(text, self)
-        if shortcut:
-            a.setShortcut(QKeySequence(shortcut))
-            a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-        a.setToolTip(f"{tip or text} ({QKeySequence(shortcut).toString()})" if shortcut else (tip or text))
-        a.setStatusTip(tip or text)
-        a.triggered.connect(slot)
-        self.addAction(a)
-        return a
+        return window_action(self, text, shortcut, slot, tip)
 
     def _build_actions(self) -> None:
         m = self.menuBar()
@@ -167,15 +161,8 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         self.open_action = self._action("&Open recording…", QKeySequence.StandardKey.Open, self.choose_recording,
                                         "Open a SpecViz recording (.db) to replay its sessions")
         f.addAction(self.open_action)
-        export = f.addMenu("&Export panel")
-        for name in ("tree", "mask", "kv", "charts", "output", "spine"):
-            export.addAction(self._action(f"{self.panels[name].title}…", None,
-                                          lambda _=False, n=name: self.export_panel_dialog(n),
-                                          "Save the panel as PNG or SVG"))
-        export.addAction(self._action("Whole window…", None, lambda: self.export_panel_dialog("window"),
-                                      "Save the whole window as PNG or SVG"))
-        f.addAction(self._action("Export cycles to &CSV…", "Ctrl+Shift+E", self.export_csv_dialog,
-                                 "One row per cycle of the current session"))
+        self.export = ExportActions(self, f, self.panels, self.model, self.show_error)
+        """File → Export panel (PNG, SVG) and Export cycles to CSV."""
         f.addSeparator()
         f.addAction(self._action("&Quit", QKeySequence.StandardKey.Quit, self.close))
 
@@ -188,9 +175,13 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         self.reset_action = self._action("Rese&t", "Ctrl+R", self.controller.reset, "End the session; it stays recorded")
         for a in (self.step_action, self.run_action, self.pause_action, self.bp_action, self.reset_action):
             r.addAction(a)
-        self._build_whatif(r)
-        self._build_race(r)
-        self._build_audit(r)
+        args = (self.model, self.controller)
+        self.whatif = WhatIfActions(self, r, *args, self.run_panel, self.timeline, self.show_error)
+        """Run → Fork from this cycle… and Compare sessions…"""
+        self.race = RaceActions(self, r, *args, self.run_panel, self.sessions, self.show_error)
+        """Run → Race…"""
+        self.audit = AuditActions(self, r, *args, self.show_error)
+        """Run → Audit against plain decoding."""
 
         g = m.addMenu("&Go")
         self.prev_action = self._action("&Previous cycle", "Left", lambda: self.model.step(-1))
@@ -204,11 +195,12 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
             g.addAction(a)
 
         v = m.addMenu("&View")
-        self.presentation_action = self._action("&Presentation mode", "F11", self.toggle_presentation,
+        self.presentation_action = self._action("&Presentation mode", "F11", self.dock_layout.toggle_presentation,
                                                 "Large fonts and only the panels that tell the story")
         self.presentation_action.setCheckable(True)
         v.addAction(self.presentation_action)
-        v.addAction(self._action("&Reset layout", None, self.reset_layout, "Put every panel back where it started"))
+        v.addAction(self._action("&Reset layout", None, self.dock_layout.reset,
+                                 "Put every panel back where it started"))
         v.addSeparator()
         for dock in self.docks.values():
             v.addAction(dock.toggleViewAction())
@@ -257,8 +249,8 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         :data:`~specviz_core.viewer.lifecycle.ACTIONS`."""
         return {"step": self.step_action, "run": self.run_action, "pause": self.pause_action,
                 "run_to_breakpoint": self.bp_action, "reset": self.reset_action, "open": self.open_action,
-                "fork": self.fork_action, "compare": self.compare_action, "race": self.race_action,
-                "audit": self.audit_action}
+                "fork": self.whatif.fork_action, "compare": self.whatif.compare_action, "race": self.race.action,
+                "audit": self.audit.action}
 
     def _on_state(self, state: SessionState) -> None:
         """Everything the window says about the lifecycle follows from the state alone."""
@@ -300,63 +292,19 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
             self.model.set_recording(path)
             self.docks["sessions"].raise_()
 
-    # -- presentation ----------------------------------------------------------------------------------------------
-    def toggle_presentation(self) -> None:
-        """Large fonts; only tree, output, charts and the spine explanation."""
-        on = self._normal_state is None
-        if on:
-            self._normal_state = self.saveState(LAYOUT_VERSION)
-            for name in ("run", "sessions", "mask", "kv"):
-                self.docks[name].hide()
-            font = QFont(self._base_font)
-            font.setPointSizeF(self._base_font.pointSizeF() * 1.5)
-            QApplication.setFont(font)
-            self.docks["charts"].raise_()
-            self.resizeDocks([self.docks["output"]], [int(self.height() * 0.4)], Qt.Orientation.Vertical)
-            self.resizeDocks([self.docks["output"], self.docks["charts"]],
-                             [int(self.width() * 0.4), int(self.width() * 0.6)], Qt.Orientation.Horizontal)
-        else:
-            QApplication.setFont(self._base_font)
-            self.restoreState(self._normal_state, LAYOUT_VERSION)
-            self._normal_state = None
+    # -- layout ----------------------------------------------------------------------------------------------------
+    def _on_presentation(self, on: bool) -> None:
         self.presentation_action.setChecked(on)
         for panel in self.panels.values():
             panel.on_presentation_changed(on)
-        self._later_hide_stray_tab_bars()
 
-    # -- export -------------------------------------------------------------------------------------------------------
-    def export_panel(self, name: str, path: str | Path) -> Path:
-        """Save a panel (by its name in ``panels``) or the whole ``window`` as PNG or SVG."""
-        if name == "window":
-            return export_widget(self, path, "SpecViz")
-        return self.panels[name].export(Path(path))
+    def showEvent(self, e: QShowEvent) -> None:
+        super().showEvent(e)
+        self.dock_layout.later_hide_stray_tab_bars()
 
-    def export_panel_dialog(self, name: str) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export panel", str(Path.home() / f"specviz-{name}.png"),
-                                              "PNG image (*.png);;SVG drawing (*.svg)")
-        if path:
-            try:
-                self.export_panel(name, path)
-                self.statusBar().showMessage(f"Saved {path}", 5000)
-            except OSError as e:
-                self.show_error(str(e))
-
-    def export_csv(self, path: str | Path) -> int:
-        """One row per cycle of the current session; returns the number of rows."""
-        return write_cycles_csv(path, self.model.summaries(), self.model.vocab)
-
-    def export_csv_dialog(self) -> None:
-        if self.model.source is None:
-            self.show_error("No session open: step a cycle or open a recording first.")
-            return
-        path, _ = QFileDialog.getSaveFileName(self, "Export cycles", str(Path.home() / "specviz-cycles.csv"),
-                                              "CSV (*.csv)")
-        if path:
-            try:
-                n = self.export_csv(path)
-                self.statusBar().showMessage(f"Saved {n} cycles to {path}", 5000)
-            except OSError as e:
-                self.show_error(f"cannot write {path}: {e.strerror}")
+    def resizeEvent(self, e: QResizeEvent) -> None:
+        super().resizeEvent(e)
+        self.dock_layout.later_hide_stray_tab_bars()
 
     def _on_session_opened(self, source) -> None:
         """The Run panel tells the truth: a replay shows the replayed session's settings, read-only."""
@@ -365,7 +313,7 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         else:
             self.run_panel.show_replay(source.info)
         # "Why did this cycle stop" answers for every method, so it opens in front.
-        if self._normal_state is None:
+        if not self.dock_layout.presenting:
             self.docks["spine"].raise_()
         self._update_title()
 
@@ -400,7 +348,7 @@ class MainWindow(WhatIfActions, RaceActions, AuditActions, DockLayout, QMainWind
         """Closing mid-run is safe: queued work is dropped, the forward in flight finishes, the session is marked
         interrupted; the wait is a few seconds at most."""
         if self._persist_layout:
-            self.save_layout()
+            self.dock_layout.save()
         engine = self.controller.worker is not None
         if engine:
             self.statusBar().showMessage("Finishing the cycle in flight…")

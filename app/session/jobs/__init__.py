@@ -1,1 +1,2 @@
-"""Work the engine thread does besides decoding: forks, measurements, the race's recording."""
+"""Work the engine thread does besides decoding, over the state it holds (state): forks, measurements, the race's
+recording."""

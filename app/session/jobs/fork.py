@@ -1,18 +1,21 @@
-"""The engine worker's forks: re-run a parent session's cycles, checked against its recording, then go on with
-other settings (:mod:`specviz_core.session.fork`). A mixin of :class:`specviz_app.session.worker.EngineWorker`."""
+"""The engine thread's forks: re-run a parent session's cycles, checked against its recording, then go on with
+other settings (:mod:`specviz_core.session.fork`). :class:`ForkJob` is owned by
+:class:`specviz_app.session.worker.EngineWorker` and given its :class:`~specviz_app.session.jobs.state.EngineState`;
+the worker reports what it yields."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from specviz_core.crash import one_line
-from specviz_core.errors import SpecVizError
+from specviz_app.session.jobs.state import EngineState
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
 from specviz_core.runtime.models import LoadedModel
 from specviz_core.session.factory import load_draft
-from specviz_core.session.fork import ForkedRun, ForkMismatch, fork_request, load_prefix, parent_choice, prepare_fork
+from specviz_core.session.fork import ForkedRun, fork_request, load_prefix, parent_choice, prepare_fork
 from specviz_core.session.request import CheckedRequest
+from specviz_core.session.run import RecordedCycle
 
 
 @dataclass(frozen=True)
@@ -25,10 +28,14 @@ class ForkStart:
     changes: dict
 
 
-class ForkWorkerMixin:
-    """Fork stages of the engine worker (its signals, models and recording are the worker's)."""
+class ForkJob:
+    """The stages of a fork on the engine thread: its request, its run, its re-run cycles."""
 
-    def _fork_parent(self, fork: ForkStart, db_path: str) -> tuple[SessionInfo, CheckedRequest]:
+    def __init__(self, state: EngineState) -> None:
+        self.state = state
+
+    def request(self, fork: ForkStart, db_path: str) -> tuple[SessionInfo, CheckedRequest]:
+        """The parent session in ``db_path`` and the fork's request (on the device the parent can run on)."""
         from specviz_core.audit import audit_device
 
         with Recording(db_path, read_only=True) as rec:
@@ -36,39 +43,22 @@ class ForkWorkerMixin:
         device, dtype = audit_device(parent.device), parent.dtype
         return parent, fork_request(parent, **fork.changes, device=device, dtype=dtype)
 
-    def _fork_run(self, fork: ForkStart, parent: SessionInfo, checked: CheckedRequest, target: LoadedModel,
-                  draft: LoadedModel | None) -> ForkedRun:
-        assert self.recording is not None
+    def run(self, fork: ForkStart, parent: SessionInfo, checked: CheckedRequest, target: LoadedModel,
+            draft: LoadedModel | None) -> ForkedRun:
+        """The fork's recorded run, in the state's recording, its parent's cycles before ``fork.cycle`` to re-run."""
+        assert self.state.recording is not None
         old = parent_choice(parent)
         parent_draft = load_draft(target, parent.draft_model, checked.request.device, checked.request.dtype,
                                   same_tokenizer=old.cls.draft_shares_tokenizer) if old.wants_draft_model else None
-        recorded = load_prefix(self.recording, parent, fork.cycle)
+        recorded = load_prefix(self.state.recording, parent, fork.cycle)
         prepared = prepare_fork(parent, checked, fork.cycle, target, parent_draft, draft)
-        return ForkedRun(prepared, self.recording, parent, recorded, checked, draft)
+        return ForkedRun(prepared, self.state.recording, parent, recorded, checked, draft)
 
-    def _rerun(self, ticket) -> None:  # ticket: specviz_app.session.worker.Ticket
-        """Re-run a fork's cycles before its fork cycle, with a progress bar; stops at the first difference."""
-        run = self.run_
-        assert isinstance(run, ForkedRun)
-        self.busy_changed.emit(True)
-        try:
-            while run.rerun_left and not self._paused(ticket):
-                n = run.engine.cycle_index
-                self.progress.emit(f"re-running cycle {n} of {run.fork_cycle} and checking it", n / run.fork_cycle)
-                try:
-                    cycle = run.step()
-                except ForkMismatch as e:
-                    self.progress.emit("ready", 1.0)
-                    self.fork_mismatch.emit(str(e))
-                    return
-                self.cycles_done += 1
-                self.cycle_ready.emit(cycle)
-            self.progress.emit("ready", 1.0)
-        except SpecVizError as e:
-            self.error.emit(str(e))
-        except Exception as e:
-            self.error.emit(f"the fork failed: {one_line(e)}")
-        finally:
-            self.busy_changed.emit(False)
-        if run.writer.finished:
-            self.session_finished.emit(self._final_info(run))
+    def rerun(self, run: ForkedRun, stop: Callable[[], bool],
+              progress: Callable[[str, float], None]) -> Iterator[RecordedCycle]:
+        """The fork's cycles before its fork cycle, re-run and checked one by one until ``stop()``; raises
+        :class:`~specviz_core.session.fork.ForkMismatch` at the first that differs from the parent's."""
+        while run.rerun_left and not stop():
+            n = run.engine.cycle_index
+            progress(f"re-running cycle {n} of {run.fork_cycle} and checking it", n / run.fork_cycle)
+            yield run.step()

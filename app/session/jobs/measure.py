@@ -1,8 +1,10 @@
-"""The engine thread's measuring jobs, for the charts' actions: record an AR session of a session's prompt (the
-speed-up baseline) and measure the device's verify-cost curve. Run on the worker's thread, by its slots."""
+"""The engine thread's measuring jobs: plain AR's speed on a live session's prompt (in the background), and for the
+charts' actions an AR session of a session's prompt recorded (the speed-up baseline) and the device's verify-cost
+curve. Run on the worker's thread, by its slots."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,36 @@ def record_ar_session(target: LoadedModel, info: SessionInfo, recording: Recordi
             run.finish("interrupted", "stopped by the user")
             break
     return recording.session(ar_info.id)
+
+
+def ar_speed(target: LoadedModel, prompt_ids: tuple[int, ...], tokens: int, progress: Callable[[float], None],
+             gave_way: Callable[[], bool]) -> float | None:
+    """Plain AR's speed on ``prompt_ids`` (tokens/s over ``tokens`` tokens, not recorded); None when ``gave_way()``
+    said to stop (background work gives way to the user's requests)."""
+    from specviz_core.session.factory import build_engine
+    from specviz_core.session.request import check_method
+
+    engine = build_engine(target, check_method("ar"), prompt_ids, max_new_tokens=tokens)
+    engine.prefill()
+    t0 = time.perf_counter()
+    n = 0
+    for record in engine.cycles():
+        if gave_way():
+            return None
+        n += len(record.committed_ids)
+        progress(min(1.0, n / tokens))
+    return n / (time.perf_counter() - t0)
+
+
+def record_ar_baseline(target: LoadedModel, info: SessionInfo, current: Recording | None, db_path: str,
+                       progress: Callable[[str, float], None], stop: Callable[[], bool]) -> SessionInfo:
+    """:func:`record_ar_session` into ``db_path`` (the worker's ``current`` recording when it is that file)."""
+    rec, close = open_recording(current, db_path)
+    try:
+        return record_ar_session(target, info, rec, progress, stop)
+    finally:
+        if close:
+            rec.close()
 
 
 def open_recording(current: Recording | None, db_path: str) -> tuple[Recording, bool]:

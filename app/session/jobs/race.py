@@ -1,5 +1,6 @@
 """The engine thread's race recording: plain decoding (AR) and a method on one prompt, one after the other, then
-raced. A mixin of :class:`specviz_app.session.worker.EngineWorker` (its models, recording, tickets and busy signal).
+raced. :class:`RaceRecorder` is owned by :class:`specviz_app.session.worker.EngineWorker` (whose ``record_race`` slot
+runs it) and given its :class:`~specviz_app.session.jobs.state.EngineState` (the models and the recording).
 
 The two sessions are decoded in turn on the one engine thread, never at the same time, so neither's timings
 include the other's work. AR takes every setting from the method's request but the method (prompt, chat template,
@@ -9,10 +10,12 @@ A short unrecorded AR warm-up first keeps one-time costs (the allocator, the fir
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
-from PySide6.QtCore import Signal, Slot
+from PySide6.QtCore import QObject, Signal
 
+from specviz_app.session.jobs.state import EngineState
 from specviz_core.crash import one_line
 from specviz_core.errors import SpecVizError
 from specviz_core.session.request import CheckedRequest
@@ -31,70 +34,66 @@ class RaceCancelled(Exception):
     """The user cancelled the race recording (or paused or reset the engine) while it loaded or decoded."""
 
 
-class RaceWorkerMixin:
-    """The ``record_race`` slot of the engine worker."""
+class RaceRecorder(QObject):
+    """Records a race on the engine thread (a child of the worker, so it lives there) and reports how it goes."""
 
-    race_progress = Signal(str, float)
+    progress = Signal(str, float)
     """(what is happening, overall fraction 0..1 or -1 while a model loads)."""
-    race_recorded = Signal(str, object)
+    recorded = Signal(str, object)
     """(recording path, [AR session id, method session id]): both decoded to the end."""
-    race_failed = Signal(str)
+    failed = Signal(str)
     """A message for the user; '' when cancelled."""
 
-    @Slot(object, str, object)
-    def record_race(self, checked: CheckedRequest, db_path: str, ticket) -> None:
-        """Record AR and ``checked``'s method on its prompt into ``db_path``, one after the other."""
-        try:
-            self._record_race(checked, db_path, ticket)
-        finally:
-            self.request_done.emit()
+    def __init__(self, state: EngineState, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
 
-    def _record_race(self, checked: CheckedRequest, db_path: str, ticket) -> None:
+    def record(self, checked: CheckedRequest, db_path: str, stopped: Callable[[], bool]) -> None:
+        """Record AR and ``checked``'s method on its prompt into ``db_path``, one after the other, until
+        ``stopped()``; reports ``recorded`` or ``failed``."""
         from specviz_app.session.jobs import measure as jobs
         from specviz_core.session.factory import load_models
 
-        self.busy_changed.emit(True)
         rec = close = None
         try:
             def stop_check() -> None:
-                if self._paused(ticket):
+                if stopped():
                     raise RaceCancelled
 
             def loading(stage: str, fraction: float | None) -> None:
                 stop_check()
-                self.race_progress.emit(stage, -1.0 if fraction is None else fraction)
+                self.progress.emit(stage, -1.0 if fraction is None else fraction)
 
             stop_check()
             ar = ar_request(checked)
             req = checked.request
             key = (req.model, req.draft_model, req.device, req.dtype)
-            models = self._models.get(key)
+            models = self.state.models.get(key)
             if models is None:
-                self.race_progress.emit("loading the model", -1.0)
+                self.progress.emit("loading the model", -1.0)
                 models = load_models(checked, loading)
-                self._models = {key: models}  # keep one set, as a session does: models are large
+                self.state.models = {key: models}  # keep one set, as a session does: models are large
             target, draft = models
-            rec, close = jobs.open_recording(self.recording, db_path)
+            rec, close = jobs.open_recording(self.state.recording, db_path)
             self._warm_up(ar, target)
             ids = []
             for k, (c, d) in enumerate(((ar, None), (checked, draft))):
                 ids.append(self._record_one(c, d, target, rec, k, stop_check))
-            self.race_recorded.emit(db_path, ids)
+            self.recorded.emit(db_path, ids)
         except RaceCancelled:
-            self.race_failed.emit("")
+            self.failed.emit("")
         except SpecVizError as e:
-            self.race_failed.emit(str(e))
+            self.failed.emit(str(e))
         except Exception as e:  # out of memory, a model folder gone...: a message, not a crash
-            self.race_failed.emit(f"could not record the race: {one_line(e)}")
+            self.failed.emit(f"could not record the race: {one_line(e)}")
         finally:
             if close and rec is not None:
                 rec.close()
-            self.busy_changed.emit(False)
 
     def _warm_up(self, ar: CheckedRequest, target) -> None:
         from specviz_core.session.factory import prepare
 
-        self.race_progress.emit("warming up", 0.0)
+        self.progress.emit("warming up", 0.0)
         warm = prepare(CheckedRequest(replace(ar.request, max_new_tokens=WARMUP_TOKENS), ar.choice), target)
         for _ in warm.engine.cycles():
             pass
@@ -108,7 +107,7 @@ class RaceWorkerMixin:
         n_max = checked.request.max_new_tokens
         name = "plain decoding (AR)" if k == 0 else checked.request.method
         done = 0
-        self.race_progress.emit(f"recording {name} (0/{n_max} tokens)", k / 2)
+        self.progress.emit(f"recording {name} (0/{n_max} tokens)", k / 2)
         while not run.engine.done:
             try:
                 stop_check()
@@ -116,5 +115,5 @@ class RaceWorkerMixin:
                 run.finish("interrupted", "race recording cancelled")
                 raise
             done += len(run.step().record.committed_ids)
-            self.race_progress.emit(f"recording {name} ({done}/{n_max} tokens)", (k + min(1.0, done / n_max)) / 2)
+            self.progress.emit(f"recording {name} ({done}/{n_max} tokens)", (k + min(1.0, done / n_max)) / 2)
         return run.info.id

@@ -4,17 +4,21 @@ The session shown is compared with plain greedy decoding of its prompt on the sa
 ``generate``, on the engine thread: :meth:`specviz_app.session.worker.EngineWorker.audit_session`, the core's
 :func:`specviz_core.audit.audit`, as ``specviz audit`` does). The verdict (identical, a numerical tie, a real
 divergence, or not applicable to a sampled session) opens in a message; a tie or a divergence also shows the cycle
-that committed the first differing token. A mixin of :class:`~specviz_app.shell.window.MainWindow`.
+that committed the first differing token. A part of :class:`~specviz_app.shell.window.MainWindow`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox
 
+from specviz_app.session.controller import SessionController
+from specviz_app.shell.actions.common import window_action
 from specviz_core.audit import AuditResult, audit
+from specviz_core.viewer.session_model import SessionModel
 
 
 class AuditJob(QObject):
@@ -23,7 +27,7 @@ class AuditJob(QObject):
     _audit = Signal(object, object, object)
     done = Signal(object)
 
-    def __init__(self, controller, parent: QObject | None = None) -> None:
+    def __init__(self, controller: SessionController, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
         self._worker = None
@@ -37,18 +41,23 @@ class AuditJob(QObject):
 
 
 class AuditActions:
-    """The audit action for the main window (which provides model, controller, statusBar, show_error...)."""
+    """Run → Audit against plain decoding, added to ``run_menu``: audits the session ``model`` shows on
+    ``controller``'s engine thread; the verdict opens in a message over ``window``."""
 
-    def _build_audit(self, run_menu) -> None:
-        self.audit_action = self._action(
-            "&Audit against plain decoding", "Ctrl+Shift+A", self.audit_session,
+    def __init__(self, window: QMainWindow, run_menu: QMenu, model: SessionModel, controller: SessionController,
+                 show_error: Callable[[str], None]) -> None:
+        self.window, self.model, self.show_error = window, model, show_error
+        self.action = window_action(
+            window, "&Audit against plain decoding", "Ctrl+Shift+A", self.audit_session,
             "Decode the session's prompt plainly (greedy) on its model and find the first token where the outputs "
             "differ: identical, a numerical tie, or a real divergence")
-        run_menu.addAction(self.audit_action)
-        self.audit_job = AuditJob(self.controller, self)
-        self.audit_job.done.connect(self._audit_done)
-        self.audit_result: AuditResult | None = None
-        self.audit_box: QMessageBox | None = None
+        run_menu.addAction(self.action)
+        self.job = AuditJob(controller, window)
+        self.job.done.connect(self._audit_done)
+        self.result: AuditResult | None = None
+        """The last audit's verdict."""
+        self.box: QMessageBox | None = None
+        """The last verdict's message."""
         self._audited: str | None = None
 
     def audit_session(self) -> None:
@@ -64,16 +73,16 @@ class AuditActions:
         if info.temperature > 0 or not info.output_ids:  # no model needed to say it does not apply
             self._audit_done(audit(info, lengths, None))
             return
-        self.statusBar().showMessage(f"Auditing session {info.id}: decoding its prompt plainly…")
-        self.audit_job.start(info, lengths)
+        self.window.statusBar().showMessage(f"Auditing session {info.id}: decoding its prompt plainly…")
+        self.job.start(info, lengths)
 
     def _audit_done(self, result: AuditResult) -> None:
-        self.audit_result = result
-        self.statusBar().showMessage(f"Audit: {result.verdict}", 10000)
+        self.result = result
+        self.window.statusBar().showMessage(f"Audit: {result.verdict}", 10000)
         src = self.model.source
         if result.cycle is not None and src is not None and src.info.id == self._audited:
             self.model.set_cycle(min(result.cycle, self.model.n_cycles - 1))
-        box = self.audit_box = QMessageBox(self)
+        box = self.box = QMessageBox(self.window)
         box.setIcon(QMessageBox.Icon.Warning if result.verdict == "divergence" else QMessageBox.Icon.Information)
         box.setWindowTitle(f"Audit: {result.verdict}")
         box.setText(result.message)

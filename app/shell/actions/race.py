@@ -1,17 +1,24 @@
 """The window's race: Run → Race… (Ctrl+Shift+R) opens :class:`~specviz_app.windows.race.dialog.RaceDialog`; the chosen sessions,
 or AR and the Run panel's method freshly recorded on the engine thread (:mod:`specviz_app.session.jobs.race`), play in a
-:class:`~specviz_app.windows.race.window.RaceWindow`. A mixin of :class:`~specviz_app.shell.window.MainWindow`.
+:class:`~specviz_app.windows.race.window.RaceWindow`. A part of :class:`~specviz_app.shell.window.MainWindow`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QMainWindow, QMenu
 
+from specviz_app.panels.run.panel import RunPanel
+from specviz_app.panels.sessions import SessionsView
+from specviz_app.session.controller import SessionController
+from specviz_app.shell.actions.common import session_file, window_action
 from specviz_app.windows.race.dialog import RaceDialog
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
+from specviz_core.viewer.session_model import SessionModel
 
 
 class RaceJob(QObject):
@@ -22,7 +29,7 @@ class RaceJob(QObject):
     recorded = Signal(str, object)
     failed = Signal(str)
 
-    def __init__(self, controller, parent: QObject | None = None) -> None:
+    def __init__(self, controller: SessionController, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.controller = controller
         self._worker = None
@@ -31,9 +38,9 @@ class RaceJob(QObject):
         if self._worker is None:
             w = self._worker = self.controller.engine_for(self._record)
             self._record.connect(w.record_race)
-            w.race_progress.connect(self.progress)
-            w.race_recorded.connect(self.recorded)
-            w.race_failed.connect(self.failed)
+            w.race.progress.connect(self.progress)
+            w.race.recorded.connect(self.recorded)
+            w.race.failed.connect(self.failed)
         self._record.emit(checked, str(db), self._worker.ticket())
 
     def cancel(self) -> None:
@@ -42,24 +49,30 @@ class RaceJob(QObject):
 
 
 class RaceActions:
-    """Race actions for the main window (which provides controller, run_panel, sessions, model, show_error...)."""
+    """Run → Race…, added to ``run_menu``: the dialog and the race windows over ``window``, the sessions of the
+    recording ``model`` has open (or ``sessions`` lists), a race recorded on ``controller``'s engine thread with the
+    ``run_panel``'s settings."""
 
-    def _build_race(self, run_menu) -> None:
-        self.race_action = self._action("Ra&ce…", "Ctrl+Shift+R", self.race_dialog,
-                                        "Sessions of one prompt side by side at their recorded pace; or record AR and "
-                                        "the Run panel's method on its prompt first")
-        run_menu.addAction(self.race_action)
-        self.race_windows: list = []
-        self.race_chooser: RaceDialog | None = None
-        self.race_job = RaceJob(self.controller, self)
-        self.race_job.progress.connect(lambda s, f: self.race_chooser and self.race_chooser.set_progress(s, f))
-        self.race_job.recorded.connect(self._race_recorded)
-        self.race_job.failed.connect(self._race_failed)
+    def __init__(self, window: QMainWindow, run_menu: QMenu, model: SessionModel, controller: SessionController,
+                 run_panel: RunPanel, sessions: SessionsView, show_error: Callable[[str], None]) -> None:
+        self.window, self.model, self.controller = window, model, controller
+        self.run_panel, self.sessions, self.show_error = run_panel, sessions, show_error
+        self.action = window_action(window, "Ra&ce…", "Ctrl+Shift+R", self.dialog,
+                                    "Sessions of one prompt side by side at their recorded pace; or record AR and "
+                                    "the Run panel's method on its prompt first")
+        run_menu.addAction(self.action)
+        self.windows: list = []
+        """The race windows open (or closed since the last race)."""
+        self.chooser: RaceDialog | None = None
+        self.job = RaceJob(controller, window)
+        self.job.progress.connect(lambda s, f: self.chooser and self.chooser.set_progress(s, f))
+        self.job.recorded.connect(self._race_recorded)
+        self.job.failed.connect(self._race_failed)
 
-    def race_dialog(self) -> RaceDialog:
+    def dialog(self) -> RaceDialog:
         """Choose sessions of the open recording (the one shown and the AR session of its prompt come ticked), or
         record AR and the Run panel's method; then race."""
-        db = self._session_file() or self.sessions.path
+        db = session_file(self.model) or self.sessions.path
         sessions, problem = [], ""
         if db is not None and Path(db).exists():
             try:
@@ -74,13 +87,13 @@ class RaceActions:
             request_error = str(e)
         cur = self.model.source.info if self.model.source is not None else None
         dialog = RaceDialog(sessions, Path(db) if db is not None else None, cur, request, request_error,
-                            self.model.recording_path, self)
+                            self.model.recording_path, self.window)
         if problem:
             dialog.show_message(problem)
         dialog.race_requested.connect(lambda ids: self.race(Path(db), ids))
         dialog.record_requested.connect(lambda: self._record_race(dialog))
-        dialog.cancel_requested.connect(lambda: (self.race_job.cancel(), dialog.cancelling()))
-        self.race_chooser = dialog
+        dialog.cancel_requested.connect(lambda: (self.job.cancel(), dialog.cancelling()))
+        self.chooser = dialog
         dialog.open()
         return dialog
 
@@ -100,11 +113,11 @@ class RaceActions:
             dialog.show_message(f"cannot create {db.parent}: {e.strerror}")
             return
         dialog.set_recording(True)
-        self.race_job.start(request, db)
+        self.job.start(request, db)
 
     def _race_recorded(self, db: str, ids: list[str]) -> None:
         self.controller.sessions_changed.emit()
-        dialog = self.race_chooser
+        dialog = self.chooser
         if dialog is not None:
             dialog.set_recording(False)
             dialog.accept()
@@ -112,13 +125,13 @@ class RaceActions:
 
     def _race_failed(self, text: str) -> None:
         self.controller.sessions_changed.emit()
-        dialog = self.race_chooser
+        dialog = self.chooser
         message = text or "Cancelled: the session being decoded was saved as interrupted; nothing raced."
         if dialog is not None and dialog.isVisible():
             dialog.set_recording(False)
             dialog.show_message(message, error=bool(text))
         else:
-            self.statusBar().showMessage(message, 10000)
+            self.window.statusBar().showMessage(message, 10000)
 
     def race(self, db: Path, ids: list[str]):
         """A race window, playing, on sessions ``ids`` of ``db`` (the first is the baseline); None (with a message
@@ -135,10 +148,10 @@ class RaceActions:
         except (SpecVizError, ValueError) as e:
             self.show_error(str(e))
             return None
-        window = RaceWindow(race, vocab, parent=self, export_dir=Path(db).parent)
-        self.race_windows = [w for w in self.race_windows if w.isVisible()] + [window]
+        window = RaceWindow(race, vocab, parent=self.window, export_dir=Path(db).parent)
+        self.windows = [w for w in self.windows if w.isVisible()] + [window]
         window.show()
         window.start()
-        self.statusBar().showMessage("Race: Space plays or pauses, R restarts, F11 full screen, Ctrl+E saves a GIF",
+        self.window.statusBar().showMessage("Race: Space plays or pauses, R restarts, F11 full screen, Ctrl+E saves a GIF",
                                      10000)
         return window

@@ -1,6 +1,6 @@
 """The window's what-if actions: fork the session shown from a cycle (docs/fork.md), compare sessions.
 
-A mixin of :class:`~specviz_app.shell.window.MainWindow`: the timeline's context menu, the Run panel's Fork… button and
+A part of :class:`~specviz_app.shell.window.MainWindow`: the timeline's context menu, the Run panel's Fork… button and
 Run → Fork from this cycle… open the fork dialog pre-filled from the session; the controller starts the fork, whose
 re-run of the parent's cycles shows in the status bar's progress bar; a failed check asks Continue anyway or Stop.
 Run → Compare sessions… (Ctrl+Shift+C) picks sessions of the open recording and shows them in a Compare window;
@@ -9,46 +9,63 @@ clicking a token there opens that cycle of that session here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QListWidget, QListWidgetItem, QMessageBox, QVBoxLayout
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QMenu,
+    QMessageBox,
+    QVBoxLayout,
+)
 
+from specviz_app.panels.run.panel import RunPanel
+from specviz_app.panels.timeline import TimelinePanel
+from specviz_app.session.controller import SessionController
+from specviz_app.shell.actions.common import session_file, window_action
 from specviz_app.windows.fork import ForkDialog
 from specviz_core.analysis.compare import fork_label, fork_tree
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
+from specviz_core.viewer.session_model import SessionModel
 
 
 class WhatIfActions:
-    """Fork actions for the main window (which provides model, controller, run_panel, timeline, statusBar...)."""
+    """Run → Fork from this cycle… and Run → Compare sessions…, added to ``run_menu``: dialogs over ``window``, the
+    session shown read from ``model``, forks started and sessions opened through ``controller``."""
 
-    def _build_whatif(self, run_menu) -> None:
+    def __init__(self, window: QMainWindow, run_menu: QMenu, model: SessionModel, controller: SessionController,
+                 run_panel: RunPanel, timeline: TimelinePanel, show_error: Callable[[str], None]) -> None:
+        self.window, self.model, self.controller, self.run_panel = window, model, controller, run_panel
+        self.show_error = show_error
         self.fork_dialog: ForkDialog | None = None
         self.fork_box: QMessageBox | None = None
         self._fork_rerunning = False
-        self.fork_action = self._action("&Fork from this cycle…", "Ctrl+Shift+F", lambda: self.fork_from(),
-                                        "Continue the session shown from the current cycle with other settings")
-        self.compare_action = self._action("&Compare sessions…", "Ctrl+Shift+C", self.compare_dialog,
-                                           "Sessions of the open recording side by side")
+        self.fork_action = window_action(window, "&Fork from this cycle…", "Ctrl+Shift+F", lambda: self.fork_from(),
+                                         "Continue the session shown from the current cycle with other settings")
+        self.compare_action = window_action(window, "&Compare sessions…", "Ctrl+Shift+C", self.compare_dialog,
+                                            "Sessions of the open recording side by side")
+        self.compare_chooser: QDialog | None = None
+        self.compare_list: QListWidget | None = None
         self.compare_windows: list = []
         run_menu.addSeparator()
         run_menu.addAction(self.fork_action)
         run_menu.addAction(self.compare_action)
-        self.timeline.fork_requested.connect(self.fork_from)
-        self.run_panel.fork_requested.connect(lambda: self.fork_from())
-        c = self.controller
-        c.fork_mismatch.connect(self._on_fork_mismatch)
-        c.progress.connect(self._on_fork_progress)
-        self.model.session_opened.connect(self._on_fork_opened)
-
-    def _session_file(self) -> Path | None:
-        """The open recording, when a session of it is shown (a live one is recorded there)."""
-        return self.model.recording_path if self.model.source is not None else None
+        timeline.fork_requested.connect(self.fork_from)
+        run_panel.fork_requested.connect(lambda: self.fork_from())
+        controller.fork_mismatch.connect(self._on_fork_mismatch)
+        controller.progress.connect(self._on_fork_progress)
+        model.session_opened.connect(self._on_fork_opened)
 
     def fork_from(self, cycle: int | None = None) -> ForkDialog | None:
         """Open the fork dialog for the session shown, from ``cycle`` (default: the current one)."""
-        src, db = self.model.source, self._session_file()
+        src, db = self.model.source, session_file(self.model)
         if src is None or db is None:
             self.show_error("No session to fork: open a recording or decode a few cycles first.")
             return None
@@ -62,7 +79,7 @@ class WhatIfActions:
             self.show_error(str(e))
             return None
         cycle = self.model.index if cycle is None else cycle
-        dialog = ForkDialog(info, max(cycle, 0), self)
+        dialog = ForkDialog(info, max(cycle, 0), self.window)
         dialog.accepted.connect(lambda: self._start_fork(info.id, dialog, db))
         self.fork_dialog = dialog
         dialog.open()
@@ -73,7 +90,7 @@ class WhatIfActions:
 
         start = ForkStart(parent_id, dialog.cycle.value(), dialog.changes())
         if self.controller.fork(start, db):
-            self.statusBar().showMessage(f"Forking {parent_id} at cycle {start.cycle}: loading…")
+            self.window.statusBar().showMessage(f"Forking {parent_id} at cycle {start.cycle}: loading…")
 
     def _on_fork_opened(self, source) -> None:
         info = source.info
@@ -92,11 +109,11 @@ class WhatIfActions:
                 text = (f"Cycles 0–{info.fork_cycle - 1} re-ran exactly as recorded. Step (F10) or Run (F5) decodes "
                         f"cycle {info.fork_cycle} on with {info.method}.")
                 self.run_panel.set_status(text)
-                self.statusBar().showMessage(text, 10000)
+                self.window.statusBar().showMessage(text, 10000)
 
     def _on_fork_mismatch(self, text: str) -> None:
         self._fork_rerunning = False
-        box = QMessageBox(QMessageBox.Icon.Warning, "The fork did not reproduce", text, parent=self)
+        box = QMessageBox(QMessageBox.Icon.Warning, "The fork did not reproduce", text, parent=self.window)
         box.setInformativeText("Continue anyway goes on from the re-run state (the prefix then differs from the "
                                "parent's); Stop saves the fork as failed.")
         go_on = box.addButton("Continue anyway", QMessageBox.ButtonRole.AcceptRole)
@@ -121,7 +138,7 @@ class WhatIfActions:
             self.show_error(str(e))
             return None
         cur = self.model.source.info if self.model.source is not None else None
-        dialog = QDialog(self)
+        dialog = QDialog(self.window)
         dialog.setWindowTitle("Compare sessions")
         layout = QVBoxLayout(dialog)
         layout.addWidget(QLabel("Sessions to compare (two or more; an AR session goes first as the baseline):"))
@@ -162,7 +179,7 @@ class WhatIfActions:
         except SpecVizError as e:
             self.show_error(str(e))
             return None
-        window = CompareWindow(comparison, vocab, self)
+        window = CompareWindow(comparison, vocab, self.window)
         window.view.cycle_requested.connect(lambda sid, c: self._open_cycle(db, sid, c))
         self.compare_windows.append(window)
         window.show()
@@ -174,5 +191,5 @@ class WhatIfActions:
             if not self.controller.open_session(str(db), session_id):
                 return
         self.model.set_cycle(cycle)
-        self.raise_()
-        self.activateWindow()
+        self.window.raise_()
+        self.window.activateWindow()

@@ -1,0 +1,67 @@
+"""The window's exports: File → Export panel (a panel, or the whole window, as PNG or SVG) and File → Export cycles
+to CSV (one row per cycle of the session shown). A part of :class:`~specviz_app.shell.window.MainWindow`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu
+
+from specviz_app.panels.base import PanelMixin, export_widget
+from specviz_app.shell.actions.common import window_action
+from specviz_core.viewer.cycle_table import write_cycles_csv
+from specviz_core.viewer.session_model import SessionModel
+
+#: The panels File → Export panel offers, in its order.
+EXPORTED = ("tree", "mask", "kv", "charts", "output", "spine")
+
+
+class ExportActions:
+    """File → Export panel and File → Export cycles to CSV, added to ``file_menu``: ``panels`` (by name) or the whole
+    ``window`` as pictures, ``model``'s session as rows."""
+
+    def __init__(self, window: QMainWindow, file_menu: QMenu, panels: dict[str, PanelMixin], model: SessionModel,
+                 show_error: Callable[[str], None]) -> None:
+        self.window, self.panels, self.model, self.show_error = window, panels, model, show_error
+        export = file_menu.addMenu("&Export panel")
+        for name in EXPORTED:
+            export.addAction(window_action(window, f"{panels[name].title}…", None,
+                                           lambda _=False, n=name: self.panel_dialog(n), "Save the panel as PNG or SVG"))
+        export.addAction(window_action(window, "Whole window…", None, lambda: self.panel_dialog("window"),
+                                       "Save the whole window as PNG or SVG"))
+        file_menu.addAction(window_action(window, "Export cycles to &CSV…", "Ctrl+Shift+E", self.csv_dialog,
+                                          "One row per cycle of the current session"))
+
+    def panel(self, name: str, path: str | Path) -> Path:
+        """Save a panel (by its name in ``panels``) or the whole ``window`` as PNG or SVG."""
+        if name == "window":
+            return export_widget(self.window, path, "SpecViz")
+        return self.panels[name].export(Path(path))
+
+    def panel_dialog(self, name: str) -> None:
+        path, _ = QFileDialog.getSaveFileName(self.window, "Export panel", str(Path.home() / f"specviz-{name}.png"),
+                                              "PNG image (*.png);;SVG drawing (*.svg)")
+        if path:
+            try:
+                self.panel(name, path)
+                self.window.statusBar().showMessage(f"Saved {path}", 5000)
+            except OSError as e:
+                self.show_error(str(e))
+
+    def csv(self, path: str | Path) -> int:
+        """One row per cycle of the current session; returns the number of rows."""
+        return write_cycles_csv(path, self.model.summaries(), self.model.vocab)
+
+    def csv_dialog(self) -> None:
+        if self.model.source is None:
+            self.show_error("No session open: step a cycle or open a recording first.")
+            return
+        path, _ = QFileDialog.getSaveFileName(self.window, "Export cycles", str(Path.home() / "specviz-cycles.csv"),
+                                              "CSV (*.csv)")
+        if path:
+            try:
+                n = self.csv(path)
+                self.window.statusBar().showMessage(f"Saved {n} cycles to {path}", 5000)
+            except OSError as e:
+                self.show_error(f"cannot write {path}: {e.strerror}")
