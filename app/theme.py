@@ -95,3 +95,14 @@ def dark_palette() -> QPalette:
     for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
         p.setColor(QPalette.ColorGroup.Disabled, role, QColor("#6b6f75"))  # disabled controls must look disabled
     return p
+
+
+def readable_when_locked(widget: QWidget) -> None:
+    """Locked settings (a live session's, or a replayed one's) stay readable: disabled text is drawn nearly as
+    strong as enabled text, not in the theme's faint grey."""
+    pal = widget.palette()
+    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText):
+        c = QColor(pal.color(QPalette.ColorGroup.Active, role))
+        c.setAlphaF(0.8)
+        pal.setColor(QPalette.ColorGroup.Disabled, role, c)
+    widget.setPalette(pal)

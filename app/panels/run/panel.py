@@ -10,7 +10,6 @@ import dataclasses
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -45,7 +44,7 @@ from specviz_app.panels.run.model_picker import (
     with_browse,
 )
 from specviz_app.panels.run.params import param_value, param_widget
-from specviz_app.theme import set_role
+from specviz_app.theme import readable_when_locked, set_role
 from specviz_core.errors import SpecVizError
 from specviz_core.methods import CARDS
 from specviz_core.records import SessionInfo
@@ -55,17 +54,6 @@ from specviz_core.viewer.filters import CycleFilter
 from specviz_resources import demo_prompt
 
 DEFAULT_METHOD = "goose"
-
-
-def readable_when_locked(widget: QWidget) -> None:
-    """Locked settings (a live session's, or a replayed one's) stay readable: disabled text is drawn nearly as
-    strong as enabled text, not in the theme's faint grey."""
-    pal = widget.palette()
-    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText):
-        c = QColor(pal.color(QPalette.ColorGroup.Active, role))
-        c.setAlphaF(0.8)
-        pal.setColor(QPalette.ColorGroup.Disabled, role, c)
-    widget.setPalette(pal)
 
 
 class RunPanel(PanelMixin, QWidget):

@@ -3,8 +3,10 @@ child, Up/Down: the box above or below), Enter selects the cursor's box (or open
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QFocusEvent, QKeyEvent
+from typing import Any
+
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QKeyEvent
 
 from specviz_app.panels.tree.nav import neighbour
 
@@ -12,44 +14,48 @@ KEY_MOVES = {Qt.Key.Key_Left: "parent", Qt.Key.Key_Right: "child", Qt.Key.Key_Up
 KEYS = (*KEY_MOVES, Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape)
 
 
-class TreeKeys:
-    """Mixed into :class:`~specviz_app.panels.tree.view.TreeView` (its ``tree_layout``, ``cursor_node``, ``activate``)."""
+class TreeKeys(QObject):
+    """The tree view's keyboard: an event filter on the view, given the view (its ``tree_layout``, ``cursor_node``,
+    ``model``, ``item_of``, ``show_cursor`` and ``activate``)."""
 
-    def event(self, event: QEvent) -> bool:
+    def __init__(self, view: Any) -> None:
+        super().__init__(view)
+        self.view = view
+        view.installEventFilter(self)
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        kind = event.type()
         # With the focus, arrows and Enter move in the tree before the window's shortcuts (previous/next cycle).
-        if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent) and \
+        if kind == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent) and \
                 event.key() in KEYS and event.modifiers() in (Qt.KeyboardModifier.NoModifier,
                                                               Qt.KeyboardModifier.KeypadModifier):
             event.accept()
             return True
-        return super().event(event)
+        if kind == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
+            return self.key(event)
+        if kind in (QEvent.Type.FocusIn, QEvent.Type.FocusOut):
+            self.view.show_cursor()  # the focus widget is set before the event arrives
+        return False
 
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        lay, key = self.tree_layout, event.key()
+    def key(self, event: QKeyEvent) -> bool:
+        """Handle a key press; False for a key that is not the tree's (the view handles it as usual)."""
+        view = self.view
+        lay, key = view.tree_layout, event.key()
         if lay is None or key not in KEYS:
-            super().keyPressEvent(event)
-            return
+            return False
         event.accept()
         if key == Qt.Key.Key_Escape:
-            self.cursor_node = None
-            self.clearFocus()
+            view.cursor_node = None
+            view.clearFocus()
         elif key in KEY_MOVES:
-            start = self.cursor_node if self.cursor_node in lay.pos else (
-                self.model.selected_node if self.model.selected_node in lay.pos else None)
-            self.cursor_node = 0 if start is None else neighbour(lay, start, KEY_MOVES[key])
-            self._show_cursor()
-            item = self._items.get(self.cursor_node)
+            start = view.cursor_node if view.cursor_node in lay.pos else (
+                view.model.selected_node if view.model.selected_node in lay.pos else None)
+            view.cursor_node = 0 if start is None else neighbour(lay, start, KEY_MOVES[key])
+            view.show_cursor()
+            item = view.item_of(view.cursor_node)
             if item is not None:
-                self.ensureVisible(item.sceneBoundingRect(), 30, 30)
-        elif self.cursor_node is not None:
-            self.activate(self.cursor_node)
-        self._show_cursor()
-
-    def focusInEvent(self, event: QFocusEvent) -> None:
-        super().focusInEvent(event)
-        self._show_cursor()
-
-    def focusOutEvent(self, event: QFocusEvent) -> None:
-        super().focusOutEvent(event)
-        self._show_cursor()
-
+                view.ensureVisible(item.sceneBoundingRect(), 30, 30)
+        elif view.cursor_node is not None:
+            view.activate(view.cursor_node)
+        view.show_cursor()
+        return True

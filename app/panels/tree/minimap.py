@@ -3,7 +3,7 @@ outlined, shown while the tree is larger than the view. Click or drag in it to m
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPalette, QPen, QPixmap
 from PySide6.QtWidgets import QWidget
 
@@ -51,6 +51,18 @@ class TreeMinimap(QWidget):
         self.resize(round(scene.width() * self._scale) + 2 * PAD, round(scene.height() * self._scale) + 2 * PAD)
         self._picture = None
         self.update()
+
+    def follow(self, visible: QRectF, viewport: QRect, has_tree: bool) -> None:
+        """Show the overview in the viewport's bottom-right corner while a tree is larger than the part of it in
+        view (``visible``, scene coordinates), outlining that part; hidden otherwise or where there is no room."""
+        scene = self._scene
+        big = has_tree and not visible.adjusted(-2, -2, 2, 2).contains(scene)
+        if big:
+            self.set_room(viewport.width(), viewport.height())
+            self.set_view(visible)
+            self.move(viewport.width() - self.width() - 6, viewport.height() - self.height() - 6)
+            self.raise_()
+        self.setVisible(big and self.width() > 40 and self.height() > 24)
 
     def set_view(self, visible: QRectF) -> None:
         self._view = QRectF(visible)

@@ -54,7 +54,7 @@ LABEL_CHARS = 10
 MIN_ZOOM, MAX_ZOOM = 0.08, 8.0
 
 
-class TreeView(TreeKeys, PanelMixin, QGraphicsView):
+class TreeView(PanelMixin, QGraphicsView):
     """The current cycle's draft tree. ``fit()`` fits it; ``node_items()`` maps node ids to their items."""
 
     title = "Draft tree"
@@ -92,6 +92,7 @@ class TreeView(TreeKeys, PanelMixin, QGraphicsView):
         self.minimap.moved.connect(self._minimap_moved)
         for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
             bar.valueChanged.connect(self._update_minimap)
+        self.keys = TreeKeys(self)
         self.connect_model(model)
         self._redraw()
 
@@ -119,7 +120,7 @@ class TreeView(TreeKeys, PanelMixin, QGraphicsView):
         if node_id is not None and self.cursor_node is not None:
             self.cursor_node = node_id
         self.drawing.ring(self.drawing.halo, item, QPen(self.palette().color(QPalette.ColorRole.Highlight), 3.0), 3.5)
-        self._show_cursor()
+        self.show_cursor()
         if item is not None:
             self.ensureVisible(item.sceneBoundingRect(), 20, 20)
 
@@ -133,6 +134,10 @@ class TreeView(TreeKeys, PanelMixin, QGraphicsView):
         return self.drawing.halo
 
     # -- public -------------------------------------------------------------------------------------------------------
+    def item_of(self, box: int | None) -> NodeItem | None:
+        """The drawn box of ``box`` (a node or a "+N gated" box), if drawn."""
+        return self._items.get(box) if box is not None else None
+
     def node_items(self) -> dict[int, NodeItem]:
         """Visible node items by node id (the bonus token under ``BONUS``; not the "+N gated" boxes)."""
         return {k: v for k, v in self._items.items() if not is_marker(k)}
@@ -275,7 +280,7 @@ class TreeView(TreeKeys, PanelMixin, QGraphicsView):
         self.header.gated.setEnabled(any(n.gated for n in rec.nodes))
         self.on_node_selected(self.model.selected_node)
 
-    def _show_cursor(self) -> None:
+    def show_cursor(self) -> None:
         item = self._items.get(self.cursor_node) if self.cursor_node is not None and self.hasFocus() else None
         pen = QPen(self.palette().color(QPalette.ColorRole.Highlight), 1.5, Qt.PenStyle.DashLine)
         self.drawing.ring(self.drawing.cursor, item, pen, 6.0)
@@ -287,16 +292,8 @@ class TreeView(TreeKeys, PanelMixin, QGraphicsView):
             self.header.legend.setToolTip(legend_tip(rec) if rec is not None else HELP)
 
     def _update_minimap(self, *_: object) -> None:
-        scene = self._scene.sceneRect()
         shown = self.mapToScene(self.viewport().rect()).boundingRect()
-        big = self.tree_layout is not None and not shown.adjusted(-2, -2, 2, 2).contains(scene)
-        if big:
-            vp = self.viewport().rect()
-            self.minimap.set_room(vp.width(), vp.height())
-            self.minimap.set_view(shown)
-            self.minimap.move(vp.width() - self.minimap.width() - 6, vp.height() - self.minimap.height() - 6)
-            self.minimap.raise_()
-        self.minimap.setVisible(big and self.minimap.width() > 40 and self.minimap.height() > 24)
+        self.minimap.follow(shown, self.viewport().rect(), self.tree_layout is not None)
 
     def _minimap_moved(self, p: QPointF) -> None:
         self._auto_fit = False
