@@ -27,9 +27,9 @@ TIMEOUT_S = 600  # generous: a busy two-core machine builds, installs and import
 
 WHERE = """
 import json, sys
-import specviz_app, specviz_core, specviz_resources
+import specviz, specviz_app, specviz_core, specviz_resources
 print(json.dumps({
-    "modules": {m.__name__: m.__file__ for m in (specviz_app, specviz_core, specviz_resources)},
+    "modules": {m.__name__: m.__file__ for m in (specviz, specviz_app, specviz_core, specviz_resources)},
     "prefix": sys.prefix,
     "meta_path": [getattr(f, "__name__", type(f).__name__) for f in sys.meta_path],
     "icons": sorted(p.name for p in specviz_resources.files("icons").iterdir()),
@@ -105,6 +105,9 @@ def test_wheel_holds_every_resource_file(wheel):
             if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".py", ".pyc")}
     assert want and not want - names, f"missing from the wheel: {sorted(want - names)}"
     assert "specviz_resources/__init__.py" in names and "specviz_resources/demo/goose-demo.db" in names
+    # The Python API is the package ``specviz`` (typed), not a second copy under the core.
+    assert {"specviz/__init__.py", "specviz/session.py", "specviz/py.typed"} <= names
+    assert not any(n.startswith("specviz_core/api/") for n in names)
 
 
 def test_installed_wheel_imports_from_the_venv(venv, tmp_path):

@@ -51,11 +51,17 @@ def load_checked_model(name: str | None, device: str | None = None, dtype: str |
     """Load a model and check, once per process, that it honours tree masks and positions (else refuse)."""
     progress = progress or (lambda s, f: None)
     model = load_model(name, device=device, dtype=dtype, progress=progress)
-    key = (model.path, str(model.device), str(model.dtype), model.attn_implementation)
-    if key not in _CHECKED:
-        progress("Checking tree attention on this model", None)
-        _CHECKED[key] = check_tree_support(model)
+    check_once(model, progress)
     return model
+
+
+def check_once(model: LoadedModel, progress: Callable[[str, float | None], None] | None = None) -> SelfCheck:
+    """Check, once per process and model, that ``model`` honours tree masks and positions (else refuse)."""
+    key = (model.path or str(id(model.model)), str(model.device), str(model.dtype), model.attn_implementation)
+    if key not in _CHECKED:
+        (progress or (lambda s, f: None))("Checking tree attention on this model", None)
+        _CHECKED[key] = check_tree_support(model)
+    return _CHECKED[key]
 
 
 #: Models that passed the load-time self-check in this process: (path, device, dtype, attention) -> result.

@@ -1,0 +1,34 @@
+"""SpecViz from Python: speculative decoding, cycle by cycle, on the model you already have.
+
+::
+
+    import specviz
+
+    s = specviz.Session(model, tokenizer, method="goose", prompt="Rewrite: def f(a): return a+1", db="runs.db")
+    s.run()                      # or s.step(), one cycle at a time
+    print(s.text, s.summary())   # the output, tokens per forward, acceptance
+    # the recording opens in the window: specviz gui --db runs.db
+
+Installed as ``specviz`` (the folder is ``specviz_core/api``): a thin, stable face over the core, which the
+command line and the window use as before. Importing it loads neither Qt nor, until a session starts, a model.
+See ``docs/python.md``.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from specviz.session import Session, load
+from specviz_core.errors import SpecVizError
+from specviz_core.methods import CARDS
+from specviz_core.records import CycleRecord, SessionInfo
+
+try:
+    __version__ = version("specviz")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
+
+#: Every method a session takes, by id (``specviz.METHODS["goose"].description``, its ``params_cls``...).
+METHODS = CARDS
+
+__all__ = ["METHODS", "CycleRecord", "Session", "SessionInfo", "SpecVizError", "__version__", "load"]

@@ -1,0 +1,203 @@
+"""``specviz.Session``: one speculative decoding session on model objects you already have.
+
+The session runs the same engine, checks and recording as ``specviz record`` and the window: only the models
+are yours (any device, dtype or ``device_map``; nothing is loaded again).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from specviz_core.analysis.cycle_summary import CycleSummary, summarize
+from specviz_core.analysis.metrics import session_metrics
+from specviz_core.errors import SpecVizError
+from specviz_core.recording.store import Recording
+from specviz_core.records import CycleRecord, SessionInfo
+from specviz_core.runtime.models import LoadedModel, check_same_tokenizer, encode_prompt, load_model
+from specviz_core.session.factory import Prepared, build_engine, check_once, session_info
+from specviz_core.session.request import SessionRequest
+from specviz_core.session.run import RecordedRun
+
+#: The command line's words in the core's messages, and what they are called here.
+_API_WORDS = (("--draft-model", "draft_model="), ("--budget", "budget="), ("--param", "a keyword argument"))
+
+
+def _api_error(e: SpecVizError) -> SpecVizError:
+    text = str(e)
+    for cli, api in _API_WORDS:
+        text = text.replace(cli, api)
+    return SpecVizError(text)
+
+
+def wrap_model(model: Any, tokenizer: Any, role: str = "model") -> LoadedModel:
+    """A transformers causal LM and its tokenizer as the engine takes them, without copying or moving it."""
+    if model is None or not hasattr(model, "config") or not callable(model):
+        raise SpecVizError(f"{role} must be a transformers causal LM (a model with a config), got {type(model).__name__}")
+    if tokenizer is None or not callable(tokenizer):
+        raise SpecVizError(f"the {role}'s tokenizer must be a transformers tokenizer, got {type(tokenizer).__name__}")
+    if getattr(model, "training", False):
+        raise SpecVizError(f"the {role} is in training mode (dropout on): call {role}.eval() first")
+    name = str(getattr(model.config, "_name_or_path", "") or "")
+    path = name if name and Path(name).expanduser().is_dir() else ""
+    try:
+        param = next(model.parameters())
+    except (StopIteration, AttributeError, TypeError):
+        raise SpecVizError(f"the {role} has no parameters: is it a torch model?") from None
+    device = getattr(model, "device", None) or param.device
+    return LoadedModel(model=model, tokenizer=tokenizer, name=name or type(model).__name__, path=path,
+                       device=device, dtype=param.dtype)
+
+
+def load(name: str | None = None, device: str | None = None, dtype: str | None = None) -> tuple[Any, Any]:
+    """A model and its tokenizer as transformers objects: the embedded default model (SmolLM2-135M-Instruct,
+    converted once into your cache), a model folder or a cached hub id, on ``device`` (default: the GPU when there
+    is one) in ``dtype``. For trying SpecViz; a model you loaded yourself works the same."""
+    m = load_model(name, device=device, dtype=dtype)
+    return m.model, m.tokenizer
+
+
+class Session:
+    """A speculative decoding session: ``step()`` decodes one cycle, ``run()`` to the end.
+
+    ``model`` and ``tokenizer`` are a transformers causal LM (in eval mode) and its tokenizer; ``method`` one
+    of :data:`specviz.METHODS` with its parameters as keyword arguments (``budget=40``, ``mu=0.05``; the same
+    names, bounds and errors as ``specviz record --param``); ``prompt`` a text (the model's chat template is used
+    when it has one, unless ``chat_template=False``) or token ids. With ``db`` every cycle is recorded to that
+    SQLite file as it is decoded, in the format the window opens (``specviz gui --db``).
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, method: str = "goose", prompt: str | Sequence[int] = "",
+                 db: str | Path | None = None, *, draft_model: Any = None, draft_tokenizer: Any = None,
+                 max_new_tokens: int = 128, temperature: float = 0.0, seed: int = 0,
+                 chat_template: bool | None = None, budget: int | None = None, **params: Any) -> None:
+        self.target = wrap_model(model, tokenizer)
+        is_text = isinstance(prompt, str)
+        prompt_ids = None if is_text else [int(t) for t in prompt]  # type: ignore[union-attr]
+        if prompt_ids is not None and not prompt_ids:
+            raise SpecVizError("the prompt is empty")
+        text = prompt if is_text else tokenizer.decode(prompt_ids)
+        request = SessionRequest(method=method, prompt=str(text) or " ", draft_model="given" if draft_model is not None
+                                 else None, params=dict(params), budget=budget, max_new_tokens=max_new_tokens,
+                                 temperature=temperature, seed=seed, chat_template=chat_template)
+        try:
+            checked = request.check()
+        except SpecVizError as e:
+            raise _api_error(e) from None
+        self.choice = checked.choice
+        self.draft = None
+        if draft_model is not None and self.choice.wants_draft_model:
+            self.draft = self.target if draft_model is model else wrap_model(
+                draft_model, draft_tokenizer or tokenizer, "draft_model")
+            if self.draft is not self.target and self.choice.cls.draft_shares_tokenizer:
+                check_same_tokenizer(self.target, self.draft)
+        for m in {id(self.target): self.target, id(self.draft): self.draft}.values():
+            if m is not None:
+                check_once(m)
+        if prompt_ids is None:
+            prompt_ids, used_chat = encode_prompt(self.target, str(prompt), chat_template)
+        else:
+            used_chat = False
+        self.engine = build_engine(self.target, self.choice, prompt_ids, draft=self.draft,
+                                   max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+        self.info: SessionInfo = session_info(self.target, self.choice, prompt_ids, prompt_text=str(text),
+                                              temperature=temperature, seed=seed, max_new_tokens=max_new_tokens,
+                                              draft=self.draft, chat_template=used_chat)
+        self.db = Path(db) if db is not None else None
+        self._recording = Recording(self.db, create=True) if self.db is not None else None
+        self._run = RecordedRun(Prepared(self.engine, self.info), self._recording) if self._recording else None
+        self.cycles: list[CycleRecord] = []
+        """Every cycle decoded so far, in order (cycle 0 first)."""
+        self._summaries: list[CycleSummary] = []
+        self._decode_s = 0.0
+
+    # -- decoding -------------------------------------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        """Whether the session has ended (its ``stop_reason`` says why)."""
+        return self.engine.done
+
+    @property
+    def stop_reason(self) -> str:
+        return self.engine.stop_reason
+
+    def step(self) -> CycleRecord:
+        """Decode one cycle (the first includes the prompt's prefill) and return its record."""
+        if self.done:
+            raise SpecVizError(f"the session has ended ({self.stop_reason}): start another Session")
+        t0 = time.perf_counter()
+        if self._run is not None:
+            record, summary = self._run.step()
+        else:
+            if not self.engine._prefilled:
+                self.engine.prefill()
+            record = self.engine.step()
+            summary = summarize(record)
+        self._decode_s += time.perf_counter() - t0
+        self.cycles.append(record)
+        self._summaries.append(summary)
+        return record
+
+    def run(self, max_new_tokens: int | None = None) -> list[CycleRecord]:
+        """Decode until the session ends, or until this call has committed ``max_new_tokens`` more tokens (the
+        session's own limit still holds); the cycles decoded by this call."""
+        if max_new_tokens is not None and max_new_tokens < 1:
+            raise SpecVizError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
+        start, out = len(self.engine.output_ids), []
+        while not self.done and (max_new_tokens is None or len(self.engine.output_ids) - start < max_new_tokens):
+            out.append(self.step())
+        return out
+
+    # -- what it produced -----------------------------------------------------------------------------------------
+    @property
+    def prompt_ids(self) -> list[int]:
+        return list(self.engine.prompt_ids)
+
+    @property
+    def output_ids(self) -> list[int]:
+        """The tokens committed after the prompt (what ``generate`` returns after the prompt)."""
+        return list(self.engine.output_ids)
+
+    @property
+    def text(self) -> str:
+        """The output decoded to text (special tokens included, as ``generate``'s output decodes)."""
+        return str(self.target.tokenizer.decode(self.output_ids))
+
+    def summary(self) -> dict[str, Any]:
+        """The session so far in numbers: tokens, target forwards, tokens per forward, draft acceptance, tokens/s,
+        and the acceptance metrics (per position, stop causes, headroom) that ``specviz sessions --metrics`` prints."""
+        n = len(self.output_ids)
+        forwards = self.engine.n_forward
+        return {
+            "method": self.choice.method, "done": self.done, "stop_reason": self.stop_reason,
+            "tokens": n, "cycles": len(self.cycles), "target_forwards": forwards,
+            "tokens_per_forward": n / forwards if forwards else 0.0,
+            "tokens_per_s": n / self._decode_s if self._decode_s > 0 else 0.0,
+            "recording": str(self.db) if self.db is not None else None, "session_id": self.info.id,
+            **session_metrics(self._summaries).to_json(),
+        }
+
+    # -- the recording --------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """End the session: a recording of an unfinished one is marked interrupted and closed."""
+        if self._run is not None and not self._run.writer.finished and not self._run.failed:
+            self._run.finish("interrupted", "closed before its end")
+        if self._recording is not None:
+            self._recording.close()
+            self._recording = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = f"done: {self.stop_reason}" if self.done else "running"
+        return (f"<specviz.Session {self.choice.method} on {self.target.name}: {len(self.cycles)} cycles, "
+                f"{len(self.output_ids)} tokens, {state}>")
+
+
+__all__ = ["Session", "load", "wrap_model"]

@@ -1,0 +1,137 @@
+"""``import specviz``: a session on model objects the user already has, checked against transformers' own generate,
+recorded in the format the window opens, with the command line's checks and errors (issue 31)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib.metadata import version
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+import specviz
+from specviz_core.methods import CARDS
+from specviz_core.recording.store import Recording
+from specviz_core.viewer.sources import RecordingSource
+
+PROMPT = "Rename x to total:\ndef f(x):\n    x = x + 1\n    return x\nThen explain the change."
+
+
+@pytest.fixture(scope="module")
+def user_model(tiny_dir):
+    """A model and tokenizer loaded the way a user loads them (not through SpecViz)."""
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_dir), dtype=torch.float32).eval()
+    return model, AutoTokenizer.from_pretrained(str(tiny_dir))
+
+
+def generate_greedy(model, tok, n: int) -> tuple[list[int], list[int]]:
+    """transformers' own greedy generate on the prompt as the chat template encodes it: (prompt ids, new ids)."""
+    ids = tok.apply_chat_template([{"role": "user", "content": PROMPT}], add_generation_prompt=True, tokenize=True)
+    ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+    x = torch.tensor([ids])
+    out = model.generate(x, attention_mask=torch.ones_like(x), do_sample=False, num_beams=1, max_new_tokens=n,
+                         pad_token_id=tok.eos_token_id)
+    return ids, out[0, len(ids):].tolist()
+
+
+@pytest.mark.parametrize("method", ["ar", "goose", "pld", "tr", "stand", "talon", "hf_prompt_lookup"])
+def test_a_session_on_the_users_model_equals_generate(user_model, method, one_thread):
+    model, tok = user_model
+    prompt_ids, ref = generate_greedy(model, tok, 24)
+    s = specviz.Session(model, tok, method=method, prompt=PROMPT, max_new_tokens=24)
+    first = s.step()
+    assert first.index == 0 and s.cycles == [first] and not s.done
+    s.run()
+    assert s.done and s.prompt_ids == prompt_ids
+    assert s.output_ids == ref, f"{method}: {s.output_ids} != generate's {ref}"
+    assert s.text == tok.decode(ref)
+    summary = s.summary()
+    assert summary["tokens"] == len(ref) and summary["cycles"] == len(s.cycles)
+    assert summary["target_forwards"] == len(s.cycles)  # one verify forward a cycle
+    assert sum(len(c.committed_ids) for c in s.cycles) == len(ref)
+
+
+def test_run_in_parts_and_token_id_prompts(user_model, one_thread):
+    model, tok = user_model
+    prompt_ids, ref = generate_greedy(model, tok, 20)
+    s = specviz.Session(model, tok, method="goose", prompt=prompt_ids, max_new_tokens=20)
+    part = s.run(max_new_tokens=5)
+    assert part and 5 <= len(s.output_ids) < 20 and not s.done
+    s.run()
+    assert s.output_ids == ref
+    with pytest.raises(specviz.SpecVizError, match="has ended"):
+        s.step()
+
+
+def test_a_recorded_session_opens_as_the_window_opens_it(user_model, tmp_path, one_thread):
+    model, tok = user_model
+    db = tmp_path / "api.db"
+    with specviz.Session(model, tok, method="pld", prompt=PROMPT, db=db, max_new_tokens=16, num_pred_tokens=4) as s:
+        s.run()
+    with Recording(db, read_only=True) as rec:
+        (info,) = rec.sessions()
+        source = RecordingSource(rec, info.id)
+        replayed = [t for i in range(len(source)) for t in source.cycle(i).committed_ids]
+    assert info.id == s.info.id and info.method == "pld" and info.status == "complete"
+    assert info.params["num_pred_tokens"] == 4
+    assert replayed == s.output_ids
+
+
+def test_an_unfinished_recorded_session_is_marked_interrupted_on_close(user_model, tmp_path, one_thread):
+    model, tok = user_model
+    db = tmp_path / "api.db"
+    s = specviz.Session(model, tok, method="goose", prompt=PROMPT, db=db, max_new_tokens=32)
+    s.step()
+    s.close()
+    with Recording(db, read_only=True) as rec:
+        (info,) = rec.sessions()
+    assert info.status == "interrupted"
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"method": "nope"}, "unknown method 'nope' (known: " + ", ".join(CARDS) + ")"),
+    ({"method": "goose", "budget": 0}, "budget must be at least 1"),
+    ({"method": "goose", "wat": 1}, "unknown parameter 'wat' for method goose"),
+    ({"method": "goose", "min_score": 2.0}, "parameter min_score must be at most 0.999"),
+    ({"method": "draft_tree"}, "needs draft_model="),
+    ({"method": "goose", "temperature": -1.0}, "temperature must be a finite number >= 0"),
+    ({"method": "goose", "prompt": []}, "the prompt is empty"),
+])
+def test_the_command_lines_checks_and_errors(user_model, kwargs, message):
+    model, tok = user_model
+    kwargs = {"prompt": PROMPT, **kwargs}
+    with pytest.raises(specviz.SpecVizError) as e:
+        specviz.Session(model, tok, **kwargs)
+    assert message in str(e.value)
+
+
+def test_a_model_in_training_mode_is_refused(user_model):
+    model, tok = user_model
+    model.train()
+    try:
+        with pytest.raises(specviz.SpecVizError, match=r"training mode .* call model.eval\(\) first"):
+            specviz.Session(model, tok, prompt=PROMPT)
+    finally:
+        model.eval()
+
+
+def test_the_package_is_typed_versioned_and_loads_no_qt():
+    assert specviz.__version__ == version("specviz")
+    assert (specviz.__file__ and __import__("pathlib").Path(specviz.__file__).with_name("py.typed").is_file())
+    assert set(specviz.METHODS) == set(CARDS)
+    code = ("import sys, specviz; "
+            "assert not any(m.startswith(('PySide6', 'pyqtgraph', 'specviz_app')) for m in sys.modules), 'Qt'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_docs_example_runs(tmp_path):
+    """docs/python.md's example, as a user pastes it into a script, on the default model."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "python.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0].replace("max_new_tokens=48", "max_new_tokens=12")
+    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "tokens per target forward" in p.stdout and (tmp_path / "runs.db").is_file()
