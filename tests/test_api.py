@@ -135,3 +135,27 @@ def test_the_docs_example_runs(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "tokens per target forward" in p.stdout and (tmp_path / "runs.db").is_file()
+
+
+@pytest.mark.parametrize("method", ["goose", "talon"])
+def test_each_cycle_says_why_it_stopped_and_the_export_carries_it(user_model, tmp_path, method, one_thread, capsys):
+    """The API's cycles carry the window's analysis (the stop cause, the headroom), and ``specviz export`` writes
+    the same for every cycle of the recording."""
+    import json
+
+    from specviz_core.cli.commands import main
+
+    model, tok = user_model
+    db = tmp_path / "api.db"
+    with specviz.Session(model, tok, method=method, prompt=PROMPT, db=db, max_new_tokens=24) as s:
+        s.run()
+    for c in s.cycles:
+        cause = c.stop_cause
+        stop = c.accepted_path[-1] if c.accepted_path else 0
+        assert c.cause in specviz.CAUSES and cause.wanted == c.bonus_token and cause.node == stop
+        assert c.headroom["*"] >= len(c.accepted_path)  # never below what the cycle accepted
+    capsys.readouterr()
+    assert main(["export", "--db", str(db)]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()][1:]
+    assert [x["stop_cause"] for x in lines] == [json.loads(json.dumps(c.stop_cause.to_json())) for c in s.cycles]
+    assert {x["stop_cause"]["kind"] for x in lines} <= set(specviz.CAUSES)

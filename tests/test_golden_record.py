@@ -44,6 +44,7 @@ def normalize(lines: list[str]) -> list[str]:
                 d["metrics"] = {k: v for k, v in d["metrics"].items() if k not in VOLATILE_METRICS}
         else:
             d.pop("timings_ms", None)
+            d.pop("stop_cause", None)  # derived from the recorded fields by the analysis (its own tests check it)
             if isinstance(d.get("state"), dict):
                 d["state"].pop("draft_step_ms", None)
             d.pop("session", None)

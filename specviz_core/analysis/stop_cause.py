@@ -98,6 +98,17 @@ class StopCause:
     def label(self) -> str:
         return CAUSES[self.kind]
 
+    def to_json(self) -> dict[str, Any]:
+        """The cause as plain JSON (the export's ``stop_cause``, ``docs/record-format.md``)."""
+        return {
+            "kind": self.kind, "node": self.node, "depth": self.depth, "wanted": self.wanted,
+            "wanted_prob": self.wanted_prob, "source": self.source, "rank": self.rank, "width": self.width,
+            "score": self.score, "threshold": self.threshold, "chain_end": self.chain_end, "detail": self.detail,
+            "offers": [{"source": o.source, "tokens": list(o.tokens), "scores": list(o.scores), "fates": list(o.fates),
+                        "threshold": o.threshold} for o in self.offers],
+            "headroom": dict(self.headroom),
+        }
+
     def sentence(self, text: Callable[[int], str] = str) -> str:
         """The cause in one plain sentence; ``text`` renders a token."""
         p = f" (p {self.wanted_prob:.2f})" if self.wanted_prob is not None else ""

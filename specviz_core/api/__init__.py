@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from specviz.cycle import CAUSES, Cycle
 from specviz.session import Session, load
 from specviz_core.errors import SpecVizError
 from specviz_core.methods import CARDS
@@ -31,4 +32,4 @@ except PackageNotFoundError:  # run from a source tree that was never installed
 #: Every method a session takes, by id (``specviz.METHODS["goose"].description``, its ``params_cls``...).
 METHODS = CARDS
 
-__all__ = ["METHODS", "CycleRecord", "Session", "SessionInfo", "SpecVizError", "__version__", "load"]
+__all__ = ["CAUSES", "METHODS", "Cycle", "CycleRecord", "Session", "SessionInfo", "SpecVizError", "__version__", "load"]

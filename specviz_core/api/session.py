@@ -11,11 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from specviz.cycle import Cycle
 from specviz_core.analysis.cycle_summary import CycleSummary, summarize
 from specviz_core.analysis.metrics import session_metrics
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
-from specviz_core.records import CycleRecord, SessionInfo
+from specviz_core.records import SessionInfo
 from specviz_core.runtime.models import LoadedModel, check_same_tokenizer, encode_prompt, load_model
 from specviz_core.session.factory import Prepared, build_engine, check_once, session_info
 from specviz_core.session.request import SessionRequest
@@ -108,7 +109,7 @@ class Session:
         self.db = Path(db) if db is not None else None
         self._recording = Recording(self.db, create=True) if self.db is not None else None
         self._run = RecordedRun(Prepared(self.engine, self.info), self._recording) if self._recording else None
-        self.cycles: list[CycleRecord] = []
+        self.cycles: list[Cycle] = []
         """Every cycle decoded so far, in order (cycle 0 first)."""
         self._summaries: list[CycleSummary] = []
         self._decode_s = 0.0
@@ -123,8 +124,9 @@ class Session:
     def stop_reason(self) -> str:
         return self.engine.stop_reason
 
-    def step(self) -> CycleRecord:
-        """Decode one cycle (the first includes the prompt's prefill) and return its record."""
+    def step(self) -> Cycle:
+        """Decode one cycle (the first includes the prompt's prefill) and return it (its record, with why it
+        stopped)."""
         if self.done:
             raise SpecVizError(f"the session has ended ({self.stop_reason}): start another Session")
         t0 = time.perf_counter()
@@ -136,11 +138,12 @@ class Session:
             record = self.engine.step()
             summary = summarize(record)
         self._decode_s += time.perf_counter() - t0
-        self.cycles.append(record)
+        cycle = Cycle.of(record)
+        self.cycles.append(cycle)
         self._summaries.append(summary)
-        return record
+        return cycle
 
-    def run(self, max_new_tokens: int | None = None) -> list[CycleRecord]:
+    def run(self, max_new_tokens: int | None = None) -> list[Cycle]:
         """Decode until the session ends, or until this call has committed ``max_new_tokens`` more tokens (the
         session's own limit still holds); the cycles decoded by this call."""
         if max_new_tokens is not None and max_new_tokens < 1:

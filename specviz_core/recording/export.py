@@ -9,6 +9,7 @@ from typing import IO, Any
 import numpy as np
 
 from specviz_core.analysis.metrics import SessionMetrics, session_metrics
+from specviz_core.analysis.stop_cause import stop_cause
 from specviz_core.errors import DamagedCycle
 from specviz_core.recording.store import Recording
 from specviz_core.records import CycleRecord, Node, SessionInfo
@@ -49,6 +50,7 @@ def cycle_line(session_id: str, c: CycleRecord) -> dict[str, Any]:
         "target_topk": [[list(tp) for tp in row] for row in c.target_topk],
         "state": c.state,
         "timings_ms": c.timings_ms,
+        "stop_cause": stop_cause(c).to_json(),  # derived from the fields above: why the cycle stopped, its headroom
     }
 
 
