@@ -1,0 +1,104 @@
+"""Issue 30, "every long command": ``record --samples``, ``bench``, ``reproduce`` and ``optimize-tree`` refuse bad
+sizes before any model loads, respect ``--minutes`` (a clock injected, so nothing here depends on the machine's
+speed), show progress on stderr only, and keep what was finished on Ctrl-C."""
+
+from __future__ import annotations
+
+import pytest
+
+from specviz_core.cli.commands import main
+from specviz_core.runtime.time_limit import TimeLimit
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+class Ticks:
+    """A clock that moves ``step`` seconds each time it is read: a limit passes after a known number of checks."""
+
+    def __init__(self, step: float) -> None:
+        self.step, self.reads = step, 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return self.reads * self.step
+
+
+def ticking_limit(monkeypatch, module, step: float) -> Ticks:
+    clock = Ticks(step)
+    monkeypatch.setattr(module, "time_limit", lambda args: TimeLimit(args.minutes, clock=clock))
+    return clock
+
+
+def no_model(monkeypatch) -> None:
+    """Any model load fails the test: a refusal must come before it."""
+    import specviz_core.session.factory as factory
+
+    def boom(*a, **k):
+        raise AssertionError("a model was loaded before the refusal")
+
+    for name in ("load_checked_model", "load_models", "load_draft"):
+        monkeypatch.setattr(factory, name, boom)
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def one_error(code: int, err: str) -> str:
+    lines = [x for x in err.splitlines() if x.startswith("specviz: error: ")]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    return lines[0].removeprefix("specviz: error: ")
+
+
+def last_cycles(db, session_id: str) -> int:
+    from specviz_core.recording.store import Recording
+
+    with Recording(db) as rec:
+        return len(rec.cycle_summaries(session_id))
+
+
+# -- record --samples -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--minutes", "0"], "--minutes must be above 0"),
+    (["--minutes", "-2"], "argument --minutes: must be a finite number from 0 to 10080"),
+    (["--minutes", "1e9"], "argument --minutes: must be a finite number from 0 to 10080"),
+    (["--minutes", "nan"], "argument --minutes"),
+    (["--fork", "abc:2", "--minutes", "3"], "--minutes does not go with --fork"),
+])
+def test_record_refuses_bad_minutes_before_any_model_loads(capsys, tmp_path, monkeypatch, argv, needle):
+    no_model(monkeypatch)
+    prompt = [] if "--fork" in argv else ["--prompt", "hi"]
+    try:
+        code, _, err = cli(capsys, "record", "--method", "ar", *prompt, "--db", str(tmp_path / "r.db"), *argv)
+    except SystemExit as e:  # argparse's own refusal
+        code, err = e.code, capsys.readouterr().err
+    assert code == 2 and needle in err and "Traceback" not in err, err
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_record_samples_stop_at_the_time_limit_and_keep_the_cycles(capsys, tiny_dir, tmp_path, monkeypatch):
+    import specviz_core.cli.commands as commands
+    from specviz_core.recording.store import Recording
+
+    clock = ticking_limit(monkeypatch, commands, 1.0)  # a second a check: 0.1 minutes pass on the 6th read
+    db = tmp_path / "r.db"
+    code, out, err = cli(capsys, "record", "--method", "ar", "--model", str(tiny_dir), "--prompt", "w1 w2 w3",
+                         "--no-chat-template", "--max-new-tokens", "3", "--samples", "5", "--minutes", "0.1",
+                         "--db", str(db))
+    assert code == 0, err
+    with Recording(db) as rec:
+        sessions = sorted(rec.sessions(), key=lambda s: s.seed)
+    # ar commits a token a cycle: a sample is a check before it and one after each cycle but its last (3 reads), so
+    # the start's read and six checks end the run two cycles into the second sample.
+    assert clock.reads == 7 and len(sessions) == 2 and last_cycles(db, sessions[-1].id) == 2
+    *whole, last = sessions
+    assert all(s.status == "complete" and s.n_tokens == 3 for s in whole)
+    assert last.status == "interrupted" and last.stop_reason == "the time limit (--minutes 0.1) was reached"
+    assert err.strip().splitlines()[-1] == (f"specviz: stopped: the time limit (--minutes 0.1) was reached in sample "
+                                            f"{len(sessions)} of 5; the cycles so far are saved")
+    assert "[specviz] 5 samples of up to 3 tokens each (seeds 0..4); at most 0.1 minutes (--minutes)" in err
+    assert "ar 1/5" in err and "ar 1/5" not in out  # the progress bar is on stderr only
+    assert out.count("session ") == len(sessions)
