@@ -102,3 +102,65 @@ def test_record_samples_stop_at_the_time_limit_and_keep_the_cycles(capsys, tiny_
     assert "[specviz] 5 samples of up to 3 tokens each (seeds 0..4); at most 0.1 minutes (--minutes)" in err
     assert "ar 1/5" in err and "ar 1/5" not in out  # the progress bar is on stderr only
     assert out.count("session ") == len(sessions)
+
+
+# -- bench ----------------------------------------------------------------------------------------------------
+
+def bench_argv(tiny_dir, out, *more: str) -> list[str]:
+    return ["bench", "--model", str(tiny_dir), "--suite", "quick", "--methods", "ar,pld", "--max-new-tokens", "4",
+            "--repeats", "1", "--no-warmup", "--no-cost-curve", "--record-methods", "none", "--out", str(out), *more]
+
+
+def test_bench_refuses_bad_minutes_before_any_model_loads(capsys, tmp_path, monkeypatch):
+    no_model(monkeypatch)
+    code, _, err = cli(capsys, *bench_argv("nowhere", tmp_path / "b.json", "--minutes", "0"))
+    assert one_error(code, err) == "--minutes must be above 0 and at most 10,080 (a week), got 0"
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_bench_stops_at_the_time_limit_with_the_finished_prompts(capsys, tiny_dir, tmp_path, monkeypatch):
+    import json
+
+    import specviz_core.cli.bench as cli_bench
+
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path / "data"))
+    clock = ticking_limit(monkeypatch, cli_bench, 1.0)  # 0.05 minutes (3 s): the third check after the start
+    out = tmp_path / "b.json"
+    code, printed, err = cli(capsys, *bench_argv(tiny_dir, out, "--minutes", "0.05"))
+    assert code == 0, err
+    res = json.loads(out.read_text())
+    # A check before each run: two runs (ar, pld) finish the first of the quick suite's three prompts.
+    assert clock.reads == 4 and [r["method"] for r in res["rows"]] == ["ar", "pld"]
+    assert len({r["prompt"] for r in res["rows"]}) == 1
+    assert res["stopped"] == "the time limit (--minutes 0.05) was reached"
+    assert res["config"]["prompts_planned"] == 3 and res["config"]["prompts_finished"] == 1
+    assert err.strip().splitlines()[-1] == ("specviz: stopped: the time limit (--minutes 0.05) was reached; the 1 of 3 "
+                                            f"prompts finished are in {out}")
+    # The plan is said before the model loads; the bar is on stderr, the tables on stdout.
+    plan = "[specviz] 6 runs of up to 4 tokens: 3 prompts x 2 methods x 1 repeats, 0 recorded once a prompt"
+    assert plan in err and err.index(plan) < err.index("Loading")
+    assert "/6 [" in err and ("run/s" in err or "s/run" in err)  # tqdm's count of runs
+    assert "| suite | method |" in printed and "[specviz]" not in printed and "\r" not in printed and "/6 [" not in printed
+
+
+def test_bench_ctrl_c_writes_the_finished_prompts(capsys, tiny_dir, tmp_path, monkeypatch):
+    import json
+
+    import specviz_core.bench.runner as runner
+
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path / "data"))
+    real, calls = runner.run_one, []
+
+    def run_one(*a, **k):
+        calls.append(1)
+        if len(calls) == 4:  # in the second prompt's pld run
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(runner, "run_one", run_one)
+    out = tmp_path / "b.json"
+    code, _, err = cli(capsys, *bench_argv(tiny_dir, out, "--quiet"))
+    res = json.loads(out.read_text())
+    assert code == 130 and res["stopped"] == "interrupted" and res["config"]["prompts_finished"] == 1
+    assert [r["method"] for r in res["rows"]] == ["ar", "pld"]
+    assert err.strip().splitlines()[-1] == f"specviz: interrupted; the 1 of 3 prompts finished are in {out}"
