@@ -137,7 +137,7 @@ def test_bench_stops_at_the_time_limit_with_the_finished_prompts(capsys, tiny_di
     assert err.strip().splitlines()[-1] == ("specviz: stopped: the time limit (--minutes 0.05) was reached; the 1 of 3 "
                                             f"prompts finished are in {out}")
     # The plan is said before the model loads; the bar is on stderr, the tables on stdout.
-    plan = "[specviz] 6 runs of up to 4 tokens: 3 prompts x 2 methods x 1 repeats, 0 recorded once a prompt"
+    plan = "[specviz] 6 runs of up to 4 tokens: 3 prompts x 2 methods x 1 repeat, 0 recorded once a prompt"
     assert plan in err and err.index(plan) < err.index("Loading")
     assert "/6 [" in err and ("run/s" in err or "s/run" in err)  # tqdm's count of runs
     assert "| suite | method |" in printed and "[specviz]" not in printed and "\r" not in printed and "/6 [" not in printed
@@ -164,3 +164,77 @@ def test_bench_ctrl_c_writes_the_finished_prompts(capsys, tiny_dir, tmp_path, mo
     assert code == 130 and res["stopped"] == "interrupted" and res["config"]["prompts_finished"] == 1
     assert [r["method"] for r in res["rows"]] == ["ar", "pld"]
     assert err.strip().splitlines()[-1] == f"specviz: interrupted; the 1 of 3 prompts finished are in {out}"
+
+
+# -- optimize-tree --------------------------------------------------------------------------------------------
+
+def tree_argv(tmp_path, model, *more: str) -> list[str]:
+    (tmp_path / "p.txt").write_text("one two three one two three one two")
+    return ["optimize-tree", "--model", str(model), "--prompt-file", str(tmp_path / "p.txt"), "--out",
+            str(tmp_path / "t.json"), "--no-chat-template", "--large", "40", "--keep", "8", "--max-depth", "6", *more]
+
+
+@pytest.mark.parametrize("more,message", [
+    (["--keep", "41"], "--keep 41 is more than the large tree's 40 nodes (--large): keep fewer"),
+    (["--param", "tree=x.json"], "optimize-tree starts from its own large tree: do not pass tree="),
+    (["--param", "budget=auto"], "optimize-tree decodes on its own large tree: budget=auto does not apply"),
+    (["--minutes", "0"], "--minutes must be above 0 and at most 10,080 (a week), got 0"),
+    (["--large", "5000"], "argument --large: must be from 1 to 4,096, got 5,000 (see specviz optimize-tree --help)"),
+    (["--samples", "0"], "argument --samples: must be from 1 to 1,000, got 0 (see specviz optimize-tree --help)"),
+])
+def test_optimize_tree_refuses_before_any_model_loads(capsys, tmp_path, monkeypatch, more, message):
+    no_model(monkeypatch)
+    try:
+        code, _, err = cli(capsys, *tree_argv(tmp_path, "nowhere", *more))
+    except SystemExit as e:
+        code, err = e.code, capsys.readouterr().err
+    assert one_error(code, err) == message
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_optimize_tree_stops_at_the_time_limit_and_writes_the_tree_so_far(capsys, tiny_dir, tmp_path, monkeypatch):
+    import json
+
+    import specviz_core.cli.optimize_tree as cli_tree
+
+    clock = ticking_limit(monkeypatch, cli_tree, 1.0)  # 0.05 minutes: the third check before a cycle stops it
+    code, out, err = cli(capsys, *tree_argv(tmp_path, tiny_dir, "--samples", "2", "--max-new-tokens", "24",
+                                            "--minutes", "0.05"))
+    assert code == 0, err
+    data = json.loads((tmp_path / "t.json").read_text())
+    cal = data["calibration"]
+    assert clock.reads == 4 and cal["cycles"] == 2 and cal["samples_finished"] == 0 and cal["samples_planned"] == 2
+    assert cal["stopped"] == "the time limit (--minutes 0.05) was reached" and data["nodes"] == 8
+    assert err.strip().splitlines()[-1] == ("specviz: stopped: the time limit (--minutes 0.05) was reached; the tree "
+                                            "counts the 2 cycles decoded (0 of 2 samples finished)")
+    plan = "[specviz] 1 prompt x 2 samples of up to 24 tokens, every cycle verifying a 40-node tree of depth up to 6"
+    assert plan in err and err.index(plan) < err.index("Loading")
+    assert "prompt 1/1 sample 1/2" in err and "prompt 1/1" not in out and out.startswith("wrote ")
+
+
+def test_optimize_tree_ctrl_c_writes_the_tree_of_the_cycles_decoded(capsys, tiny_dir, tmp_path, monkeypatch):
+    import json
+
+    import specviz_core.cli.optimize_tree as cli_tree
+
+    updates = []
+
+    class Bar:  # the progress bar, told of every cycle; Ctrl-C arrives during the third
+        def set_description_str(self, *a, **k):
+            pass
+
+        def update(self, n):
+            updates.append(n)
+            if len(updates) == 3:
+                raise KeyboardInterrupt
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(cli_tree, "progress_bar", lambda **kw: Bar())
+    code, _, err = cli(capsys, *tree_argv(tmp_path, tiny_dir, "--max-new-tokens", "24"))
+    data = json.loads((tmp_path / "t.json").read_text())
+    assert code == 130 and data["calibration"]["stopped"] == "interrupted" and data["calibration"]["cycles"] == 3
+    assert data["calibration"]["tokens"] == sum(updates)
+    assert err.strip().splitlines()[-1] == ("specviz: interrupted; the tree counts the 3 cycles decoded "
+                                            "(0 of 1 sample finished)")

@@ -14,6 +14,7 @@ from specviz_core.cli.options import (
     atomic_output,
     bounded_int,
     check_writable,
+    counted,
     finite_float,
     progress_bar,
     say_plan,
@@ -111,8 +112,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     limit = time_limit(args)
     n_prompts = sum(len(s.prompts) for s in suites)
     specs_run, recorded_run = bench.run_specs(cfg)
-    say_plan(args, f"{bench.planned_runs(cfg):,} runs of up to {cfg.max_new_tokens:,} tokens: {n_prompts} prompts x "
-                   f"{len(specs_run)} methods x {cfg.repeats} repeats, {len(recorded_run)} recorded once a prompt"
+    say_plan(args, f"{counted(bench.planned_runs(cfg), 'run')} of up to {cfg.max_new_tokens:,} tokens: "
+                   f"{counted(n_prompts, 'prompt')} x {counted(len(specs_run), 'method')} x "
+                   f"{counted(cfg.repeats, 'repeat')}, {len(recorded_run)} recorded once a prompt"
                    f"{', a warm-up of each first' if cfg.warmup else ''}")
 
     from specviz_core.session.factory import load_checked_model, load_draft

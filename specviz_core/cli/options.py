@@ -117,6 +117,11 @@ def time_limit(args: argparse.Namespace) -> Any:
     return TimeLimit(args.minutes)
 
 
+def counted(n: int, word: str) -> str:
+    """``1 prompt``, ``3 prompts``: a count with its noun in the right number."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def say_plan(args: argparse.Namespace, text: str) -> None:
     """The work a long command is about to do, one line on stderr before it starts (none with --quiet)."""
     import sys
