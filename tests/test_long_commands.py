@@ -238,3 +238,76 @@ def test_optimize_tree_ctrl_c_writes_the_tree_of_the_cycles_decoded(capsys, tiny
     assert data["calibration"]["tokens"] == sum(updates)
     assert err.strip().splitlines()[-1] == ("specviz: interrupted; the tree counts the 3 cycles decoded "
                                             "(0 of 1 sample finished)")
+
+
+# -- reproduce ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("more,message", [
+    (["--paper", "all"], "TALON's claims are about a trained draft head and the default model has none: run specviz "
+                         "train-head first (about 10 minutes) (or give --paper goose or stand)"),
+    (["--paper", "talon"], "TALON's claims are about a trained draft head and the default model has none: run specviz "
+                           "train-head first (about 10 minutes)"),
+    (["--paper", "goose", "--minutes", "0"], "--minutes must be above 0 and at most 10,080 (a week), got 0"),
+])
+def test_reproduce_refuses_before_any_model_loads(capsys, tmp_path, monkeypatch, more, message):
+    monkeypatch.setenv("SPECVIZ_HEADS", str(tmp_path / "heads"))  # no head trained
+    no_model(monkeypatch)
+    code, out, err = cli(capsys, "reproduce", "--quick", "--out", str(tmp_path / "r.json"), *more)
+    assert one_error(code, err) == message and out == ""
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_reproduce_talon_with_a_wrong_model_path_says_so_not_that_a_head_is_missing(capsys, tmp_path, monkeypatch):
+    no_model(monkeypatch)
+    code, _, err = cli(capsys, "reproduce", "--paper", "talon", "--model", str(tmp_path / "none"))
+    assert "train-head" not in one_error(code, err)
+
+
+def test_reproduce_stops_at_the_time_limit_with_claims_over_the_prompts_finished(capsys, tiny_dir, tmp_path,
+                                                                                  monkeypatch):
+    import json
+
+    import specviz_core.cli.reproduce as cli_reproduce
+    from specviz_core.bench.reproduce import GOOSE_SESSIONS
+
+    clock = ticking_limit(monkeypatch, cli_reproduce, 6.0)  # 1 minute: the tenth check before a session stops it
+    out = tmp_path / "r.json"
+    code, printed, err = cli(capsys, "reproduce", "--paper", "goose", "--quick", "--model", str(tiny_dir),
+                             "--minutes", "1", "--out", str(out))
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    (res,) = doc["results"]
+    # Nine sessions ran: the first prompt's eight and one of the second's, which does not count.
+    assert clock.reads == 11 and GOOSE_SESSIONS == 8
+    assert res["prompts_finished"] == 1 and res["prompts_planned"] == 3 and doc["stopped"] == res["stopped"]
+    prop4 = next(c for c in res["claims"] if c["name"].startswith("tau >= max(PLD, TR)"))
+    assert len(prop4["data"]["prompts"]) == len(prop4["data"]["goose"]) == 1 and prop4["ours"] == "1 of 1 prompts"
+    assert err.strip().splitlines()[-1] == ("specviz: stopped: the time limit (--minutes 1) was reached; goose's "
+                                            "claims are over the 1 of 3 prompts finished")
+    plan = "[specviz] up to 24 sessions: 3 prompts x 8 for goose; at most 1 minute (--minutes)"
+    assert plan in err and err.index(plan) < err.index("Loading")
+    assert "9/24 [" in err and "/24 [" not in printed and "goose on " in printed  # the bar counts sessions
+
+
+def test_reproduce_ctrl_c_keeps_the_claims_of_the_prompts_finished(capsys, tiny_dir, tmp_path, monkeypatch):
+    import json
+
+    import specviz_core.bench.reproduce as core
+
+    real, calls = core.decode, []
+
+    def decode(*a, **k):
+        calls.append(1)
+        if len(calls) == 10:  # in the second prompt
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(core, "decode", decode)
+    out = tmp_path / "r.json"
+    code, printed, err = cli(capsys, "reproduce", "--paper", "goose", "--quick", "--model", str(tiny_dir), "--quiet",
+                             "--out", str(out))
+    (res,) = json.loads(out.read_text())["results"]
+    assert code == 130 and res["stopped"] == "interrupted" and res["prompts_finished"] == 1
+    assert "tau >= max(PLD, TR) on every prompt (Prop. 4)" in printed
+    assert err.strip().splitlines()[-1] == ("specviz: interrupted; goose's claims are over the 1 of 3 prompts "
+                                            "finished")

@@ -127,7 +127,8 @@ def say_plan(args: argparse.Namespace, text: str) -> None:
     import sys
 
     if not getattr(args, "quiet", False):
-        limit = f"; at most {args.minutes:g} minutes (--minutes)" if getattr(args, "minutes", None) else ""
+        m = getattr(args, "minutes", None)
+        limit = f"; at most {m:g} minute{'' if m == 1 else 's'} (--minutes)" if m else ""
         print(f"[specviz] {text}{limit}", file=sys.stderr, flush=True)
 
 
