@@ -86,6 +86,16 @@ CASES: list[tuple[str, list[str]]] = [
                                              "{tmp}/none.txt", "--out", "{tmp}/t.json"]),
     ("optimize-tree --method tr", ["optimize-tree", "--method", "tr", "--prompt-file", "{tmp}/p.txt",
                                    "--out", "{tmp}/t.json"]),
+    ("optimize-tree --keep above --large", ["optimize-tree", "--prompt-file", "{tmp}/p.txt", "--out", "{tmp}/t.json",
+                                            "--large", "50", "--keep", "51"]),
+    ("optimize-tree --large huge", ["optimize-tree", "--prompt-file", "{tmp}/p.txt", "--out", "{tmp}/t.json",
+                                    "--large", "1000000"]),
+    # --minutes, on every long command
+    *[(f"record --minutes {v!r}", _record("--method", "ar", "--minutes", v, "--db", "{tmp}/x.db")) for v in ["0", "-1", "nan", "inf", "x"]],
+    *[(f"bench --minutes {v!r}", ["bench", "--minutes", v, "--out", "{tmp}/b.json"]) for v in ["0", "-1", "inf"]],
+    *[(f"reproduce --minutes {v!r}", ["reproduce", "--paper", "goose", "--minutes", v]) for v in ["0", "1e9"]],
+    ("optimize-tree --minutes 0", ["optimize-tree", "--prompt-file", "{tmp}/p.txt", "--out", "{tmp}/t.json",
+                                   "--minutes", "0"]),
     # screenshot / gui (refused before Qt starts)
     ("screenshot --size 10x10", ["screenshot", "--db", "{tmp}/none.db", "--size", "10x10", "--out", "{tmp}/s.png"]),
     ("screenshot --size junk", ["screenshot", "--demo", "--size", "big", "--out", "{tmp}/s.png"]),

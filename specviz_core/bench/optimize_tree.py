@@ -26,6 +26,7 @@ from typing import Any
 
 from specviz_core.drafters.stand import RankPath, StandDrafter, StandParams, check_tree, tree_file
 from specviz_core.errors import SpecVizError
+from specviz_core.runtime.time_limit import TimeLimit
 from specviz_core.session.factory import build_engine
 from specviz_core.session.request import check_method
 
@@ -58,37 +59,67 @@ def select_tree(paths: Sequence[RankPath], counts: dict[RankPath, int], keep: in
     return sorted(order[:keep], key=lambda p: (len(p), p))
 
 
-def optimize_tree(target: Any, prompts: list[list[int]], *, large: int = 625, keep: int = 80, max_depth: int = 20,
-                  max_new_tokens: int = 128, temperature: float = 0.0, seed: int = 0, samples: int = 1,
-                  params: dict[str, Any] | None = None,
-                  progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Decode every prompt ``samples`` times with one STAND drafter on a large tree; return the tree file's JSON."""
+def check_choice(params: dict[str, Any] | None) -> Any:
+    """STAND's checked settings for the calibration, refused before any model loads."""
     choice = check_method("stand", params)
-    base: StandParams = choice.params
     if choice.auto:
         raise SpecVizError("optimize-tree decodes on its own large tree: budget=auto does not apply")
-    if base.tree not in ("", "auto"):
+    if choice.params.tree not in ("", "auto"):
         raise SpecVizError("optimize-tree starts from its own large tree: do not pass tree=")
+    return choice
+
+
+def optimize_tree(target: Any, prompts: list[list[int]], *, large: int = 625, keep: int = 80, max_depth: int = 20,
+                  max_new_tokens: int = 128, temperature: float = 0.0, seed: int = 0, samples: int = 1,
+                  params: dict[str, Any] | None = None, progress: Callable[[str, int], None] | None = None,
+                  limit: TimeLimit | None = None) -> dict[str, Any]:
+    """Decode every prompt ``samples`` times with one STAND drafter on a large tree; return the tree file's JSON.
+
+    ``progress(what, tokens)`` follows every cycle (its committed tokens). ``limit`` is checked before every cycle;
+    once it passes, or on Ctrl-C, decoding stops and the tree counts the cycles decoded so far, its ``calibration``
+    saying why it stopped (``stopped``: the limit's reason or ``interrupted``). With no cycle decoded it returns only ``stopped`` and ``cycles`` (0)."""
+    choice = check_choice(params)
+    base: StandParams = choice.params
+    limit = limit or TimeLimit(None)
     paths = large_tree(large, max_depth, base.top_k)
     counts: Counter[RankPath] = Counter()
-    cycles = tokens = 0
-    for i, prompt in enumerate(prompts):
-        drafter = StandDrafter(base, target)  # fresh tables per prompt; its samples share them
-        drafter.template = paths  # decode on the large tree
-        drafter.children = Counter(p[:-1] for p in paths)
-        for s in range(samples):
-            engine = build_engine(target, choice, prompt, max_new_tokens=max_new_tokens, temperature=temperature,
-                                  seed=seed + s, drafter=drafter)
-            for rec in engine.cycles():
-                counts.update(drafter.paths[n] for n in rec.accepted_path)
-                cycles += 1
-            tokens += len(engine.output_ids)
-            if progress is not None:
-                progress(f"prompt {i + 1}/{len(prompts)} sample {s + 1}/{samples}: {len(engine.output_ids)} tokens, "
-                         f"{engine.n_forward} forwards, {len(engine.output_ids) / engine.n_forward:.2f} tokens/forward")
+    cycles = tokens = done = 0
+    stopped = None
+    try:
+        for i, prompt in enumerate(prompts):
+            drafter = StandDrafter(base, target)  # fresh tables per prompt; its samples share them
+            drafter.template = paths  # decode on the large tree
+            drafter.children = Counter(p[:-1] for p in paths)
+            for s in range(samples):
+                engine = build_engine(target, choice, prompt, max_new_tokens=max_new_tokens, temperature=temperature,
+                                      seed=seed + s, drafter=drafter)
+                what = f"prompt {i + 1}/{len(prompts)} sample {s + 1}/{samples}"
+                while not engine.done:
+                    if limit.passed():
+                        raise _TimeUp
+                    rec = engine.step()
+                    counts.update(drafter.paths[n] for n in rec.accepted_path)
+                    cycles += 1
+                    tokens += len(rec.committed_ids)
+                    if progress is not None:
+                        progress(what, len(rec.committed_ids))
+                done += 1
+    except _TimeUp:
+        stopped = limit.reason
+    except KeyboardInterrupt:
+        stopped = "interrupted"
+    if not cycles:
+        return {"stopped": stopped or "nothing decoded", "cycles": 0}
     kept = select_tree(paths, counts, keep)
     meta = {"large_tree": len(paths), "large_tree_depth": max(len(p) for p in paths), "keep": keep,
             "prompts": len(prompts), "samples": samples, "temperature": temperature, "seed": seed,
             "max_new_tokens": max_new_tokens, "cycles": cycles, "tokens": tokens, "tables": "reset per prompt",
-            "accepted_tokens": sum(counts.values()), "model": getattr(target, "name", "?")}
+            "accepted_tokens": sum(counts.values()), "model": getattr(target, "name", "?"),
+            "samples_finished": done, "samples_planned": len(prompts) * samples}
+    if stopped is not None:
+        meta["stopped"] = stopped
     return tree_file(kept, [counts.get(p, 0) for p in kept], meta)
+
+
+class _TimeUp(Exception):
+    """The time limit passed: no more cycles; the counts so far make the tree."""

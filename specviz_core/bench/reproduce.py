@@ -18,13 +18,15 @@ holds here (None where it cannot be measured, with the reason) and the per-promp
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from types import TracebackType
 from typing import Any
 
 from specviz_core.bench.suites import Suite, load_suites
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime.models import LoadedModel
+from specviz_core.runtime.time_limit import TimeLimit
 from specviz_core.session.factory import build_engine
 from specviz_core.session.request import check_method
 
@@ -70,6 +72,66 @@ def decode(target: LoadedModel, method: str, params: dict[str, Any], ids: list[i
     return Run(tau, records, engine.drafter.stats(), list(engine.output_ids)), engine.drafter
 
 
+GOOSE_SESSIONS = 8
+"""Sessions a prompt for Goose's claims: Goose, its PLD and TR sources, Iso(3), Iso(5) and three ablations."""
+TALON_SESSIONS = 3
+"""Sessions a prompt for TALON's claims: TALON and EAGLE's static tree on the head, TALON on the tables."""
+
+
+def stand_sessions(samples: int, default_model: bool) -> int:
+    """Sessions a prompt for STAND's claims: the samples shared and fresh, deterministic, and the heuristic tree
+    (only on the model the shipped tree is for)."""
+    return 2 * samples + min(samples, 4) * (2 if default_model else 1)
+
+
+def sessions_per_prompt(paper: str, quick: bool, default_model: bool = True) -> int:
+    """Sessions a prompt for one paper's claims (the default sample count), known before any model loads."""
+    return {"goose": GOOSE_SESSIONS, "talon": TALON_SESSIONS}.get(paper) or \
+        stand_sessions(4 if quick else 8, default_model)
+
+
+class _TimeUp(Exception):
+    """The time limit passed: no more sessions."""
+
+
+class Work:
+    """The sessions of a reproduction: the time limit checked before each, ``tick`` told after each, the prompts
+    finished counted. A claim is computed over the prompts whose sessions all finished; on the limit or Ctrl-C
+    (``with work:``) the work stops and ``stopped`` says why (``interrupted`` for Ctrl-C)."""
+
+    def __init__(self, limit: TimeLimit | None = None, tick: Callable[[str], None] | None = None) -> None:
+        self.limit = limit or TimeLimit(None)
+        self.tick = tick or (lambda what: None)
+        self.stopped: str | None = None
+        self.done = 0
+
+    def decode(self, what: str, *args: Any, **kw: Any) -> tuple[Run, Any]:
+        if self.stopped is not None or self.limit.passed():
+            raise _TimeUp
+        out = decode(*args, **kw)
+        self.tick(what)
+        return out
+
+    def each(self, prompts: list[tuple[str, str, list[int]]]) -> Iterator[tuple[str, str, list[int]]]:
+        """The prompts, one at a time; one counts as done when the loop comes back for the next."""
+        self.done = 0
+        for p in prompts:
+            yield p
+            self.done += 1
+
+    def __enter__(self) -> Work:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> bool:
+        if kind is _TimeUp:
+            self.stopped = self.stopped or self.limit.reason
+            return True
+        if kind is KeyboardInterrupt:
+            self.stopped = "interrupted"
+            return True
+        return False
+
+
 def prompts_of(target: LoadedModel, suites: Sequence[Suite]) -> list[tuple[str, str, list[int]]]:
     """(suite, prompt id, token ids) for every prompt, in the model's chat format when it has one."""
     return [(s.name, p.id, p.encode(target)) for s in suites for p in s.prompts]
@@ -94,18 +156,24 @@ GOOSE_ABLATIONS = (  # (Table 2's row, our switch, the paper's mean change on Qw
 )
 
 
-def reproduce_goose(target: LoadedModel, prompts: list[tuple[str, str, list[int]]], n: int, say: Say) -> list[Claim]:
+def reproduce_goose(target: LoadedModel, prompts: list[tuple[str, str, list[int]]], n: int, say: Say,
+                    work: Work) -> list[Claim]:
     runs: dict[str, list[Run]] = {}
     configs = {"goose": ("goose", {}), "pld": ("goose", {"use_adjacency": False}),
                "tr": ("goose", {"use_context_match": False}), "iso3": ("isotropic", {"branching_factor": 3}),
                "iso5": ("isotropic", {"branching_factor": 5})}
     configs.update({row: ("goose", p) for row, p, _ in GOOSE_ABLATIONS if row != "w/o context-match spine"})
-    for suite, pid, ids in prompts:
-        for key, (method, params) in configs.items():
-            say(f"goose: {suite}/{pid}: {key}")
-            runs.setdefault(key, []).append(decode(target, method, params, ids, n)[0])
+    with work:
+        for suite, pid, ids in work.each(prompts):
+            say(f"goose: {suite}/{pid}")
+            got = {key: work.decode(f"goose {suite}/{pid} {key}", target, method, params, ids, n)[0]
+                   for key, (method, params) in configs.items()}
+            for key, run in got.items():  # a prompt counts once all its sessions finished
+                runs.setdefault(key, []).append(run)
+    if not runs:
+        return []
     runs["w/o context-match spine"] = runs["tr"]
-    names = [f"{s}/{p}" for s, p, _ in prompts]
+    names = [f"{s}/{p}" for s, p, _ in prompts[:work.done]]
     tau = {k: [r.tau for r in v] for k, v in runs.items()}
     claims = []
     wins = [g >= max(a, b) - 1e-9 for g, a, b in zip(tau["goose"], tau["pld"], tau["tr"])]
@@ -166,7 +234,8 @@ def _shape_by_confidence(records: list) -> dict[str, float] | None:
             "width_sure": statistics.mean(w for _, _, w in hi), "width_unsure": statistics.mean(w for _, _, w in lo)}
 
 
-def reproduce_talon(target: LoadedModel, prompts: list[tuple[str, str, list[int]]], n: int, say: Say) -> list[Claim]:
+def reproduce_talon(target: LoadedModel, prompts: list[tuple[str, str, list[int]]], n: int, say: Say,
+                    work: Work) -> list[Claim]:
     from specviz_core.analysis.cycle_summary import summarize
     from specviz_core.analysis.metrics import session_metrics
     from specviz_core.runtime.head_files import head_info
@@ -176,18 +245,22 @@ def reproduce_talon(target: LoadedModel, prompts: list[tuple[str, str, list[int]
                            f"run specviz train-head --model {target.name} first (about 10 minutes)")
     per_suite: dict[str, dict[str, list]] = {}
     all_talon = []
-    for suite, pid, ids in prompts:
-        row = per_suite.setdefault(suite, {"talon": [], "eagle_static": [], "talon_table": []})
-        for key, method, params in (("talon", "talon", {"drafter": "head"}),
-                                    ("eagle_static", "eagle_static", {"drafter": "head"}),
-                                    ("talon_table", "talon", {"drafter": "table"})):
-            say(f"talon: {suite}/{pid}: {key}")
-            run = decode(target, method, params, ids, n)[0]
-            m = session_metrics(summarize(r) for r in run.records)
-            r = run.tau / (1 + m.step_cost * m.delta) if m.step_cost is not None else None  # Eq. 7
-            row[key].append({"tau": run.tau, "delta": m.delta, "c": m.step_cost, "r": r})
-            if key == "talon":
-                all_talon += run.records
+    with work:
+        for suite, pid, ids in work.each(prompts):
+            say(f"talon: {suite}/{pid}")
+            got = {}
+            for key, method, params in (("talon", "talon", {"drafter": "head"}),
+                                        ("eagle_static", "eagle_static", {"drafter": "head"}),
+                                        ("talon_table", "talon", {"drafter": "table"})):
+                got[key] = work.decode(f"talon {suite}/{pid} {key}", target, method, params, ids, n)[0]
+            row = per_suite.setdefault(suite, {"talon": [], "eagle_static": [], "talon_table": []})
+            for key, run in got.items():  # a prompt counts once all its sessions finished
+                m = session_metrics(summarize(r) for r in run.records)
+                r = run.tau / (1 + m.step_cost * m.delta) if m.step_cost is not None else None  # Eq. 7
+                row[key].append({"tau": run.tau, "delta": m.delta, "c": m.step_cost, "r": r})
+            all_talon += got["talon"].records
+    if not per_suite:
+        return []
     claims = []
     for suite, row in per_suite.items():
         t, e = row["talon"], row["eagle_static"]
@@ -221,31 +294,40 @@ def reproduce_talon(target: LoadedModel, prompts: list[tuple[str, str, list[int]
 
 # -- STAND --------------------------------------------------------------------------------------------------
 
-def _samples(target: LoadedModel, ids: list[int], n: int, k: int, params: dict[str, Any], shared: bool = True
-             ) -> list[float]:
+def _samples(work: Work, what: str, target: LoadedModel, ids: list[int], n: int, k: int, params: dict[str, Any],
+             shared: bool = True) -> list[float]:
     """tau of k samples of one prompt (seeds 0..k-1) at T=0.7, decoded with one drafter whose tables carry over
     from sample to sample (``shared``, as ``specviz record --samples``), or with a fresh drafter each."""
     drafter, taus = None, []
     for seed in range(k):
-        run, last = decode(target, "stand", params, ids, n, temperature=STAND_T, seed=seed, drafter=drafter)
+        run, last = work.decode(f"{what} {seed + 1}/{k}", target, "stand", params, ids, n, temperature=STAND_T,
+                                seed=seed, drafter=drafter)
         drafter = last if shared else None
         taus.append(run.tau)
     return taus
 
 
 def reproduce_stand(target: LoadedModel, prompts: list[tuple[str, str, list[int]]], n: int, say: Say,
-                    samples: int = 8) -> list[Claim]:
+                    work: Work, samples: int = 8) -> list[Claim]:
     from specviz_core.drafters.stand import is_default_model
 
     curves, fresh, det, heur = [], [], [], []
-    for suite, pid, ids in prompts:
-        say(f"stand: {suite}/{pid}: {samples} samples, tables shared and fresh")
-        curves.append(_samples(target, ids, n, samples, {}))
-        fresh.append(_samples(target, ids, n, samples, {}, shared=False))
-        say(f"stand: {suite}/{pid}: deterministic drafting, heuristic tree")
-        det.append(_samples(target, ids, n, min(samples, 4), {"stochastic": False}))
-        if is_default_model(target):
-            heur.append(_samples(target, ids, n, min(samples, 4), {"tree": "heuristic"}))
+    with work:
+        for suite, pid, ids in work.each(prompts):
+            say(f"stand: {suite}/{pid}: {samples} samples, tables shared and fresh; deterministic; heuristic tree")
+            what = f"stand {suite}/{pid}"
+            c = _samples(work, f"{what} shared", target, ids, n, samples, {})
+            f = _samples(work, f"{what} fresh", target, ids, n, samples, {}, shared=False)
+            d = _samples(work, f"{what} deterministic", target, ids, n, min(samples, 4), {"stochastic": False})
+            h = (_samples(work, f"{what} heuristic tree", target, ids, n, min(samples, 4), {"tree": "heuristic"})
+                 if is_default_model(target) else None)
+            curves.append(c)  # a prompt counts once all its sessions finished
+            fresh.append(f)
+            det.append(d)
+            if h is not None:
+                heur.append(h)
+    if not curves:
+        return []
     ks = [k for k in (1, 2, 4, 8) if k <= samples]
     at = {k: statistics.mean(c[k - 1] for c in curves) for k in ks}
     alone = {k: statistics.mean(c[k - 1] for c in fresh) for k in ks}
@@ -278,9 +360,11 @@ def reproduce_stand(target: LoadedModel, prompts: list[tuple[str, str, list[int]
 
 def reproduce(target: LoadedModel, paper: str, *, quick: bool = False, say: Say | None = None,
               prompts: list[tuple[str, str, list[int]]] | None = None, max_new_tokens: int | None = None,
-              samples: int | None = None) -> dict[str, Any]:
+              samples: int | None = None, work: Work | None = None) -> dict[str, Any]:
     """Run one paper's claims: every built-in suite (``quick``: the quick suite, shorter sessions and fewer STAND
-    samples). ``prompts`` (suite, id, token ids), ``max_new_tokens`` and ``samples`` replace the defaults."""
+    samples). ``prompts`` (suite, id, token ids), ``max_new_tokens`` and ``samples`` replace the defaults. ``work``
+    bounds the time and tells progress: when it stops, the claims are over the prompts finished and ``stopped``
+    says why."""
     if paper not in PAPERS:
         raise SpecVizError(f"unknown paper {paper!r} (known: {', '.join(PAPERS)})")
     say = say or (lambda s: None)
@@ -289,11 +373,15 @@ def reproduce(target: LoadedModel, paper: str, *, quick: bool = False, say: Say 
         suites = load_suites("quick" if quick else "all")
         prompts, suite_names = prompts_of(target, suites), [s.name for s in suites]
     n = max_new_tokens or (48 if quick else (64 if paper == "stand" else 96))
+    work = work or Work()
     if paper == "goose":
-        claims = reproduce_goose(target, prompts, n, say)
+        claims = reproduce_goose(target, prompts, n, say, work)
     elif paper == "talon":
-        claims = reproduce_talon(target, prompts, n, say)
+        claims = reproduce_talon(target, prompts, n, say, work)
     else:
-        claims = reproduce_stand(target, prompts, n, say, samples or (4 if quick else 8))
-    return {"paper": paper, "model": target.name, "quick": quick, "max_new_tokens": n, "suites": suite_names,
-            "claims": [c.to_json() for c in claims]}
+        claims = reproduce_stand(target, prompts, n, say, work, samples or (4 if quick else 8))
+    out = {"paper": paper, "model": target.name, "quick": quick, "max_new_tokens": n, "suites": suite_names,
+           "claims": [c.to_json() for c in claims], "prompts_planned": len(prompts), "prompts_finished": work.done}
+    if work.stopped is not None:
+        out["stopped"] = work.stopped
+    return out

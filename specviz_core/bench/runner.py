@@ -38,6 +38,7 @@ from specviz_core.errors import SpecVizError
 from specviz_core.methods import CARDS
 from specviz_core.runtime.cost_files import save_cost_curve
 from specviz_core.runtime.models import LoadedModel
+from specviz_core.runtime.time_limit import TimeLimit
 
 TIE_GAP = 1e-3
 #: Repeats whose fastest is this many times their slowest are flagged ``noisy`` (a disturbed machine).
@@ -115,54 +116,78 @@ class BenchConfig:
             raise SpecVizError("the reference rows (hf_*) decode greedily: leave them out of --methods with --temperature")
 
 
+def run_specs(cfg: BenchConfig) -> tuple[list[MethodSpec], list[MethodSpec]]:
+    """The methods run (AR first when not named: every speed-up is measured against it in the same rounds) and
+    those also run with recording on."""
+    specs = cfg.methods if "ar" in [s.label for s in cfg.methods] else [MethodSpec("ar", "ar")] + cfg.methods
+    return specs, [s for s in specs if s.label in cfg.recorded and not s.is_hf]
+
+
+def planned_runs(cfg: BenchConfig) -> int:
+    """Decoding runs of the whole benchmark (warm-up included), known before any model loads."""
+    specs, recorded = run_specs(cfg)
+    prompts = sum(len(s.prompts) for s in cfg.suites)
+    warmup = len(specs) + len(recorded) if cfg.warmup and prompts else 0
+    return warmup + prompts * (cfg.repeats * len(specs) + len(recorded))
+
+
+class _TimeUp(Exception):
+    """The time limit passed: no more runs; the prompts finished so far are the result."""
+
+
 def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
-              progress: Progress | None = None, log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run the whole benchmark; returns the results dict (see ``docs/benchmarks.md`` for its fields)."""
+              progress: Progress | None = None, log: Callable[[str], None] | None = None,
+              limit: TimeLimit | None = None) -> dict[str, Any]:
+    """Run the whole benchmark; returns the results dict (see ``docs/benchmarks.md`` for its fields).
+
+    ``limit`` is checked before every run: once it passes, or on Ctrl-C, the benchmark stops and the results hold
+    the prompts whose runs all finished, with ``stopped`` saying why (``interrupted`` for Ctrl-C)."""
     progress = progress or (lambda what, done, total: None)
     log = log or (lambda s: None)
+    limit = limit or TimeLimit(None)
     started = time.perf_counter()
     specs = cfg.methods
     for spec in specs:
         needs = spec.method == "hf_assisted" or (not spec.is_hf and CARDS[spec.method].needs_draft_model)
         if needs and draft is None:
             raise SpecVizError(f"{spec.label} needs --draft-model")
-    labels = [s.label for s in specs]
-    if "ar" not in labels:
-        specs = [MethodSpec("ar", "ar")] + specs  # every speed-up is measured against AR in the same rounds
-    recorded = [s for s in specs if s.label in cfg.recorded and not s.is_hf]
+    specs, recorded = run_specs(cfg)
     results: dict[str, Any] = {"machine": machine_info(target)}
-
-    if cfg.cost_curve:
-        log("measuring the verify-cost curve")
-        curve = measure_cost_curve(target, cfg.cost_sizes, progress=lambda d, t: progress("cost curve", d, t))
-        try:
-            curve["stored_at"] = str(save_cost_curve(curve))
-        except OSError:
-            pass
-        results["cost_curve"] = curve
-
     prompts = [(suite, p) for suite in cfg.suites for p in suite.prompts]
-    encoded = {p.label: p.encode(target) for _, p in prompts}
-    runs_per_round = len(specs) + len(recorded)
-    total = (runs_per_round if cfg.warmup else 0) + len(prompts) * (cfg.repeats * len(specs) + len(recorded))
-    done = 0
+    total, done, stopped = planned_runs(cfg), 0, None
+    rows: list[dict[str, Any]] = []
+    rec_rows: list[dict[str, Any]] = []
+
+    def next_run(what: str) -> None:
+        if limit.passed():
+            raise _TimeUp
+        progress(what, done, total)
+
     with tempfile.TemporaryDirectory(prefix="specviz-bench-") as tmp:
         from specviz_core.recording.store import Recording
 
         rec = Recording(Path(tmp) / "bench.db", create=True) if recorded else None
         try:
+            if cfg.cost_curve:
+                log("measuring the verify-cost curve")
+                curve = measure_cost_curve(target, cfg.cost_sizes, progress=lambda d, t: progress("cost curve", d, t))
+                try:
+                    curve["stored_at"] = str(save_cost_curve(curve))
+                except OSError:
+                    pass
+                results["cost_curve"] = curve
+            encoded = {p.label: p.encode(target) for _, p in prompts}
             if cfg.warmup and prompts:
                 ids = encoded[prompts[0][1].label]
                 n = min(16, cfg.max_new_tokens)
                 for spec in specs:
-                    progress(f"warm-up {spec.label}", done, total)
+                    next_run(f"warm-up {spec.label}")
                     run_one(target, draft, spec, ids, n, temperature=cfg.temperature, seed=cfg.seed)
                     done += 1
                 for spec in recorded:
-                    progress(f"warm-up {spec.label}+rec", done, total)
+                    next_run(f"warm-up {spec.label}+rec")
                     run_engine(target, draft, spec, ids, n, temperature=cfg.temperature, seed=cfg.seed, recording=rec)
                     done += 1
-            rows, rec_rows = [], []
             for suite, prompt in prompts:
                 ids = encoded[prompt.label]
                 runs: dict[str, list[RunResult]] = {s.label: [] for s in specs}
@@ -170,21 +195,28 @@ def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
                 for r in range(cfg.repeats):
                     sampling = {"temperature": cfg.temperature, "seed": cfg.seed + r}
                     for spec in specs:
-                        progress(f"{prompt.label} {spec.label} {r + 1}/{cfg.repeats}", done, total)
+                        next_run(f"{prompt.label} {spec.label} {r + 1}/{cfg.repeats}")
                         runs[spec.label].append(run_one(target, draft, spec, ids, cfg.max_new_tokens, **sampling))
                         done += 1
                     # Recording on, once per prompt, right after the same method's run with it off.
                     for spec in recorded if r == 0 else []:
-                        progress(f"{prompt.label} {spec.label} with recording", done, total)
+                        next_run(f"{prompt.label} {spec.label} with recording")
                         rec_runs[spec.label].append(
                             run_engine(target, draft, spec, ids, cfg.max_new_tokens, **sampling, recording=rec))
                         done += 1
-                rows += _prompt_rows(target, suite, prompt, ids, specs, runs, cfg)
-                rec_rows += _recording_rows(suite, prompt, runs, rec_runs)
+                new_rows = _prompt_rows(target, suite, prompt, ids, specs, runs, cfg)
+                rows, rec_rows = rows + new_rows, rec_rows + _recording_rows(suite, prompt, runs, rec_runs)
+        except _TimeUp:
+            stopped = limit.reason
+        except KeyboardInterrupt:
+            stopped = "interrupted"
         finally:
             if rec is not None:
                 rec.close()
-    progress("done", total, total)
+    if stopped is None:
+        progress("done", total, total)
+    else:
+        results["stopped"] = stopped
     results["config"] = {
         "model": target.name, "model_path": target.path, "draft_model": draft.name if draft is not None else None,
         "methods": [s.label for s in specs], "recorded": [s.label for s in recorded],
@@ -192,6 +224,7 @@ def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
         "warmup": cfg.warmup, "temperature": cfg.temperature, "seed": cfg.seed, "argv": sys.argv[1:],
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "wall_s": round(time.perf_counter() - started, 1),
+        "prompts_planned": len(prompts), "prompts_finished": len({(r["suite"], r["prompt"]) for r in rows}),
     }
     results["rows"] = rows
     results["suites"] = suite_summary(rows)

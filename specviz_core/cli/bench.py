@@ -10,11 +10,15 @@ from typing import Any
 
 from specviz_core.cli.options import (
     add_device_args,
+    add_minutes_arg,
     atomic_output,
     bounded_int,
     check_writable,
+    counted,
     finite_float,
     progress_bar,
+    say_plan,
+    time_limit,
 )
 from specviz_core.errors import SpecVizError
 from specviz_core.methods import parse_kv
@@ -56,6 +60,7 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--record-methods", default=None,
                    help="methods also run with recording on, for the recording overhead ('none' to skip; "
                    "default: goose:budget=auto)")
+    add_minutes_arg(b, "the results of every prompt whose runs all finished")
     b.add_argument("--no-warmup", action="store_true", help="skip the warm-up run of every method")
     b.add_argument("--no-cost-curve", action="store_true", help="skip measuring the verify-cost curve")
     b.add_argument("--threads", type=bounded_int(1, 1024), default=None, help="torch CPU threads (default: torch's own choice)")
@@ -104,6 +109,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
                             recorded=recorded, cost_curve=not args.no_cost_curve, temperature=args.temperature,
                             seed=args.seed)
     check_writable(args.out)  # before the models load and the prompts decode, and no empty file left behind
+    limit = time_limit(args)
+    n_prompts = sum(len(s.prompts) for s in suites)
+    specs_run, recorded_run = bench.run_specs(cfg)
+    say_plan(args, f"{counted(bench.planned_runs(cfg), 'run')} of up to {cfg.max_new_tokens:,} tokens: "
+                   f"{counted(n_prompts, 'prompt')} x {counted(len(specs_run), 'method')} x "
+                   f"{counted(cfg.repeats, 'repeat')}, {len(recorded_run)} recorded once a prompt"
+                   f"{', a warm-up of each first' if cfg.warmup else ''}")
 
     from specviz_core.session.factory import load_checked_model, load_draft
 
@@ -127,7 +139,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             bar.refresh()
 
     try:
-        res = bench.run_bench(target, draft, cfg, progress=progress, log=lambda s: say(s, None))
+        res = bench.run_bench(target, draft, cfg, progress=progress, log=lambda s: say(s, None), limit=limit)
     finally:
         if bar is not None:
             bar.close()
@@ -135,6 +147,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         fh.write(json.dumps(res, indent=1))
     _finish(res, args)
     print(f"results: {args.out}")
+    stopped = res.get("stopped")
+    if stopped is not None:
+        kept = f"the {res['config']['prompts_finished']} of {n_prompts} prompts finished are in {args.out}"
+        if stopped == "interrupted":
+            print(f"specviz: interrupted; {kept}", file=sys.stderr)
+            return 130
+        print(f"specviz: stopped: {stopped}; {kept}", file=sys.stderr)
     return 0
 
 

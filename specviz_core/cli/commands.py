@@ -25,12 +25,15 @@ from specviz_core.cli.optimize_tree import cmd_optimize_tree
 from specviz_core.cli.options import (
     Parser,
     add_device_args,
+    add_minutes_arg,
     atomic_output,
     bounded_int,
     finite_float,
     progress_bar,
     read_prompt_file,
     refuse_overwriting,
+    say_plan,
+    time_limit,
 )
 from specviz_core.cli.reproduce import add_parser as add_reproduce_parser
 from specviz_core.cli.reproduce import cmd_reproduce
@@ -94,6 +97,7 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     r.add_argument("--seed", type=bounded_int(0, MAX_SEED), default=None, help="seed of the session's random generator (default 0)")
     r.add_argument("--samples", type=bounded_int(1, 1000), default=1,
                    help="decode the prompt N times (seeds seed..seed+N-1) as one group, one drafter throughout (default 1)")
+    add_minutes_arg(r, "the samples and cycles decoded so far (a sample cut short is marked interrupted)")
     r.add_argument("--budget", type=bounded_int(1, 1024), default=None,
                    help="draft tokens verified per cycle, at most (tree methods; up to 1024)")
     r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a method parameter; repeatable")
@@ -175,11 +179,15 @@ def cmd_record(args: argparse.Namespace) -> int:
                            "differs from the recording)")
     req = record_request(args)
     checked = req.check()  # everything that needs no model, before the slow part
+    limit = time_limit(args)
     for name in (req.model, req.draft_model if checked.choice.wants_draft_model else None):
         if name not in (None, "default"):
             resolve_model_path(name)  # a wrong path is refused before the recording is created
+    if args.samples > 1:
+        say_plan(args, f"{args.samples} samples of up to {req.max_new_tokens:,} tokens each "
+                       f"(seeds {req.seed}..{req.seed + args.samples - 1})")
     progress = _Progress(args.quiet)
-    infos = []
+    infos, stopped = [], None
     with Recording(args.db, create=True) as rec:
         target, draft = load_models(checked, progress)
         for name in (req.model, req.draft_model if draft is not None else None):
@@ -187,6 +195,9 @@ def cmd_record(args: argparse.Namespace) -> int:
         # The samples of one prompt are one group and share one drafter, so its tables persist (best-of-N).
         group, drafter = (new_session_id() if args.samples > 1 else None), None
         for i in range(args.samples):
+            if limit.passed():
+                stopped = f"{limit.reason} before sample {i + 1} of {args.samples}"
+                break
             prepared = prepare(checked.with_seed(req.seed + i), target, draft, group_id=group, drafter=drafter)
             drafter = prepared.engine.drafter
             bar = None
@@ -198,19 +209,28 @@ def cmd_record(args: argparse.Namespace) -> int:
                 for cycle in run.run():
                     if bar is not None:
                         bar.update(len(cycle.record.committed_ids))
+                    if not run.engine.done and limit.passed():
+                        run.finish("interrupted", limit.reason)
+                        stopped = f"{limit.reason} in sample {i + 1} of {args.samples}"
+                        break
             except KeyboardInterrupt:
-                print("specviz: interrupted; the cycles so far are saved", file=sys.stderr)
+                done = f" ({i} of {args.samples} samples finished)" if args.samples > 1 else ""
+                print(f"specviz: interrupted; the cycles so far are saved{done}", file=sys.stderr)
                 return 130
             finally:
                 if bar is not None:
                     bar.close()
             infos.append(rec.session(run.info.id))
+            if stopped:
+                break
     for i, info in enumerate(infos):
         sample = f" (sample {i + 1}/{len(infos)}, seed {info.seed})" if len(infos) > 1 else ""
         print(f"session {info.id}: {info.method} on {Path(info.model).name if info.model != 'default' else 'default model'}{sample}")
         print(summary_line(info))
     if len(infos) > 1:
         print(f"group {group}: tokens/forward by sample: {', '.join(f'{x.mean_accepted:.2f}' for x in infos)}")
+    if stopped:
+        print(f"specviz: stopped: {stopped}; the cycles so far are saved", file=sys.stderr)
     return 0
 
 

@@ -18,6 +18,8 @@ def refuse_with_fork(args: argparse.Namespace) -> None:
                           (args.samples != 1, "--samples"), (args.no_chat_template, "--no-chat-template")):
         if given:
             raise SpecVizError(f"{option} does not go with --fork: a fork continues its parent's prompt")
+    if getattr(args, "minutes", None) is not None:
+        raise SpecVizError("--minutes does not go with --fork: a fork re-runs its parent's cycles first, to the end")
 
 
 def cmd_fork(args: argparse.Namespace) -> int:

@@ -101,6 +101,37 @@ def atomic_output(out: Path) -> Iterator[IO[str]]:
         raise
 
 
+def add_minutes_arg(p: argparse.ArgumentParser, what: str) -> None:
+    """``--minutes``: the time a long command may take, model loading included; ``what`` says what it keeps."""
+    from specviz_core.runtime.time_limit import MAX_MINUTES
+
+    p.add_argument("--minutes", type=finite_float(0.0, MAX_MINUTES), default=None, metavar="M",
+                   help=f"stop cleanly after M minutes in all, model loading included, keeping {what} "
+                        "(default: no limit)")
+
+
+def time_limit(args: argparse.Namespace) -> Any:
+    """The command's :class:`~specviz_core.runtime.time_limit.TimeLimit`, started now (bad minutes refused)."""
+    from specviz_core.runtime.time_limit import TimeLimit
+
+    return TimeLimit(args.minutes)
+
+
+def counted(n: int, word: str) -> str:
+    """``1 prompt``, ``3 prompts``: a count with its noun in the right number."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def say_plan(args: argparse.Namespace, text: str) -> None:
+    """The work a long command is about to do, one line on stderr before it starts (none with --quiet)."""
+    import sys
+
+    if not getattr(args, "quiet", False):
+        m = getattr(args, "minutes", None)
+        limit = f"; at most {m:g} minute{'' if m == 1 else 's'} (--minutes)" if m else ""
+        print(f"[specviz] {text}{limit}", file=sys.stderr, flush=True)
+
+
 def add_device_args(p: argparse.ArgumentParser) -> None:
     """``--device`` and ``--dtype``, the same for every command that loads a model."""
     p.add_argument("--device", default=None, metavar="DEVICE",

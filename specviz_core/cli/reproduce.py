@@ -9,7 +9,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from specviz_core.cli.options import add_device_args, atomic_output, check_writable
+from specviz_core.cli.options import (
+    add_device_args,
+    add_minutes_arg,
+    atomic_output,
+    check_writable,
+    counted,
+    progress_bar,
+    say_plan,
+    time_limit,
+)
 from specviz_core.errors import SpecVizError
 
 
@@ -26,8 +35,9 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--model", default=None, help="model folder or cached hub id (default: the embedded model)")
     r.add_argument("--out", type=Path, default=None, help="write the claims as JSON here")
     r.add_argument("--chart", type=Path, default=None, help="write a chart of paper against ours here (.svg)")
+    add_minutes_arg(r, "the claims over the prompts finished (each claim's data lists them)")
     add_device_args(r)
-    r.add_argument("--quiet", action="store_true", help="no progress lines")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def verdict(holds: bool | None) -> str:
@@ -52,25 +62,58 @@ def claim_lines(result: dict[str, Any]) -> list[str]:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from specviz_core.bench.reproduce import PAPERS, reproduce
-    from specviz_core.bench.reproduce_chart import chart_svg
-    from specviz_core.session.factory import load_checked_model
-
     for path in (args.out, args.chart):
         if path is not None:
             check_writable(path)
     if args.chart is not None and args.chart.suffix.lower() != ".svg":
         raise SpecVizError(f"--chart writes an SVG file: give a name ending in .svg, not {args.chart.name}")
+    limit = time_limit(args)
+    papers = ("goose", "talon", "stand") if args.paper == "all" else (args.paper,)
+    if "talon" in papers:
+        _refuse_without_a_head(args.model, args.paper)
+
+    from specviz_core.bench.reproduce import Work, prompts_of, reproduce, sessions_per_prompt
+    from specviz_core.bench.reproduce_chart import chart_svg
+    from specviz_core.bench.suites import load_suites
+    from specviz_core.session.factory import load_checked_model
+
+    suites = load_suites("quick" if args.quick else "all")
+    n_prompts = sum(len(s.prompts) for s in suites)
+    planned = {p: n_prompts * sessions_per_prompt(p, args.quick) for p in papers}
+    say_plan(args, f"up to {counted(sum(planned.values()), 'session')}: {counted(n_prompts, 'prompt')} x "
+                   + ", ".join(f"{planned[p] // n_prompts} for {p}" for p in papers))
     say = (lambda s: None) if args.quiet else (lambda s: print(f"[specviz] {s}", file=sys.stderr, flush=True))
-    target = load_checked_model(args.model, args.device, args.dtype)
-    papers = PAPERS if args.paper == "all" else (args.paper,)
+    target = load_checked_model(args.model, args.device, args.dtype, lambda s, f: say(s))
+    from specviz_core.drafters.stand import is_default_model
+
+    total = sum(n_prompts * sessions_per_prompt(p, args.quick, is_default_model(target)) for p in papers)
+    bar = None if args.quiet else progress_bar(total=total, unit="session", dynamic_ncols=True)
+
+    def tick(what: str) -> None:
+        if bar is not None:
+            bar.set_description_str(what[:50], refresh=False)
+            bar.update(1)
+
+    work = Work(limit, tick)
     t0 = time.monotonic()
     results = []
-    for paper in papers:
-        results.append(reproduce(target, paper, quick=args.quick, say=say))
-        print("\n".join(claim_lines(results[-1])), flush=True)
+    try:
+        prompts = prompts_of(target, suites)
+        for paper in papers:
+            results.append(reproduce(target, paper, quick=args.quick, work=work, prompts=prompts,
+                                     say=lambda s: None))
+            if bar is not None:
+                bar.clear()
+            print("\n".join(claim_lines(results[-1])), flush=True)
+            if work.stopped is not None:
+                break
+    finally:
+        if bar is not None:
+            bar.close()
     print(f"({(time.monotonic() - t0) / 60:.1f} min)")
     doc = {"results": results, "minutes": round((time.monotonic() - t0) / 60, 2)}
+    if work.stopped is not None:
+        doc["stopped"] = work.stopped
     for path, text in ((args.out, json.dumps(doc, indent=1) + "\n"),
                        (args.chart, chart_svg(results) if args.chart is not None else "")):
         if path is None:
@@ -81,4 +124,26 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         except OSError as e:
             raise SpecVizError(f"cannot write {path}: {e.strerror}") from None
         print(f"wrote {path}")
+    if work.stopped is not None:
+        last = results[-1]
+        kept = (f"{last['paper']}'s claims are over the {last['prompts_finished']} of {last['prompts_planned']} "
+                f"prompts finished" + (f"; not run: {', '.join(papers[len(results):])}" if len(results) < len(papers) else ""))
+        if work.stopped == "interrupted":
+            print(f"specviz: interrupted; {kept}", file=sys.stderr)
+            return 130
+        print(f"specviz: stopped: {work.stopped}; {kept}", file=sys.stderr)
     return 0
+
+
+def _refuse_without_a_head(model: str | None, paper: str) -> None:
+    """TALON's claims need a trained head: refused before any model loads, not after the other papers ran."""
+    from specviz_core.runtime.head_files import head_info_for
+    from specviz_core.runtime.models import resolve_model_path
+
+    if model not in (None, "default"):
+        resolve_model_path(model)  # a wrong path is refused as such, not as a missing head
+    if head_info_for(model) is None:
+        name = model or "the default model"
+        others = " (or give --paper goose or stand)" if paper == "all" else ""
+        raise SpecVizError(f"TALON's claims are about a trained draft head and {name} has none: run specviz "
+                           f"train-head{' --model ' + model if model else ''} first (about 10 minutes){others}")
