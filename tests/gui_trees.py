@@ -1,5 +1,6 @@
 """Hand-built cycles of other shapes for the GUI tests: a TALON cycle (61 verified nodes and ~140 gated ones), a
-grid of chains filling a large rectangle, and a Token Recycling static tree, with masks, positions and KV keep lists that agree (see ``gui_records.tree_record``).
+grid of chains filling a large rectangle, and a Token Recycling static tree, with masks, positions and KV keep lists
+that agree (see ``gui_records.tree_record``).
 """
 
 from __future__ import annotations

@@ -20,8 +20,6 @@ from specviz_app.windows.race.window import RaceWindow
 from specviz_core.analysis.race import make_race
 from specviz_core.viewer.comparison import load_comparison
 
-pytestmark = pytest.mark.qt_log_ignore("does not support full screen")
-
 #: (width, height, presentation): the GIF's size, the window's default, a projector in presentation mode.
 SIZES = ((960, 540, False), (1100, 700, False), (1920, 1080, True))
 WHITE = QColor("#ffffff")
