@@ -43,8 +43,8 @@ def overview(tree) -> QRectF:
     return QRectF(tree.minimap.geometry())
 
 
-def open_grid(window, path_row: int) -> None:
-    window.model.open(single_cycle_source(grid_cycle(path_row=path_row)), word_vocab())
+def open_grid(window, path_row: int, rows: int = 24) -> None:
+    window.model.open(single_cycle_source(grid_cycle(rows, path_row=path_row)), word_vocab())
 
 
 @pytest.mark.parametrize("path_row", [23, 11, 0])
@@ -59,7 +59,7 @@ def test_a_cycle_opens_with_its_accepted_path_beside_the_overview(window, path_r
 
 
 def test_a_selected_node_is_scrolled_clear_of_the_overview(window) -> None:
-    open_grid(window, 11)
+    open_grid(window, 20, rows=40)
     tree, rec = window.tree, window.model.record
     corner = overview(tree)
     last = max(n.id for n in rec.nodes)  # the end of the bottom row: the tree's bottom-right corner
@@ -67,6 +67,18 @@ def test_a_selected_node_is_scrolled_clear_of_the_overview(window) -> None:
     box = in_view(tree, last)
     assert QRectF(tree.viewport().rect()).contains(box)
     assert not box.intersects(corner)
+    # Fit reopens the view on the accepted path; a selected node that would open under the overview is moved out.
+    window.model.select_node(None)
+    tree.header.fit.click()
+    view = QRectF(tree.viewport().rect())
+    under = [i for i in tree.node_items() if in_view(tree, i).intersects(overview(tree))]
+    assert under, "nodes lie under the overview when the view opens on the path"
+    window.model.select_node(under[0])
+    tree.header.fit.click()
+    box = in_view(tree, under[0])
+    assert view.contains(box) and not box.intersects(overview(tree))
+    for i in (0, *rec.accepted_path[:2]):
+        assert view.contains(in_view(tree, i)), "the view still opens on the root and the path"
 
 
 @pytest.mark.parametrize("tree_of", ["grid", "talon"])

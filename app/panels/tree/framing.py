@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 def show_path(view: TreeView) -> None:
     """Show the root and the accepted path (to the bonus token) with the spine-break callout; when they are
-    larger than the view, from the root: the view opens a cycle where it starts, the minimap shows the rest."""
+    larger than the view, from the root: the view opens a cycle where it starts, the minimap shows the rest.
+    None of them, nor the selected node, is left under the minimap."""
     record = view.model.record
     items = view.drawing.items
     path = [i for i in (0, *(record.accepted_path if record else ()), BONUS) if i in items]
@@ -36,7 +37,8 @@ def show_path(view: TreeView) -> None:
     if area.height() > h:
         area = QRectF(area.left(), end.center().y() - h / 2, area.width(), h)
     view.centerOn(area.center())
-    clear_of_minimap(view, rects)
+    selected = items.get(view.model.selected_node) if view.model.selected_node is not None else None
+    clear_of_minimap(view, rects + ([selected.sceneBoundingRect()] if selected is not None else []))
 
 
 def clear_of_minimap(view: TreeView, rects: list[QRectF]) -> None:
