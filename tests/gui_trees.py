@@ -1,12 +1,13 @@
-"""Hand-built cycles of other shapes for the GUI tests: a TALON cycle (61 verified nodes and ~140 gated ones) and
-a Token Recycling static tree, with masks, positions and KV keep lists that agree (see ``gui_records.tree_record``).
+"""Hand-built cycles of other shapes for the GUI tests: a TALON cycle (61 verified nodes and ~140 gated ones), a
+grid of chains filling a large rectangle, and a Token Recycling static tree, with masks, positions and KV keep lists
+that agree (see ``gui_records.tree_record``).
 """
 
 from __future__ import annotations
 
 import random
 
-from gui_records import WORDS, single_cycle_source, tree_record
+from gui_records import WORDS, single_cycle_source, tree_record, word_id
 from specviz_core.records import CycleRecord
 from specviz_core.viewer.sources import LiveSource
 
@@ -70,3 +71,18 @@ def depth_of(parents: list[int], i: int) -> int:
 
 def talon_source(**kw) -> LiveSource:
     return single_cycle_source(talon_cycle(**kw), method="talon")
+
+
+def grid_cycle(rows: int = 24, depth: int = 20, path_row: int = 23, *, cache_len: int = 12) -> CycleRecord:
+    """The root's ``rows`` children, each the start of a chain ``depth`` long: nodes fill a rectangle up to its
+    bottom-right corner. The chain of row ``path_row`` (0 at the top) is the accepted path, its tokens "spine"."""
+    parents, sources, path = [-1], ["root"], []
+    for r in range(rows):
+        for d in range(depth):
+            parents.append(0 if d == 0 else len(parents) - 1)
+            sources.append("spine" if r == path_row else "branch")
+            if r == path_row:
+                path.append(len(parents) - 1)
+    tokens = [3 + (7 * i) % (len(WORDS) - 3) for i in range(len(parents))]
+    return tree_record(parents, sources, tokens, accepted_path=tuple(path), bonus_token=word_id("home"),
+                       cache_len=cache_len, mode="bypass")

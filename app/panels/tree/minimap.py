@@ -1,13 +1,21 @@
 """The draft tree's overview: the whole tree in miniature in a corner of the view, with the part in view
-outlined, shown while the tree is larger than the view. Click or drag in it to move the view there."""
+outlined, shown while the tree is larger than the view. Click or drag in it to move the view there.
+
+It covers the nodes under it, so the view scrolls past the tree's right and bottom edges by its size
+(:meth:`TreeMinimap.scroll_room`): any node can be scrolled clear of it, and :meth:`TreeMinimap.clearance` says
+how far to scroll to uncover the ones that matter (the accepted path, the selection)."""
 
 from __future__ import annotations
+
+import math
 
 from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPalette, QPen, QPixmap
 from PySide6.QtWidgets import QWidget
 
 MAX_W, MAX_H, PAD = 190, 130, 4
+GAP = 6
+"""Pixels between the overview and the viewport's edges."""
 SHARE = 0.3
 """The overview takes at most this share of the view's width and height."""
 
@@ -60,9 +68,48 @@ class TreeMinimap(QWidget):
         if big:
             self.set_room(viewport.width(), viewport.height())
             self.set_view(visible)
-            self.move(viewport.width() - self.width() - 6, viewport.height() - self.height() - 6)
+            self.move(viewport.width() - self.width() - GAP, viewport.height() - self.height() - GAP)
             self.raise_()
-        self.setVisible(big and self.width() > 40 and self.height() > 24)
+        self.setVisible(big and self._fits())
+
+    def _fits(self) -> bool:
+        return self.width() > 40 and self.height() > 24
+
+    def scroll_room(self, tree: QRectF, scale: float, viewport: QRect) -> QRectF:
+        """The part of the scene a view ``scale`` times the tree's size scrolls over: while the overview shows, the
+        tree and past its right and bottom edges the overview's width and height, so that every node can be
+        scrolled beside it or above it, never only under it."""
+        room = QRectF(tree)
+        if tree.isEmpty() or scale <= 0:
+            return room
+        self.set_room(viewport.width(), viewport.height())
+        big = tree.width() * scale > viewport.width() + 4 or tree.height() * scale > viewport.height() + 4
+        if big and self._fits():
+            room.setRight(tree.right() + (self.width() + 2 * GAP) / scale)
+            room.setBottom(tree.bottom() + (self.height() + 2 * GAP) / scale)
+        return room
+
+    def clearance(self, rects: list[QRectF], room: tuple[int, int]) -> tuple[int, int]:
+        """How far to scroll (viewport pixels to the right and down, at most ``room``) so that none of ``rects``
+        (viewport coordinates) lies under the overview: of scrolling just past it sideways or upwards, the way
+        that uncovers most and keeps most of them in view, then the shorter; (0, 0) when that uncovers nothing."""
+        mine = QRectF(self.geometry())
+        hit = [r for r in rects if r.intersects(mine)]
+        if self.isHidden() or not hit:
+            return 0, 0
+        dx = math.ceil(max(r.right() for r in hit) - mine.left()) + GAP
+        dy = math.ceil(max(r.bottom() for r in hit) - mine.top()) + GAP
+        view = QRectF(self.parentWidget().rect())
+
+        def cost(way: tuple[int, int]) -> tuple[int, int, int]:
+            moved = [r.translated(-way[0], -way[1]) for r in rects]
+            covered = sum(m.intersects(mine) for m in moved)
+            lost = sum(view.contains(r) and not view.contains(m) for r, m in zip(rects, moved))
+            return covered, lost, sum(way)
+
+        ways = [w for w in ((dx, 0), (0, dy)) if w[0] <= room[0] and w[1] <= room[1]]
+        best = min(ways, key=cost, default=(0, 0))
+        return best if cost(best)[0] < len(hit) else (0, 0)
 
     def set_view(self, visible: QRectF) -> None:
         self._view = QRectF(visible)

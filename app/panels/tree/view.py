@@ -31,6 +31,7 @@ from PySide6.QtWidgets import QApplication, QGraphicsScene, QGraphicsView, QTool
 from specviz_app.panels.base import PanelMixin, placeholder
 from specviz_app.panels.tree.drawing import TreeDrawing
 from specviz_app.panels.tree.export import MAX_FIT, MIN_FIT, export_tree
+from specviz_app.panels.tree.framing import clear_of_minimap, show_path
 from specviz_app.panels.tree.items import NodeItem, TreeHeader
 from specviz_app.panels.tree.keys import TreeKeys
 from specviz_app.panels.tree.layout import BONUS, TreeLayout, is_marker, layout_tree, marker_parent
@@ -123,6 +124,7 @@ class TreeView(PanelMixin, QGraphicsView):
         self.show_cursor()
         if item is not None:
             self.ensureVisible(item.sceneBoundingRect(), 20, 20)
+            clear_of_minimap(self, [item.sceneBoundingRect()])
 
     @property
     def _items(self) -> dict[int, NodeItem]:
@@ -208,36 +210,16 @@ class TreeView(PanelMixin, QGraphicsView):
         s = min(max(fit, MIN_FIT), MAX_FIT)
         self.setTransform(QTransform.fromScale(s, s))
         self.drawing.show_labels(s)
+        self._update_minimap()  # the room to scroll past the tree, before moving in it
         if s <= fit:
             self.centerOn(rect.center())
         else:
-            self._show_path()
+            show_path(self)
         self._update_minimap()
 
     def export(self, path: Path) -> Path:
         """The whole tree, never the part the view scrolled to (:func:`export_tree`)."""
         return export_tree(self, Path(path))
-
-    def _show_path(self) -> None:
-        """Show the root and the accepted path (to the bonus token) with the spine-break callout; when they are
-        larger than the view, from the root: the view opens a cycle where it starts, the minimap shows the rest."""
-        path = [i for i in (0, *(self.model.record.accepted_path if self.model.record else ()), BONUS)
-                if i in self._items]
-        area, end = QRectF(), QRectF()
-        for i in path:
-            area = area.united(self._items[i].sceneBoundingRect())
-        for i in path[-2:]:  # the last accepted node and the bonus token
-            end = end.united(self._items[i].sceneBoundingRect())
-        if self.drawing.callout.visible():
-            area = area.united(self.drawing.callout.rect())
-            end = end.united(self.drawing.callout.rect())
-        vp = self.mapToScene(self.viewport().rect()).boundingRect()
-        w, h = vp.width() * 0.95, vp.height() * 0.95
-        if area.width() > w:  # the path runs left to right from the root: keep its start
-            area.setRight(area.left() + w)
-        if area.height() > h:
-            area = QRectF(area.left(), end.center().y() - h / 2, area.width(), h)
-        self.centerOn(area.center())
 
     # -- drawing ------------------------------------------------------------------------------------------------------
     def _redraw(self) -> None:
@@ -250,6 +232,7 @@ class TreeView(PanelMixin, QGraphicsView):
             self._error = f"Cannot draw this cycle's tree ({type(exc).__name__}: {exc})"
             self._hide_all()
             self.viewport().update()
+        self._update_minimap()
 
     def _hide_all(self) -> None:
         self.drawing.hide()
@@ -292,6 +275,12 @@ class TreeView(PanelMixin, QGraphicsView):
             self.header.legend.setToolTip(legend_tip(rec) if rec is not None else HELP)
 
     def _update_minimap(self, *_: object) -> None:
+        """Place the overview, and let the view scroll far enough past the tree to uncover what lies under it."""
+        room = tree = self._scene.sceneRect()
+        if self.tree_layout is not None:
+            room = self.minimap.scroll_room(tree, self.transform().m11(), self.viewport().rect())
+        if room != self.sceneRect():
+            self.setSceneRect(room)
         shown = self.mapToScene(self.viewport().rect()).boundingRect()
         self.minimap.follow(shown, self.viewport().rect(), self.tree_layout is not None)
 

@@ -72,25 +72,34 @@ class RacePainter:
         p.setPen(muted)
         p.drawText(QRectF(left, area.bottom() - legend_h, width, legend_h),
                    Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, LEGEND)
-        top = area.top() + pad / 2 + head_h
-        lane_h = (area.bottom() - legend_h - top) / len(states)
         base = self.race.lanes[0].label.split()[0]
         order = sorted(lane.finish_ms for lane in self.race.lanes)
-        for i, (lane, st) in enumerate(zip(self.race.lanes, states)):
-            r = QRectF(left, top + i * lane_h, width, lane_h - pad)
+        for i, ((lane, st), (head, bar, text_r)) in enumerate(zip(zip(self.race.lanes, states), self.lane_rects(area))):
             color = QColor(LANE_COLORS[i % len(LANE_COLORS)])
-            title = self._font(1.3, bold=True)
-            row_h = title.pointSizeF() * 2.0
-            head = QRectF(r.left(), r.top(), r.width(), row_h)
-            p.setFont(title)
+            p.setFont(self._font(1.3, bold=True))
             p.setPen(color)
             p.drawText(head, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, lane.label)
             self._counters(p, head, i, st, speedups[i], finals[i], order.index(st.finish_ms) + 1, base, fg, color)
-            bar = QRectF(r.left(), head.bottom() + self.base_pt * 0.4, r.width(), max(10.0, self.base_pt * 0.8))
             self._bar(p, bar, lane.tokens, st, color)
-            below = bar.bottom() + bar.height() * 0.7 + pad / 2  # under the finish flag
-            text_r = QRectF(r.left(), below, r.width(), r.bottom() - below)
             self._paint_text(p, text_r, st, fg)
+
+    def lane_rects(self, area: QRectF) -> list[tuple[QRectF, QRectF, QRectF]]:
+        """Per lane, top to bottom: its header row (label and counters), its progress bar and its text."""
+        pad = max(8.0, area.height() * 0.015)
+        left, width = area.left() + pad, area.width() - 2 * pad
+        top = area.top() + pad / 2 + self.base_pt * 2.0  # under the clock
+        legend_h = self._font(0.75).pointSizeF() * 2.2
+        n = len(self.race.lanes)
+        lane_h = (area.bottom() - legend_h - top) / n
+        row_h = self._font(1.3, bold=True).pointSizeF() * 2.0
+        out = []
+        for i in range(n):
+            r = QRectF(left, top + i * lane_h, width, lane_h - pad)
+            head = QRectF(r.left(), r.top(), r.width(), row_h)
+            bar = QRectF(r.left(), head.bottom() + self.base_pt * 0.4, r.width(), max(10.0, self.base_pt * 0.8))
+            below = bar.bottom() + bar.height() * 0.7 + pad / 2  # under the finish flag
+            out.append((head, bar, QRectF(r.left(), below, r.width(), r.bottom() - below)))
+        return out
 
     def _counters(self, p: QPainter, head: QRectF, i: int, st: LaneState, speedup: float | None, final: float,
                   place: int, base: str, fg: QColor, color: QColor) -> None:
@@ -138,18 +147,22 @@ class RacePainter:
             p.drawLine(QPointF(track.right(), flag_top), QPointF(track.right(), flag_top + 4 * sq))
 
     def _paint_text(self, p: QPainter, r: QRectF, st: LaneState, fg: QColor) -> None:
+        doc = self.text_document(st, r.width(), fg)
+        p.save()
+        p.setClipRect(r)
+        p.translate(r.left(), r.top() - text_scroll(doc, r.height()))
+        doc.drawContents(p)
+        p.restore()
+
+    def text_document(self, st: LaneState, width: float, fg: QColor) -> QTextDocument:
+        """A lane's text laid out ``width`` wide, in the lanes' font."""
         doc = QTextDocument()
         font = QFont(self.font)
         font.setPointSizeF(self.base_pt)
         doc.setDefaultFont(font)
-        doc.setTextWidth(r.width())
+        doc.setTextWidth(width)
         doc.setHtml(self.html(st, fg))
-        p.save()
-        p.setClipRect(r)
-        over = doc.size().height() - r.height()
-        p.translate(r.left(), r.top() - max(0.0, over))  # the tail stays in view when the text outgrows the lane
-        doc.drawContents(p)
-        p.restore()
+        return doc
 
     def html(self, st: LaneState, fg: QColor) -> str:
         """Tokens as text: accepted draft tokens tinted by their source (strongly in the cycle that just landed),
@@ -170,6 +183,24 @@ class RacePainter:
             parts.append(f'<span style="{"; ".join(style)}">{text}</span>' if style else text)
         body = "".join(parts) or "&nbsp;"
         return f'<div style="color: {fg.name()}; white-space: pre-wrap">{body}</div>'
+
+
+def text_scroll(doc: QTextDocument, height: float) -> float:
+    """How far to scroll ``doc`` up so that its tail shows in ``height`` and the top line shown is whole: the top
+    of the first line at or below the overflow (0 when it fits)."""
+    over = doc.size().height() - height
+    if over <= 0:
+        return 0.0
+    block = doc.begin()
+    while block.isValid():
+        layout = block.layout()
+        y = layout.position().y()
+        for i in range(layout.lineCount()):
+            top = y + layout.lineAt(i).y()
+            if top >= over:
+                return top
+        block = block.next()
+    return over  # one line taller than the lane: its tail shows
 
 
 class RaceView(QWidget):

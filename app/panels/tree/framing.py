@@ -1,0 +1,50 @@
+"""Where the draft tree view stands: a cycle opens on its root and accepted path, and what matters (that path, the
+selection) is moved out from under the overview in the corner."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QRectF
+
+from specviz_app.panels.tree.layout import BONUS
+
+if TYPE_CHECKING:
+    from specviz_app.panels.tree.view import TreeView
+
+
+def show_path(view: TreeView) -> None:
+    """Show the root and the accepted path (to the bonus token) with the spine-break callout; when they are
+    larger than the view, from the root: the view opens a cycle where it starts, the minimap shows the rest.
+    None of them, nor the selected node, is left under the minimap."""
+    record = view.model.record
+    items = view.drawing.items
+    path = [i for i in (0, *(record.accepted_path if record else ()), BONUS) if i in items]
+    rects = [items[i].sceneBoundingRect() for i in path]
+    ends = rects[-2:]  # the last accepted node and the bonus token
+    if view.drawing.callout.visible():
+        rects.append(view.drawing.callout.rect())
+        ends.append(rects[-1])
+    area, end = QRectF(), QRectF()
+    for r in rects:
+        area = area.united(r)
+    for r in ends:
+        end = end.united(r)
+    vp = view.mapToScene(view.viewport().rect()).boundingRect()
+    w, h = vp.width() * 0.95, vp.height() * 0.95
+    if area.width() > w:  # the path runs left to right from the root: keep its start
+        area.setRight(area.left() + w)
+    if area.height() > h:
+        area = QRectF(area.left(), end.center().y() - h / 2, area.width(), h)
+    view.centerOn(area.center())
+    selected = items.get(view.model.selected_node) if view.model.selected_node is not None else None
+    clear_of_minimap(view, rects + ([selected.sceneBoundingRect()] if selected is not None else []))
+
+
+def clear_of_minimap(view: TreeView, rects: list[QRectF]) -> None:
+    """Scroll so that none of ``rects`` (scene coordinates) lies under the overview, where the view can."""
+    h, v = view.horizontalScrollBar(), view.verticalScrollBar()
+    shown = [view.viewportTransform().mapRect(r) for r in rects]
+    dx, dy = view.minimap.clearance(shown, (h.maximum() - h.value(), v.maximum() - v.value()))
+    h.setValue(h.value() + dx)
+    v.setValue(v.value() + dy)
