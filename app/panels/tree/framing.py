@@ -3,17 +3,14 @@ selection) is moved out from under the overview in the corner."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from PySide6.QtCore import QRectF
 
 from specviz_app.panels.tree.layout import BONUS
 
-if TYPE_CHECKING:
-    from specviz_app.panels.tree.view import TreeView
 
-
-def show_path(view: TreeView) -> None:
+def show_path(view: Any) -> None:  # view: the TreeView (its model, drawing, minimap and scroll bars)
     """Show the root and the accepted path (to the bonus token) with the spine-break callout; when they are
     larger than the view, from the root: the view opens a cycle where it starts, the minimap shows the rest.
     None of them, nor the selected node, is left under the minimap."""
@@ -41,7 +38,7 @@ def show_path(view: TreeView) -> None:
     clear_of_minimap(view, rects + ([selected.sceneBoundingRect()] if selected is not None else []))
 
 
-def clear_of_minimap(view: TreeView, rects: list[QRectF]) -> None:
+def clear_of_minimap(view: Any, rects: list[QRectF]) -> None:
     """Scroll so that none of ``rects`` (scene coordinates) lies under the overview, where the view can."""
     h, v = view.horizontalScrollBar(), view.verticalScrollBar()
     shown = [view.viewportTransform().mapRect(r) for r in rects]
