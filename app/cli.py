@@ -122,7 +122,8 @@ def cmd_race(args: argparse.Namespace) -> int:
         window.start()
         return app.exec()
     view = RaceView(race, vocab, base_pt=max(9.0, size[1] / 45))
-    with progress_bar(unit="frame", desc="race") as bar:
+    # The bar counts the moments rendered; the file holds fewer frames (an unchanged picture is one longer frame).
+    with progress_bar(unit="moment", desc="rendering the race") as bar:
         def progress(i: int, total: int) -> None:
             bar.total = total
             bar.update(i - bar.n)

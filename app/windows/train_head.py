@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from specviz_core.crash import one_line
 from specviz_core.errors import SpecVizError
+from specviz_core.methods import CARDS
 
 #: Minutes offered by default: the run the docs measured (about 30% top-1 on the default model, 2-core CPU).
 DEFAULT_MINUTES = 10
@@ -95,10 +96,9 @@ class TrainHeadDialog(QDialog):
         self.trainer: HeadTrainer | None = None
         self._running = False  # until the run's last message is shown (the thread ends before it arrives)
         lay = QVBoxLayout(self)
-        from specviz_app.panels.run.head_offer import NAMES
-
+        name = CARDS[method].display_name if method in CARDS else method
         about = QLabel(
-            f"{NAMES.get(method, method)} drafts with a trained draft head in its paper. This model has none yet, so it drafts from "
+            f"{name} drafts with a trained draft head in its paper. This model has none yet, so it drafts from "
             "n-gram tables of its own output.<br><br>Training reads the shipped answers to 350 seed prompts (or has "
             "the model write its own), reads the model's features over them and fits one decoder layer to predict "
             "them (EAGLE's layout). Nothing is downloaded; "

@@ -17,6 +17,7 @@ class DraftTreeParams:
 
 CARD = MethodCard(
     method_id="draft_tree",
+    display_name="Draft-model tree",
     description="Draft-model tree: a draft model sharing the target's tokenizer expands the top-W children of each node to depth D.",
     drafter="specviz_core.drafters.draft_tree:DraftTreeDrafter",
     params_cls=DraftTreeParams,

@@ -25,6 +25,7 @@ class StandParams:
 
 CARD = MethodCard(
     method_id="stand",
+    display_name="STAND",
     description="STAND: logit n-gram tables (1-4-grams, top-10 running means) fill a static tree; children are "
                 "drawn by Gumbel-top-k when sampling; tables persist across samples (--samples N).",
     drafter="specviz_core.drafters.stand:StandDrafter",

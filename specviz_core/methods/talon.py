@@ -24,6 +24,7 @@ class TalonParams:
 
 CARD = MethodCard(
     method_id="talon",
+    display_name="TALON",
     description="TALON: a budget-driven adaptive tree (top-K at the root, then confidence gating on path "
                 "probability) from a draft model or the logit n-gram tables.",
     drafter="specviz_core.drafters.talon:TalonDrafter",

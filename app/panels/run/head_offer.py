@@ -19,13 +19,9 @@ def drafts_with_head(method: str | None) -> bool:
         and "head" in (cls.params_cls.__dataclass_fields__["drafter"].metadata.get("choices") or ())
 
 
-#: How the line names each method (its id reads oddly at the start of a sentence).
-NAMES = {"talon": "TALON", "eagle_static": "EAGLE's static tree"}
-
-
 def offer_text(method: str, drafter: str, info: dict | None) -> str:
     """What the line says for this method, drafter setting and saved head (None: none for the model)."""
-    method = NAMES.get(method, method)
+    method = CARDS[method].display_name if method in CARDS else method
     if drafter in ("table", "model"):  # the user chose: nothing to say
         return ""
     if info is not None:
