@@ -7,7 +7,7 @@
     s = specviz.Session(model, tokenizer, method="goose", prompt="Rewrite: def f(a): return a+1", db="runs.db")
     s.run()                      # or s.step(), one cycle at a time
     print(s.text, s.summary())   # the output, tokens per forward, acceptance
-    # the recording opens in the window: specviz gui --db runs.db
+    specviz.open(s)              # the window on it (in a notebook: returns at once, the window stays)
 
 Installed as ``specviz`` (the folder is ``specviz_core/api``): a thin, stable face over the core, which the
 command line and the window use as before. Importing it loads neither Qt nor, until a session starts, a model.
@@ -20,6 +20,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from specviz.cycle import CAUSES, Cycle
 from specviz.session import Session, load
+from specviz.window import open
 from specviz_core.errors import SpecVizError
 from specviz_core.methods import CARDS
 from specviz_core.records import CycleRecord, SessionInfo
@@ -32,4 +33,4 @@ except PackageNotFoundError:  # run from a source tree that was never installed
 #: Every method a session takes, by id (``specviz.METHODS["goose"].description``, its ``params_cls``...).
 METHODS = CARDS
 
-__all__ = ["CAUSES", "METHODS", "Cycle", "CycleRecord", "Session", "SessionInfo", "SpecVizError", "__version__", "load"]
+__all__ = ["CAUSES", "METHODS", "Cycle", "CycleRecord", "Session", "SessionInfo", "SpecVizError", "__version__", "load", "open"]
