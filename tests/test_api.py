@@ -159,3 +159,39 @@ def test_each_cycle_says_why_it_stopped_and_the_export_carries_it(user_model, tm
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()][1:]
     assert [x["stop_cause"] for x in lines] == [json.loads(json.dumps(c.stop_cause.to_json())) for c in s.cycles]
     assert {x["stop_cause"]["kind"] for x in lines} <= set(specviz.CAUSES)
+
+
+def test_cycles_and_sessions_draw_themselves_for_notebooks_without_qt(user_model, one_thread):
+    """A cycle's inline picture is its tree (a box per drawn node, the accepted path's in green, the bonus token)
+    and its mask (a filled cell per attended pair, green on accepted rows); a session's is its numbers and a bar per
+    cycle. Counted against the record itself; well-formed SVG; no Qt."""
+    import xml.etree.ElementTree as ET
+
+    from specviz_core.viewer.colors import ACCEPTED
+
+    model, tok = user_model
+    s = specviz.Session(model, tok, method="talon", prompt=PROMPT, max_new_tokens=24)
+    s.run()
+    c = max(s.cycles, key=lambda c: (len(c.accepted_path), len(c.nodes)))
+    ns = "{http://www.w3.org/2000/svg}"
+    tree = ET.fromstring(c.tree_svg())
+    boxes = [g for g in tree.iter(f"{ns}g")]
+    shown = [n for n in c.nodes if not n.gated]
+    markers = {p for p in {n.parent for n in c.nodes if n.gated}}  # at most one "+N gated" box per parent
+    assert len(shown) + 1 <= len(boxes) <= len(shown) + 1 + len(markers)  # + the bonus token
+    texts = [t.text for t in tree.iter(f"{ns}text")]
+    assert any(t.startswith("★") for t in texts)
+    green = [g for g in boxes if g.find(f"{ns}rect").get("stroke") == ACCEPTED]
+    assert len(green) == len(c.accepted_path) + 2  # the root, the accepted nodes, the bonus token
+    mask = ET.fromstring(c.mask_svg())
+    cells = [r for r in mask.iter(f"{ns}rect") if r.get("fill") not in ("none",)]
+    accepted_rows = [r for r, i in enumerate(c.verify_order) if i == 0 or i in c.accepted_path]
+    assert len(cells) == int(c.mask.sum())
+    assert sum(r.get("fill") == ACCEPTED for r in cells) == int(c.mask[accepted_rows].sum())
+    html = c._repr_html_()
+    assert c.stop_cause.label.split()[0] in html or "wanted" in html
+    page = s._repr_html_()
+    assert "tokens per target forward" in page and page.count("<rect") == len(s.cycles)
+    code = ("import sys, specviz, specviz_core.viewer.svg; "
+            "assert not any(m.startswith(('PySide6', 'pyqtgraph')) for m in sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True)

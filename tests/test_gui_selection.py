@@ -8,8 +8,8 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QTextCursor
 
 from gui_records import goose_session, keep_none_alive, word_vocab
-from specviz_app.panels.tree.layout import BONUS
 from specviz_core.viewer.selection import committed_index, committed_node
+from specviz_core.viewer.tree_layout import BONUS
 
 keep_none_alive()
 

@@ -9,10 +9,10 @@ from PySide6.QtWidgets import QApplication, QToolTip
 
 from gui_records import first_rejected_spine, goose_session, keep_none_alive, word_id, word_vocab
 from specviz_app.panels.tree.items import NodeItem
-from specviz_app.panels.tree.layout import BONUS, marker_id, tidy_rows
 from specviz_app.panels.tree.view import TreeView
 from specviz_app.theme import ACCEPTED, REJECTED, source_color
 from specviz_core.viewer.session_model import SessionModel
+from specviz_core.viewer.tree_layout import BONUS, marker_id, tidy_rows
 
 keep_none_alive()
 
@@ -276,7 +276,7 @@ def test_tidy_rows_centres_parents_and_keeps_layers_apart() -> None:
 
 def test_layout_tree_columns_by_depth_and_the_bonus_after_the_last_accepted_node() -> None:
     from gui_records import small_cycle
-    from specviz_app.panels.tree.layout import Metrics, layout_tree
+    from specviz_core.viewer.tree_layout import Metrics, layout_tree
 
     rec = small_cycle()  # root -> a (accepted) -> b, root -> c, a -> d, c -> e (gated); bonus after a
     m = Metrics(12.0)

@@ -13,7 +13,7 @@ from PySide6.QtCore import QRectF
 
 from gui_records import keep_none_alive, single_cycle_source, word_vocab
 from gui_trees import grid_cycle, talon_source
-from specviz_app.panels.tree.layout import BONUS
+from specviz_core.viewer.tree_layout import BONUS
 
 keep_none_alive()
 

@@ -11,7 +11,7 @@ from PySide6.QtGui import QFontInfo, QFontMetricsF, QWheelEvent
 
 from gui_records import keep_none_alive, word_vocab
 from gui_trees import talon_cycle, talon_source
-from specviz_app.panels.tree.layout import BONUS, is_marker
+from specviz_core.viewer.tree_layout import BONUS, is_marker
 
 keep_none_alive()
 

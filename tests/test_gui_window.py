@@ -60,7 +60,7 @@ def test_f10_runs_one_cycle_and_every_panel_shows_it(qtbot, window):
 
 def assert_panels_show(w, rec) -> None:
     """Every panel draws ``rec``: numbers read back from the widgets against the record itself."""
-    from specviz_app.panels.tree.layout import BONUS
+    from specviz_core.viewer.tree_layout import BONUS
 
     items = w.tree.node_items()
     shown_nodes = {k for k in items if k != BONUS}

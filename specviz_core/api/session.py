@@ -138,7 +138,7 @@ class Session:
             record = self.engine.step()
             summary = summarize(record)
         self._decode_s += time.perf_counter() - t0
-        cycle = Cycle.of(record)
+        cycle = Cycle.of(record, self.target.tokenizer)
         self.cycles.append(cycle)
         self._summaries.append(summary)
         return cycle
@@ -181,6 +181,23 @@ class Session:
             "recording": str(self.db) if self.db is not None else None, "session_id": self.info.id,
             **session_metrics(self._summaries).to_json(),
         }
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        from specviz_core.viewer.svg import acceptance_svg
+
+        s = self.summary()
+        rate = s["draft_acceptance_rate"]
+        rows = [("method", s["method"]), ("model", self.target.name), ("tokens", s["tokens"]), ("cycles", s["cycles"]),
+                ("tokens per target forward", f"{s['tokens_per_forward']:.2f}"),
+                ("draft acceptance", "—" if rate is None else f"{rate:.1%}"),
+                ("tokens/s", f"{s['tokens_per_s']:.1f}"),
+                ("state", f"ended: {s['stop_reason']}" if s["done"] else "running"),
+                ("recording", s["recording"] or "none")]
+        table = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{escape(str(v))}</td></tr>" for k, v in rows)
+        chart = acceptance_svg([len(c.committed_ids) for c in self.cycles])
+        return f"<div style='display:flex;gap:16px'><table>{table}</table>{chart}</div>"
 
     # -- the recording --------------------------------------------------------------------------------------------
     def close(self) -> None:

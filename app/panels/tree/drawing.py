@@ -9,8 +9,8 @@ from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsScene
 
 from specviz_app.panels.tree.callout import Callout
 from specviz_app.panels.tree.items import NodeItem, Style, label_readable, make_style
-from specviz_app.panels.tree.layout import BONUS, Metrics, TreeLayout, is_marker
 from specviz_core.records import CycleRecord, Node
+from specviz_core.viewer.tree_layout import BONUS, Metrics, TreeLayout, is_marker
 
 MinimapBox = tuple[QRectF, QColor]
 

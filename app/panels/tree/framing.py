@@ -7,7 +7,7 @@ from typing import Any
 
 from PySide6.QtCore import QRectF
 
-from specviz_app.panels.tree.layout import BONUS
+from specviz_core.viewer.tree_layout import BONUS
 
 
 def show_path(view: Any) -> None:  # view: the TreeView (its model, drawing, minimap and scroll bars)

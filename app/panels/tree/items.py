@@ -14,8 +14,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from specviz_app.panels.tree.layout import BONUS
 from specviz_app.theme import ACCEPTED, GATED, REJECTED, source_color
+from specviz_core.viewer.tree_layout import BONUS
 
 MIN_LABEL_PX = 7.0
 """Below this many screen pixels a label is left out (semantic zoom): the box stays, its tooltip too."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specviz_app.panels.tree.layout import BONUS, TreeLayout
+from specviz_core.viewer.tree_layout import BONUS, TreeLayout
 
 MOVES = ("parent", "child", "up", "down")
 

@@ -34,7 +34,6 @@ from specviz_app.panels.tree.export import MAX_FIT, MIN_FIT, export_tree
 from specviz_app.panels.tree.framing import clear_of_minimap, show_path
 from specviz_app.panels.tree.items import NodeItem, TreeHeader
 from specviz_app.panels.tree.keys import TreeKeys
-from specviz_app.panels.tree.layout import BONUS, TreeLayout, is_marker, layout_tree, marker_parent
 from specviz_app.panels.tree.minimap import TreeMinimap
 from specviz_app.panels.tree.text import (
     HELP,
@@ -49,6 +48,7 @@ from specviz_app.panels.tree.text import (
 from specviz_core.analysis.spine import analyze_spine
 from specviz_core.records import CycleRecord, Node
 from specviz_core.viewer.session_model import SessionModel
+from specviz_core.viewer.tree_layout import BONUS, TreeLayout, is_marker, layout_tree, marker_parent
 
 log = logging.getLogger(__name__)
 LABEL_CHARS = 10
