@@ -195,3 +195,22 @@ def test_cycles_and_sessions_draw_themselves_for_notebooks_without_qt(user_model
     code = ("import sys, specviz, specviz_core.viewer.svg; "
             "assert not any(m.startswith(('PySide6', 'pyqtgraph')) for m in sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.default_model
+def test_the_example_notebook_runs_in_a_real_kernel(tmp_path):
+    """docs/python-example.ipynb, executed headless by a real IPython kernel (nbclient) on the default model: every
+    cell runs, the cycle and the session show themselves inline as pictures."""
+    from pathlib import Path
+
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(Path(__file__).resolve().parents[1] / "docs" / "python-example.ipynb", as_version=4)
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+                            ).execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    html = [o["data"]["text/html"] for o in outputs if o.output_type == "execute_result" and "text/html" in o["data"]]
+    assert len(html) == 3 and all("<svg" in h for h in html)  # the first cycle, the session, the best cycle
+    assert "tokens per target forward" in html[1]
