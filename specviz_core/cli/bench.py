@@ -18,6 +18,7 @@ from specviz_core.cli.options import (
     finite_float,
     progress_bar,
     say_plan,
+    stopped_early,
     time_limit,
 )
 from specviz_core.errors import SpecVizError
@@ -147,14 +148,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         fh.write(json.dumps(res, indent=1))
     _finish(res, args)
     print(f"results: {args.out}")
-    stopped = res.get("stopped")
-    if stopped is not None:
-        kept = f"the {res['config']['prompts_finished']} of {n_prompts} prompts finished are in {args.out}"
-        if stopped == "interrupted":
-            print(f"specviz: interrupted; {kept}", file=sys.stderr)
-            return 130
-        print(f"specviz: stopped: {stopped}; {kept}", file=sys.stderr)
-    return 0
+    return stopped_early(res.get("stopped"),
+                         f"the {res['config'].get('prompts_finished')} of {n_prompts} prompts finished are in {args.out}")
 
 
 def set_threads(threads: int | None) -> None:

@@ -19,6 +19,7 @@ from specviz_core.cli.options import (
     progress_bar,
     read_prompt_file,
     say_plan,
+    stopped_early,
     time_limit,
 )
 from specviz_core.errors import SpecVizError
@@ -111,10 +112,5 @@ def cmd_optimize_tree(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: {data['nodes']} nodes, depth {data['depth']}, from {cal['cycles']} "
           f"cycles ({cal['accepted_tokens']} accepted draft tokens); "
           f"use it with: specviz record --method stand --param tree={args.out} ...")
-    if stopped is not None:
-        kept = f"the tree counts the {cal['cycles']} cycles decoded ({cal['samples_finished']} of {counted(n, 'sample')} finished)"
-        if stopped == "interrupted":
-            print(f"specviz: interrupted; {kept}", file=sys.stderr)
-            return 130
-        print(f"specviz: stopped: {stopped}; {kept}", file=sys.stderr)
-    return 0
+    return stopped_early(stopped, f"the tree counts the {cal['cycles']} cycles decoded "
+                                  f"({cal.get('samples_finished')} of {counted(n, 'sample')} finished)")

@@ -154,3 +154,18 @@ def progress_bar(**kw: Any) -> Any:
     if not tty:
         kw.setdefault("mininterval", 2.0)
     return tqdm(file=sys.stderr, **kw)
+
+
+def stopped_early(stopped: str | None, kept: str) -> int:
+    """How a long command that stopped before the end of its work ends, after its result: ``stopped`` is
+    ``interrupted`` (Ctrl+C: exit 130) or why it stopped (a time limit: exit 0), None when it did not; ``kept``
+    says what was finished and saved. One line on standard error."""
+    import sys
+
+    if stopped is None:
+        return 0
+    if stopped == "interrupted":
+        print(f"specviz: interrupted; {kept}", file=sys.stderr)
+        return 130
+    print(f"specviz: stopped: {stopped}; {kept}", file=sys.stderr)
+    return 0

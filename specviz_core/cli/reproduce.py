@@ -17,6 +17,7 @@ from specviz_core.cli.options import (
     counted,
     progress_bar,
     say_plan,
+    stopped_early,
     time_limit,
 )
 from specviz_core.errors import SpecVizError
@@ -124,15 +125,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         except OSError as e:
             raise SpecVizError(f"cannot write {path}: {e.strerror}") from None
         print(f"wrote {path}")
-    if work.stopped is not None:
-        last = results[-1]
-        kept = (f"{last['paper']}'s claims are over the {last['prompts_finished']} of {last['prompts_planned']} "
-                f"prompts finished" + (f"; not run: {', '.join(papers[len(results):])}" if len(results) < len(papers) else ""))
-        if work.stopped == "interrupted":
-            print(f"specviz: interrupted; {kept}", file=sys.stderr)
-            return 130
-        print(f"specviz: stopped: {work.stopped}; {kept}", file=sys.stderr)
-    return 0
+    if work.stopped is None:
+        return 0
+    last = results[-1]
+    return stopped_early(work.stopped, f"{last['paper']}'s claims are over the {last['prompts_finished']} of "
+                         f"{last['prompts_planned']} prompts finished"
+                         + (f"; not run: {', '.join(papers[len(results):])}" if len(results) < len(papers) else ""))
 
 
 def _refuse_without_a_head(model: str | None, paper: str) -> None:
