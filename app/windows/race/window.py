@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QThread, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
@@ -42,11 +42,13 @@ GIF_SIZE = (960, 540)
 GIF_FPS = 10
 
 
-class GifExport(QThread):
-    """Renders a race to a GIF off the UI thread; ``cancel()`` stops it at the next frame (nothing is written).
+class GifExport(QObject):
+    """Renders a race to a GIF on the UI thread, a frame at a time with the window's events handled between frames
+    (the window keeps playing); ``cancel()`` stops it at the next frame (nothing is written).
 
-    An export is nobody's child: it outlives a window destroyed under it (its painter holds no widget), and the
-    ones still running at exit are cancelled and waited for, so no thread is destroyed while it runs."""
+    Not a thread: laying out the lanes' text (a QTextDocument) off the UI thread while the window painted could
+    deadlock the two (Qt's text layout held the interpreter's lock while it waited for the UI thread, seen in a test
+    run). An export is nobody's child: it outlives a window destroyed under it (its painter holds no widget)."""
 
     running: set[GifExport] = set()
 
@@ -56,6 +58,7 @@ class GifExport(QThread):
     """(path written, number of frames)."""
     failed = Signal(str)
     """A message for the user ('' when cancelled)."""
+    finished = Signal()
 
     class Stopped(Exception):
         pass
@@ -64,6 +67,7 @@ class GifExport(QThread):
         super().__init__()
         self.painter, self.out, self.slowdown = painter, Path(out), slowdown
         self._cancel = False
+        self._running = False
         GifExport.running.add(self)
         self.finished.connect(lambda: GifExport.running.discard(self))
 
@@ -71,18 +75,32 @@ class GifExport(QThread):
     def stop_all(cls) -> None:
         for job in list(cls.running):
             job.cancel()
-            job.wait()
+
+    def start(self) -> None:
+        """Begin once the event loop runs again (the caller's slot returns first)."""
+        self._running = True
+        QTimer.singleShot(0, self.run)
+
+    def isRunning(self) -> bool:  # noqa: N802 - QThread's name, which callers used
+        return self._running
+
+    def wait(self) -> bool:
+        """Nothing to wait for: a cancelled export stops at its next frame, on this thread."""
+        return True
 
     def cancel(self) -> None:
         self._cancel = True
 
     def _progress(self, i: int, n: int) -> None:
+        QCoreApplication.processEvents()  # the window plays on, and Cancel can be pressed
         if self._cancel:
             raise GifExport.Stopped
         self.progress.emit(i, n)
 
     def run(self) -> None:
         try:
+            if self._cancel:
+                raise GifExport.Stopped
             n = write_gif(self.painter, self.out, GIF_SIZE, fps=GIF_FPS, slowdown=self.slowdown,
                           progress=self._progress)
         except GifExport.Stopped:
@@ -93,6 +111,9 @@ class GifExport(QThread):
             self.failed.emit(f"the GIF export failed: {type(e).__name__}: {e}")
         else:
             self.done.emit(str(self.out), n)
+        finally:
+            self._running = False
+            self.finished.emit()
 
 
 atexit.register(GifExport.stop_all)
