@@ -192,6 +192,37 @@ def test_chi_square_catches_a_wrong_verifier(models, exact, monkeypatch, name):
     assert p < ALPHA, f"the chi-square test did not catch the wrong verifier with {name} (p={p:.3f})"
 
 
+@pytest.mark.parametrize("method", ["hf_assisted", "hf_prompt_lookup"])
+def test_recorded_generate_matches_plain_sampling(models, exact, tmp_path, method):
+    """``specviz.record`` around transformers' own sampled generate: the outputs still follow plain sampling, and
+    every recorded session holds exactly the tokens its call returned."""
+    import specviz
+    from specviz_core.recording.store import Recording
+
+    target, draft = models
+    x = torch.tensor([PROMPT])
+    kw = dict(attention_mask=torch.ones_like(x), do_sample=True, temperature=TEMPERATURE, top_k=0, top_p=1.0,
+              max_new_tokens=N_TOKENS, pad_token_id=0)
+    kw.update(assistant_model=draft.model) if method == "hf_assisted" else kw.update(prompt_lookup_num_tokens=4)
+    counts: dict[tuple[int, ...], int] = {}
+    outputs = []
+    with specviz.record(tmp_path / "sampled.db") as rec:
+        for seed in range(N_SEEDS):
+            torch.manual_seed(seed)
+            out = tuple(target.model.generate(x, **kw)[0, len(PROMPT):].tolist())
+            counts[out] = counts.get(out, 0) + 1
+            outputs.append(out)
+    with Recording(tmp_path / "sampled.db", read_only=True) as r:
+        infos = [r.session(sid) for sid in rec.sessions]
+        accepted = sum(c.n_accepted for sid in rec.sessions for c in r.cycles(sid))
+    assert [tuple(i.output_ids) for i in infos] == outputs
+    assert {(i.method, i.temperature, i.status) for i in infos} == {(method, TEMPERATURE, "complete")}
+    stat, p, k = chi_square(counts, exact, N_SEEDS)
+    CHI2_RESULTS[f"specviz.record({method})"] = (stat, p, k)
+    assert p >= ALPHA, f"recorded {method}: not plain sampling (chi2={stat:.1f}, p={p:.2e})"
+    assert accepted > N_SEEDS // 4, f"recorded {method} accepted too few draft tokens ({accepted}) to test anything"
+
+
 def test_print_chi_square_table():
     if CHI2_RESULTS:
         print(f"\nchi-square against plain sampling, T={TEMPERATURE}, {N_SEEDS} seeds, first {N_TOKENS} tokens, "

@@ -9,6 +9,9 @@
     print(s.text, s.summary())   # the output, tokens per forward, acceptance
     specviz.open(s)              # the window on it (in a notebook: returns at once, the window stays)
 
+    with specviz.record("runs.db"):   # your own generate(), recorded cycle by cycle, its output unchanged
+        model.generate(**inputs, assistant_model=assistant, max_new_tokens=64)
+
 Installed as ``specviz`` (the folder is ``specviz_core/api``): a thin, stable face over the core, which the
 command line and the window use as before. Importing it loads neither Qt nor, until a session starts, a model.
 See ``docs/python.md``.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from specviz.capture import record
 from specviz.cycle import CAUSES, Cycle
 from specviz.session import Session, load
 from specviz.window import open
@@ -33,4 +37,4 @@ except PackageNotFoundError:  # run from a source tree that was never installed
 #: Every method a session takes, by id (``specviz.METHODS["goose"].description``, its ``params_cls``...).
 METHODS = CARDS
 
-__all__ = ["CAUSES", "METHODS", "Cycle", "CycleRecord", "Session", "SessionInfo", "SpecVizError", "__version__", "load", "open"]
+__all__ = ["CAUSES", "METHODS", "Cycle", "CycleRecord", "Session", "SessionInfo", "SpecVizError", "__version__", "load", "open", "record"]

@@ -93,7 +93,8 @@ class HFAssistedDrafter(CandidateDrafter):
                                  "schedule": self.params.num_assistant_tokens_schedule}
         state.update(draft_cap=call.max_new_tokens if call is not None else 0,
                      draft_probs=list(call.probs) if call is not None else [])
-        return (list(call.probs[: len(drafted)]) if call is not None else None), state
+        known = call is not None and len(call.probs) >= len(drafted)
+        return (list(call.probs[: len(drafted)]) if known else None), state
 
 
 class HFUniversalDrafter(HFAssistedDrafter):

@@ -129,12 +129,20 @@ class AssistantSpy:
 
     def generate(self, *args: Any, **kwargs: Any) -> Any:
         out = self._model.generate(*args, **kwargs)
-        given = kwargs.get("input_ids", args[0] if args else None)
-        n = given.shape[1]
-        drafted = out.sequences[0, n:].tolist()
-        probs = [float(torch.softmax(s[0].float(), dim=-1)[t]) for s, t in zip(out.scores, drafted)]
-        self.last = AssistantCall(given[0].tolist(), int(kwargs.get("max_new_tokens", 0)), drafted, probs)
         self.count += 1
+        try:  # observing must never change or break the call: what cannot be read is left out
+            given = kwargs.get("input_ids", args[0] if args else None)
+            n = given.shape[1]
+            drafted = out.sequences[0, n:].tolist()
+            probs: list[float] = []
+            if out.scores and len(out.scores) >= len(drafted) and all(s.shape[-1] > t for s, t in
+                                                                      zip(out.scores, drafted)):
+                rows = torch.stack([s[0] for s in out.scores[: len(drafted)]]).float()  # [k, V]
+                picked = torch.tensor(drafted, device=rows.device)[:, None]  # [k, 1]
+                probs = torch.softmax(rows, dim=-1).gather(1, picked)[:, 0].tolist()
+            self.last = AssistantCall(given[0].tolist(), int(kwargs.get("max_new_tokens", 0)), drafted, probs)
+        except (AttributeError, IndexError, TypeError, RuntimeError):
+            self.last = None
         return out
 
 
@@ -150,7 +158,7 @@ def assistant_stop(call: AssistantCall | None, eos: Sequence[int], threshold: fl
         if call.max_new_tokens < num_assistant_tokens:
             return "max_length", f"the length cap: {n} tokens fill the room left before max_length"
         return "num_assistant_tokens", f"the length cap: num_assistant_tokens={num_assistant_tokens} drafted"
-    if threshold > 0 and n and call.probs[-1] < threshold:
+    if threshold > 0 and n and len(call.probs) == n and call.probs[-1] < threshold:
         return "confidence", (f"confidence below the threshold: the assistant gave token {n} probability "
                               f"{call.probs[-1]:.3f} < {threshold:.3g}")
     return "other", f"the assistant stopped after {n} tokens"

@@ -46,23 +46,29 @@ class HFPromptLookupDrafter(CandidateDrafter):
 
     def describe(self, ids: list[int], drafted: list[int]) -> tuple[list[float] | None, dict[str, Any]]:
         p: HFPromptLookupParams = self.params
-        k = p.prompt_lookup_num_tokens
-        # The generator keeps no record of where it copied from: find the same occurrence it finds (the first,
-        # for the longest n-gram that has a following token), and check it gives the same tokens.
-        m = find_match(np.asarray(ids, dtype=np.int64), p.max_matching_ngram_size, 1, k, last=False)
-        match = None
-        if m is not None and ids[m.copy_start:m.copy_start + len(drafted)] == drafted:
-            match = {"ngram": m.ngram, "match_span": [m.match_start, m.match_end],
-                     "copy_span": [m.copy_start, m.copy_start + len(drafted)]}
-        if self.generator.max_length == len(ids) + 1:
-            code, text = "max_length", "no room: one token is left before max_length, and the target makes it"
-        elif m is None:
-            code, text = "no_match", "no n-gram match: the context's last n-gram occurs nowhere earlier"
-        elif len(drafted) >= k:
-            code, text = "num_tokens", f"the length cap: prompt_lookup_num_tokens={k} copied"
-        elif m.copy_end - m.copy_start > len(drafted):
-            code, text = "eos", "the copy stops before an EOS token"
-        else:
-            code, text = "context_end", f"the context ran out: only {len(drafted)} tokens followed the match"
-        return None, {"generator": "PromptLookupCandidateGenerator", "draft_stop": code, "draft_stop_text": text,
-                      "match": match}
+        return None, lookup_state(ids, drafted, self.generator.max_length, p.prompt_lookup_num_tokens,
+                                  p.max_matching_ngram_size)
+
+
+def lookup_state(ids: list[int], drafted: list[int], max_length: int, k: int, ngram: int) -> dict[str, Any]:
+    """A prompt lookup cycle's state: why the chain stopped (``draft_stop``, ``draft_stop_text``) and where it was
+    copied from (``match``). ``ids``: the context the generator was given; ``drafted``: what it returned."""
+    # The generator keeps no record of where it copied from: find the same occurrence it finds (the first,
+    # for the longest n-gram that has a following token), and check it gives the same tokens.
+    m = find_match(np.asarray(ids, dtype=np.int64), ngram, 1, k, last=False)
+    match = None
+    if m is not None and ids[m.copy_start:m.copy_start + len(drafted)] == drafted:
+        match = {"ngram": m.ngram, "match_span": [m.match_start, m.match_end],
+                 "copy_span": [m.copy_start, m.copy_start + len(drafted)]}
+    if max_length == len(ids) + 1:
+        code, text = "max_length", "no room: one token is left before max_length, and the target makes it"
+    elif m is None:
+        code, text = "no_match", "no n-gram match: the context's last n-gram occurs nowhere earlier"
+    elif len(drafted) >= k:
+        code, text = "num_tokens", f"the length cap: prompt_lookup_num_tokens={k} copied"
+    elif m.copy_end - m.copy_start > len(drafted):
+        code, text = "eos", "the copy stops before an EOS token"
+    else:
+        code, text = "context_end", f"the context ran out: only {len(drafted)} tokens followed the match"
+    return {"generator": "PromptLookupCandidateGenerator", "draft_stop": code, "draft_stop_text": text,
+            "match": match}

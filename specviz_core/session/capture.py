@@ -1,0 +1,429 @@
+"""transformers' own ``generate()`` recorded where it runs, cycle by cycle: what ``specviz.record`` does.
+
+While a :class:`GenerateCapture` is active, in the thread that started it, every ``model.generate(...)`` call that
+decodes speculatively (``assistant_model=``, ``prompt_lookup_num_tokens=``, universal assisted decoding) is
+recorded as one session of the recording, the same rows the window opens. Nothing of the call is changed: the
+capture hooks three places of transformers' own loop (``_assisted_decoding``), each only to watch.
+
+- ``GenerationMixin.generate``: where a call begins and ends (its output is checked against what was recorded).
+- ``GenerationConfig.get_generation_mode``: a call that would not decode speculatively (greedy search, sampling,
+  beam search...) is refused in one line before it decodes anything, never half-recorded.
+- ``GenerationMixin._get_candidate_generator``: the candidate generator ``generate`` built, with the settings as
+  ``generate`` resolved them. Its ``get_candidates`` (the drafted chain) and ``update_candidate_strategy`` (the
+  tokens committed, the verify rows' logits, the matches) are watched on that one object.
+
+Each cycle is one iteration of ``_assisted_decoding``: a chain drafted below the last committed token, verified by
+one target forward (the first one runs the prompt too, as ``generate`` does), its leading matches kept with one
+token of the target's own, the cache cropped to them. A failure of the recording itself never reaches the call:
+the session is marked failed with the reason, and a warning says so.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from specviz_core.analysis.cycle_summary import summarize
+from specviz_core.drafters.hf.assisted import align
+from specviz_core.drafters.hf.generate import AssistantSpy, assistant_stop
+from specviz_core.drafters.hf.prompt_lookup import lookup_state
+from specviz_core.errors import SpecVizError
+from specviz_core.recording.store import Recording, new_session_id
+from specviz_core.recording.writer import SessionWriter
+from specviz_core.records import CycleRecord, Node, SessionInfo
+from specviz_core.runtime.attention import attention_pattern
+from specviz_core.runtime.locations import model_reference
+
+#: The target's most likely tokens kept per verify row, as the engine keeps them.
+TOP_K = 5
+#: ``generate`` settings kept with each session (``stats["generate"]``), as ``generate`` resolved them.
+SETTINGS = ("do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "max_length",
+            "prompt_lookup_num_tokens", "max_matching_ngram_size", "assistant_early_exit",
+            "assistant_ensemble_weight")
+
+_local = threading.local()
+_lock = threading.Lock()
+_active: GenerateCapture | None = None
+
+
+def _depth() -> int:
+    return int(getattr(_local, "depth", 0))
+
+
+def _method(gen: Any) -> str:
+    """The SpecViz method that a candidate generator is (raises SpecVizError for one not recorded)."""
+    from transformers.generation import candidate_generator as cg
+
+    if type(gen) is cg.PromptLookupCandidateGenerator:
+        return "hf_prompt_lookup"
+    if type(gen) is cg.AssistedCandidateGenerator:
+        return "hf_assisted"
+    if type(gen) in (cg.AssistedCandidateGeneratorDifferentTokenizers, cg.UniversalSpeculativeDecodingGenerator):
+        return "hf_universal"
+    raise SpecVizError(f"specviz.record records assisted generation, universal assisted decoding and prompt lookup; "
+                       f"this generate call drafts with transformers' {type(gen).__name__}, which it does not record")
+
+
+def _model_facts(model: Any) -> tuple[str, str, str, str]:
+    """A model's portable name, device, dtype and attention, as a session row names them."""
+    name = str(getattr(model.config, "_name_or_path", "") or "") or type(model).__name__
+    param = next(model.parameters())
+    kernel = str(getattr(model.config, "_attn_implementation", None) or "eager")
+    return (model_reference(name), str(getattr(model, "device", None) or param.device),
+            str(param.dtype).removeprefix("torch."), f"{kernel}; {attention_pattern(model.config).describe()}")
+
+
+class CallRecorder:
+    """One ``generate`` call: its session row, then a row per iteration of ``_assisted_decoding``."""
+
+    def __init__(self, recording: Recording, model: Any, gen: Any, cfg: Any, input_ids: torch.Tensor,
+                 assistant: Any, tokenizer: Any) -> None:
+        self.method = _method(gen)
+        if getattr(model.config, "is_encoder_decoder", False):
+            raise SpecVizError("specviz.record records decoder-only models; this one is an encoder-decoder")
+        if input_ids.shape[0] != 1:
+            raise SpecVizError(f"assisted generate takes one sequence, got a batch of {input_ids.shape[0]}")
+        self.gen = gen
+        self.ids: list[int] = input_ids[0].tolist()
+        self.prompt_len = len(self.ids)
+        eos = getattr(cfg, "_eos_token_tensor", None)
+        self.eos = tuple(int(t) for t in eos.reshape(-1).tolist()) if eos is not None else ()
+        self.max_length = int(cfg.max_length)
+        self.sampled = bool(cfg.do_sample)
+        self.source = "ngram" if self.method == "hf_prompt_lookup" else "draft"
+        self.spy: AssistantSpy | None = None
+        self._spy_calls = 0
+        if self.method != "hf_prompt_lookup":
+            self.spy = AssistantSpy(gen.assistant_model)
+            gen.assistant_model = self.spy  # observes the assistant's generate calls, changes nothing
+        name, device, dtype, attention = _model_facts(model)
+        text = ""
+        if tokenizer is not None:
+            try:
+                text = str(tokenizer.decode(self.ids))
+            except Exception:  # a tokenizer that cannot decode the prompt: the ids are recorded anyway
+                text = ""
+        settings = {k: _plain(getattr(cfg, k, None)) for k in SETTINGS}
+        self.stats: dict[str, Any] = {"recorded_by": "specviz.record", "generate": settings,
+                                      "generator": type(gen).__name__}
+        info = SessionInfo(
+            id=new_session_id(), model=name, tokenizer=name, method=self.method, params=self.params(),
+            prompt_ids=tuple(self.ids), prompt_text=text,
+            temperature=float(cfg.temperature or 1.0) if self.sampled else 0.0, seed=0, device=device, dtype=dtype,
+            attention=attention, draft_model=_model_facts(assistant)[0] if assistant is not None else None,
+            max_new_tokens=self.max_length - self.prompt_len)
+        self.writer = SessionWriter(recording, info)
+        self.index = 0
+        self.failed = ""
+        self._pending: tuple[list[int], list[float] | None, dict[str, Any], float, float] | None = None
+        self.drafted_total = self.matched_total = 0
+
+    # -- what the session row says ---------------------------------------------------------------------------
+    def params(self) -> dict[str, Any]:
+        """The method's parameters as this call resolved them (the names ``specviz record --param`` takes)."""
+        g = self.gen
+        if self.method == "hf_prompt_lookup":
+            return {"prompt_lookup_num_tokens": int(g.num_output_tokens),
+                    "max_matching_ngram_size": int(g.max_matching_ngram_size)}
+        out = {"num_assistant_tokens": int(g.num_assistant_tokens),
+               "num_assistant_tokens_schedule": str(g.assistant_generation_config.num_assistant_tokens_schedule),
+               "assistant_confidence_threshold": float(g.generation_config.assistant_confidence_threshold or 0.0)}
+        if self.method == "hf_universal":
+            out.update(target_lookbehind=int(g.target_lookbehind), assistant_lookbehind=int(g.assistant_lookbehind))
+        return out
+
+    def settings(self) -> dict[str, Any]:
+        """The generator's adaptive settings now (before a draft, and after its update as ``*_next``)."""
+        if self.method == "hf_prompt_lookup":
+            return {}
+        g = self.gen
+        return {"num_assistant_tokens": int(g.num_assistant_tokens),
+                "assistant_confidence_threshold": float(g.generation_config.assistant_confidence_threshold or 0.0)}
+
+    # -- the watched calls -----------------------------------------------------------------------------------
+    def watch(self) -> None:
+        """Wrap this generator's two methods (on the object only: its class, and other generators, are untouched)."""
+        get, update = self.gen.get_candidates, self.gen.update_candidate_strategy
+
+        @functools.wraps(get)
+        def get_candidates(input_ids: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            before = self.settings() if not self.failed else {}
+            t0 = time.perf_counter()
+            out = get(input_ids, *args, **kwargs)
+            self._safely(self._drafted, input_ids, out, before, t0, time.perf_counter())
+            return out
+
+        @functools.wraps(update)
+        def update_candidate_strategy(input_ids: torch.Tensor, scores: torch.Tensor, num_matches: int) -> Any:
+            t_verify = time.perf_counter()
+            result = update(input_ids, scores, num_matches)
+            self._safely(self._verified, input_ids, scores, int(num_matches), t_verify)
+            return result
+
+        self.gen.get_candidates = get_candidates
+        self.gen.update_candidate_strategy = update_candidate_strategy
+
+    def _safely(self, fn: Any, *args: Any) -> None:
+        if self.failed:
+            return
+        try:
+            fn(*args)
+        except Exception as e:  # the recording's failure, never the call's
+            self.fail(f"cycle {self.index} could not be recorded: {type(e).__name__}: {e}")
+
+    def _drafted(self, input_ids: torch.Tensor, out: Any, before: dict[str, Any], t0: float, t1: float) -> None:
+        cur = int(input_ids.shape[1])
+        if cur != len(self.ids):
+            raise SpecVizError(f"generate gave {cur} tokens, but the cycles so far committed {len(self.ids)}")
+        drafted = out[0][0, cur:].tolist()
+        scores: list[float] | None = None
+        if self.method == "hf_prompt_lookup":
+            g = self.gen
+            state = lookup_state(self.ids, drafted, int(g.max_length), int(g.num_output_tokens),
+                                 int(g.max_matching_ngram_size))
+        else:
+            assert self.spy is not None
+            call = self.spy.last if self.spy.count > self._spy_calls else None
+            self._spy_calls = self.spy.count
+            code, text = assistant_stop(call, self.eos, before["assistant_confidence_threshold"],
+                                        before["num_assistant_tokens"])
+            state = {"generator": type(self.gen).__name__, "draft_stop": code, "draft_stop_text": text,
+                     "schedule": str(self.gen.assistant_generation_config.num_assistant_tokens_schedule),
+                     "draft_cap": call.max_new_tokens if call is not None else 0,
+                     "draft_probs": list(call.probs) if call is not None else []}
+            if self.method == "hf_assisted" and call is not None and len(call.probs) >= len(drafted):
+                scores = list(call.probs[: len(drafted)])
+            if self.method == "hf_universal" and call is not None:
+                if call.drafted and not drafted:
+                    state.update(draft_stop="reencoding", draft_stop_text=(
+                        f"{text}; re-encoded into the target's tokens, the draft added none"))
+                state["alignment"] = align(self.gen.assistant_tokenizer, call.drafted, self.gen.target_tokenizer,
+                                           drafted)
+        state.update(before, candidate_length=len(drafted))
+        self._pending = (drafted, scores, state, t0, t1)
+
+    def _verified(self, input_ids: torch.Tensor, logits: torch.Tensor, n_matches: int, t_verify: float) -> None:
+        t0 = time.perf_counter()
+        if self._pending is None:
+            raise SpecVizError("generate verified a draft that was not seen being drafted")
+        drafted, scores, state, t_draft, t_drafted = self._pending
+        self._pending = None
+        k, cache_len = len(drafted), len(self.ids) - 1
+        committed = input_ids[0, len(self.ids):].tolist()
+        rows = logits[0, : k + 1].float()  # [k + 1, V]: the verify rows, after generate's logits processors
+        probs = torch.softmax(rows, dim=-1)
+        top_p, top_i = probs.topk(min(TOP_K, probs.shape[-1]), dim=-1)  # [k + 1, TOP_K]
+        if k:
+            picked = torch.tensor(drafted, device=probs.device)[:, None]  # [k, 1]
+            node_p = probs[:k].gather(1, picked)[:, 0].tolist()
+        else:
+            node_p = []
+        top_i_l, top_p_l = top_i.tolist(), top_p.tolist()
+        argmax = [row[0] for row in top_i_l]
+        # The accepted nodes: the drafted tokens generate kept (its drafts never run past an EOS or max_length, so
+        # a cut there only drops the bonus). A dropped bonus is recorded as the target's top token.
+        n_acc = 0
+        while n_acc < min(k, len(committed)) and drafted[n_acc] == committed[n_acc]:
+            n_acc += 1
+        bonus = committed[n_acc] if n_acc < len(committed) else argmax[n_acc]
+        if self.index == 0:
+            state["prefill_in_forward"] = self.prompt_len - 1
+        state.update(n_matches=n_matches, **{f"{key}_next": v for key, v in self.settings().items()})
+        nodes = [Node(id=0, parent=-1, token=self.ids[-1], source="root", depth=0, score=1.0, verified=True,
+                      accepted=True, target_token=argmax[0])]
+        for i, tok in enumerate(drafted, 1):
+            nodes.append(Node(id=i, parent=i - 1, token=tok, source=self.source, depth=i,
+                              score=float(scores[i - 1]) if scores is not None else 1.0, verified=True,
+                              accepted=i <= n_acc, target_token=argmax[i], target_prob=float(node_p[i - 1])))
+        n = k + 1
+        record = CycleRecord(
+            index=self.index, mode="chain" if k else "ar", cache_len=cache_len, nodes=tuple(nodes),
+            verify_order=tuple(range(n)), mask=np.tril(np.ones((n, n), dtype=bool)),
+            positions=tuple(cache_len + i for i in range(n)), accepted_path=tuple(range(1, n_acc + 1)),
+            bonus_token=int(bonus), committed_ids=tuple(committed), kv_keep=tuple(range(n_acc + 1)),
+            target_topk=tuple(tuple((int(t), float(p)) for t, p in zip(ti, tp)) for ti, tp in zip(top_i_l, top_p_l)),
+            state=_plain(state),
+            # forward: from the draft to the update: the target's forward, generate's choice and the cache's crop.
+            timings_ms={"draft": (t_drafted - t_draft) * 1000.0, "forward": (t_verify - t_drafted) * 1000.0,
+                        "build": (time.perf_counter() - t0) * 1000.0},
+        )
+        self.writer.append(record, summarize(record))
+        self.ids.extend(committed)
+        self.index += 1
+        self.drafted_total += k
+        self.matched_total += n_matches
+
+    # -- the end ---------------------------------------------------------------------------------------------
+    def fail(self, reason: str) -> None:
+        self.failed = reason
+        warnings.warn(f"specviz.record: {reason}; the session is kept, marked failed (the generate call goes on)",
+                      RuntimeWarning, stacklevel=3)
+        try:
+            self.writer.finish("failed", reason, self.stats)
+        except SpecVizError:
+            pass
+
+    def end(self, output: Any = None, error: BaseException | None = None) -> None:
+        if self.writer.finished:
+            return
+        self.stats.update(cycles=self.index, drafted=self.drafted_total, matched=self.matched_total)
+        if error is not None:
+            status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+            self.writer.finish(status, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__,
+                               self.stats)
+            return
+        seq = getattr(output, "sequences", output)
+        if isinstance(seq, torch.Tensor) and seq[0].tolist() != self.ids:
+            self.fail("the recorded tokens disagree with generate's output")
+            return
+        if self.ids[self.prompt_len:] and self.ids[-1] in self.eos:
+            reason = "eos"
+        elif len(self.ids) >= self.max_length:
+            reason = "max_new_tokens"
+        else:
+            reason = "a stopping criterion (stop_strings, max_time, ...)"
+        self.writer.finish("complete", reason, self.stats)
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: tensors and numpy values as Python numbers and lists."""
+    if isinstance(value, torch.Tensor):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+class GenerateCapture:
+    """Records every speculative ``generate`` call made in this thread while active (a ``with`` block), each as one
+    session of the recording at ``db``. ``tokenizer``: the target's, for the prompt's text (optional)."""
+
+    def __init__(self, db: str | Path, tokenizer: Any = None) -> None:
+        self.path = Path(db)
+        self.tokenizer = tokenizer
+        self.sessions: list[str] = []
+        """The ids of the sessions recorded, in order."""
+        self.recording: Recording | None = None
+        self._thread = 0
+        self._call: CallRecorder | None = None
+        self._saved: list[tuple[type, str, Any]] = []
+
+    # -- the with block --------------------------------------------------------------------------------------
+    def __enter__(self) -> GenerateCapture:
+        global _active
+        with _lock:
+            if _active is not None:
+                raise SpecVizError(f"specviz.record is already recording to {_active.path}: one at a time")
+            self.recording = Recording(self.path, create=True)
+            _active = self
+        self._thread = threading.get_ident()
+        self._install()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _active
+        self._uninstall()
+        if self._call is not None:  # a generate call left by an exception we did not see
+            self._call.end(error=KeyboardInterrupt())
+            self._call = None
+        if self.recording is not None:
+            self.recording.close()
+        with _lock:
+            _active = None
+
+    # -- the hooks -------------------------------------------------------------------------------------------
+    def _mine(self) -> bool:
+        return threading.get_ident() == self._thread
+
+    def _install(self) -> None:
+        from transformers.generation.configuration_utils import GenerationConfig, GenerationMode
+        from transformers.generation.utils import GenerationMixin
+
+        generate = GenerationMixin.__dict__["generate"]
+        mode_of = GenerationConfig.__dict__["get_generation_mode"]
+        make_gen = GenerationMixin.__dict__["_get_candidate_generator"]
+        signature = inspect.signature(make_gen)
+        cap = self
+
+        @functools.wraps(generate)
+        def watched_generate(model: Any, *args: Any, **kwargs: Any) -> Any:
+            depth = _depth()
+            if depth or not cap._mine():  # the assistant's own generate inside a cycle, or another thread
+                _local.depth = depth + 1
+                try:
+                    return generate(model, *args, **kwargs)
+                finally:
+                    _local.depth = depth
+            for key, why in (("custom_generate", "a custom decoding loop"),):
+                if kwargs.get(key) is not None:
+                    raise SpecVizError(f"specviz.record cannot watch {why} ({key}=...): call it outside the block")
+            if kwargs.get("cache_implementation") == "paged":
+                raise SpecVizError("specviz.record cannot watch continuous batching (cache_implementation='paged')")
+            _local.depth = 1
+            try:
+                out = generate(model, *args, **kwargs)
+            except BaseException as e:
+                cap._end(error=e)
+                raise
+            finally:
+                _local.depth = 0
+            cap._end(output=out)
+            return out
+
+        @functools.wraps(mode_of)
+        def watched_mode(config: Any, *args: Any, **kwargs: Any) -> Any:
+            mode = mode_of(config, *args, **kwargs)
+            if _depth() == 1 and cap._mine() and mode != GenerationMode.ASSISTED_GENERATION:
+                raise SpecVizError(
+                    f"specviz.record records speculative generate calls (assistant_model=..., "
+                    f"prompt_lookup_num_tokens=...); this one decodes by {str(mode.value).replace('_', ' ')}: call "
+                    "it outside the with block (for a plain decoding baseline: specviz.Session(..., method='ar'))")
+            return mode
+
+        @functools.wraps(make_gen)
+        def watched_make_gen(model: Any, *args: Any, **kwargs: Any) -> Any:
+            gen = make_gen(model, *args, **kwargs)
+            if _depth() == 1 and cap._mine():
+                a = signature.bind(model, *args, **kwargs).arguments
+                cap._begin(model, gen, a["generation_config"], a["input_ids"], a.get("assistant_model"),
+                           a.get("target_tokenizer"))
+            return gen
+
+        for cls, name, fn in ((GenerationMixin, "generate", watched_generate),
+                              (GenerationConfig, "get_generation_mode", watched_mode),
+                              (GenerationMixin, "_get_candidate_generator", watched_make_gen)):
+            self._saved.append((cls, name, cls.__dict__[name]))
+            setattr(cls, name, fn)
+
+    def _uninstall(self) -> None:
+        while self._saved:
+            cls, name, fn = self._saved.pop()
+            setattr(cls, name, fn)
+
+    # -- one call --------------------------------------------------------------------------------------------
+    def _begin(self, model: Any, gen: Any, cfg: Any, input_ids: torch.Tensor, assistant: Any, tokenizer: Any) -> None:
+        assert self.recording is not None
+        call = CallRecorder(self.recording, model, gen, cfg, input_ids, assistant, tokenizer or self.tokenizer)
+        call.watch()
+        self._call = call
+        self.sessions.append(call.writer.id)
+
+    def _end(self, output: Any = None, error: BaseException | None = None) -> None:
+        call, self._call = self._call, None
+        if call is not None:
+            try:
+                call.end(output, error)
+            except SpecVizError as e:  # the file could not be written: the call's output stands, the user is told
+                warnings.warn(f"specviz.record: {e}", RuntimeWarning, stacklevel=3)
