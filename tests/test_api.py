@@ -126,15 +126,25 @@ def test_the_package_is_typed_versioned_and_loads_no_qt():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_the_docs_example_runs(tmp_path):
-    """docs/python.md's example, as a user pastes it into a script, on the default model."""
+def test_the_docs_examples_run(tmp_path):
+    """docs/python.md's two examples (a session; a generate call recorded) and the README's (the window left out),
+    as a user pastes them into scripts one after the other, on the default model, all into one runs.db."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "python.md").read_text()
-    code = text.split("```python\n", 1)[1].split("```", 1)[0].replace("max_new_tokens=48", "max_new_tokens=12")
-    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stderr[-2000:]
-    assert "tokens per target forward" in p.stdout and (tmp_path / "runs.db").is_file()
+    root = Path(__file__).resolve().parents[1]
+    blocks = [b.split("```", 1)[0] for b in (root / "docs" / "python.md").read_text().split("```python\n")[1:3]]
+    readme = (root / "README.md").read_text().split("## From Python", 1)[1].split("```python\n", 1)[1]
+    blocks.append(readme.split("```", 1)[0].replace("specviz.open(", "print(").replace(
+        'db="runs.db")', 'db="runs.db", max_new_tokens=16)'))
+    said = ["tokens per target forward", "draft tokens accepted per cycle", "runs.db"]
+    for code, words in zip(blocks, said):
+        code = code.replace("max_new_tokens=48", "max_new_tokens=12")
+        p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+        assert p.returncode == 0, p.stderr[-2000:]
+        assert words in p.stdout
+    with Recording(tmp_path / "runs.db", read_only=True) as rec:
+        methods = sorted(s.method for s in rec.sessions())
+    assert methods == ["goose", "goose", "hf_assisted", "hf_prompt_lookup"]
 
 
 @pytest.mark.parametrize("method", ["goose", "talon"])
@@ -212,5 +222,8 @@ def test_the_example_notebook_runs_in_a_real_kernel(tmp_path):
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     html = [o["data"]["text/html"] for o in outputs if o.output_type == "execute_result" and "text/html" in o["data"]]
-    assert len(html) == 3 and all("<svg" in h for h in html)  # the first cycle, the session, the best cycle
+    # The first cycle, the session, the best cycle, the recorded generate call's longest chain.
+    assert len(html) == 4 and all("<svg" in h for h in html)
     assert "tokens per target forward" in html[1]
+    with Recording(tmp_path / "runs.db", read_only=True) as rec:
+        assert sorted(s.method for s in rec.sessions()) == ["goose", "hf_assisted"]

@@ -100,7 +100,7 @@ def test_a_recorded_session_opens_from_its_own_file(sessions, tmp_path, shell, q
 
 
 @pytest.mark.parametrize(("what", "message"), [
-    (123, "open takes a recording's path, a specviz.Session or a list of sessions, got int"),
+    (123, "open takes a recording's path, a specviz.Session, a list of sessions or a specviz.record, got int"),
     ("no-such.db", "no recording at no-such.db"),
     ([], "open takes a recording's path"),
 ])
@@ -108,3 +108,41 @@ def test_what_open_cannot_show_is_refused_in_one_line(what, message):
     with pytest.raises(specviz.SpecVizError) as e:
         specviz.open(what)
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_recorded_generate_call_opens_beside_a_session(tiny_dir, shell, tmp_path, qtbot):
+    """The issue's three lines: Goose stepped on the user's model, their own generate(assistant_model=...) recorded
+    into the same file, and the window on it: it shows the generate call, every cycle as recorded, the schedule
+    chart and why each chain stopped; the Sessions panel lists both, for Compare and Race."""
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_dir), dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(str(tiny_dir))
+    assistant = AutoModelForCausalLM.from_pretrained(str(tiny_dir), dtype=torch.float32).eval()
+    with torch.no_grad():
+        for p in assistant.parameters():
+            p.add_(0.02 * torch.randn_like(p))  # agrees with the target often, not always
+    db = tmp_path / "runs.db"
+    with specviz.Session(model, tok, "goose", prompt=PROMPT, db=db, max_new_tokens=16) as s:
+        s.run()
+    inputs = tok(PROMPT, return_tensors="pt")
+    with specviz.record(db, tokenizer=tok) as rec:
+        out = model.generate(**inputs, assistant_model=assistant, max_new_tokens=24, do_sample=False,
+                             pad_token_id=tok.eos_token_id)
+    window = specviz.open(rec)
+    qtbot.addWidget(window)
+    assert shown(window) == (rec.sessions[0], shown(window)[1], "hf_assisted")
+    m = window.controller.model
+    assert m.source.info.prompt_text == tok.decode(inputs["input_ids"][0])
+    committed = []
+    for i in range(m.n_cycles):
+        m.set_cycle(i)
+        committed += m.record.committed_ids
+        explained = window.spine.explanation()
+        assert m.record.state["draft_stop_text"].split(":")[0] in explained or "assistant" in explained
+    assert committed == out[0, inputs["input_ids"].shape[1]:].tolist()
+    window.charts.flush()
+    assert "schedule" in window.charts.shown
+    table = window.sessions.table
+    methods = {table.item(r, c).text() for r in range(table.rowCount()) for c in range(table.columnCount())
+               if table.item(r, c) is not None}
+    assert {"goose", "hf_assisted"} <= methods
+    window.close()

@@ -43,6 +43,10 @@ def test_model_reference_names_the_model_not_the_machine(tmp_path, monkeypatch):
     assert model_reference("./mine") == str((tmp_path / "mine").resolve())
     assert model_reference(str(tmp_path / "mine")) == str(tmp_path / "mine")
     assert model_reference("~/models/mine") == "~/models/mine"
+    # The default model loaded from Python names itself by its folder in this machine's cache.
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
+    assert model_reference(str(tmp_path / "cache" / "models" / "SmolLM2-135M-Instruct")) == "default"
+    assert model_reference(str(tmp_path / "elsewhere" / "models" / "SmolLM2-135M-Instruct")) != "default"
 
 
 def test_the_default_model_resolves_in_this_machines_cache(tmp_path, monkeypatch, tokenizer_json):

@@ -17,16 +17,18 @@ from specviz.session import Session
 from specviz_core.analysis.cycle_summary import summarize
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
+from specviz_core.session.capture import GenerateCapture
 
 #: Windows opened from an interactive shell, kept alive while it runs (a window with no reference is deleted).
 _OPEN: list[Any] = []
 
 
-def open(what: str | Path | Session | Sequence[Session], session: str | None = None,  # noqa: A001 - the API's verb
-         block: bool | None = None) -> Any:
+def open(what: str | Path | Session | Sequence[Session] | GenerateCapture,  # noqa: A001 - the API's verb
+         session: str | None = None, block: bool | None = None) -> Any:
     """Open the SpecViz window on ``what``: a recording's path (its latest session, or ``session``), a
-    :class:`~specviz.Session`, or a list of sessions (the first shown; the others in the Sessions panel, for
-    Compare and Race). A session recorded with ``db=`` opens from its file; one decoded without is written to a
+    :class:`~specviz.Session`, a list of sessions (the first shown; the others in the Sessions panel, for
+    Compare and Race), or what :func:`specviz.record` returned (its last ``generate`` call). A session recorded
+    with ``db=`` opens from its file; one decoded without is written to a
     temporary recording first.
 
     ``block``: None (the default) returns at once in IPython/Jupyter, where the shell's Qt event loop runs the
@@ -59,9 +61,14 @@ def recording_of(what: Any, session: str | None = None) -> tuple[Path, str | Non
         if not path.is_file():
             raise SpecVizError(f"no recording at {path}")
         return path, session
+    if isinstance(what, GenerateCapture):
+        if not what.sessions:
+            raise SpecVizError(f"specviz.record has recorded no generate call to {what.path} yet")
+        return what.path, session or what.sessions[-1]
     sessions = [what] if isinstance(what, Session) else list(what) if isinstance(what, (list, tuple)) else None
     if not sessions or not all(isinstance(s, Session) for s in sessions):
-        raise SpecVizError("open takes a recording's path, a specviz.Session or a list of sessions, got "
+        raise SpecVizError("open takes a recording's path, a specviz.Session, a list of sessions or a specviz.record, "
+                           "got "
                            f"{type(what).__name__}")
     if any(not s.cycles for s in sessions):
         raise SpecVizError("a session to open has no cycles yet: step() or run() it first")

@@ -159,13 +159,16 @@ def is_hub_id(name: str) -> bool:
 
 
 def model_reference(name: str | None) -> str:
-    """How a recording names the model the user asked for: ``default``, a hub id as given, or a local folder
-    as an absolute path (a relative one would mean nothing from another working directory)."""
+    """How a recording names the model the user asked for: ``default`` (also for the default model's own folder, as
+    a model loaded from Python names itself), a hub id as given, or a local folder as an absolute path (a relative
+    one would mean nothing from another working directory)."""
     if not name or name == DEFAULT_MODEL:
         return DEFAULT_MODEL
     if is_hub_id(name):
         return name
     p = Path(name)
+    if p.expanduser().resolve() == default_model_folder().resolve():  # the default model, loaded by its folder
+        return DEFAULT_MODEL
     if name.startswith("~") or p.is_absolute():
         return name
     return str(p.resolve())

@@ -26,7 +26,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import torch
@@ -321,7 +321,7 @@ class GenerateCapture:
         self._saved: list[tuple[type, str, Any]] = []
 
     # -- the with block --------------------------------------------------------------------------------------
-    def __enter__(self) -> GenerateCapture:
+    def __enter__(self) -> Self:
         global _active
         with _lock:
             if _active is not None:
