@@ -191,3 +191,25 @@ def test_only_the_blocks_own_thread_is_recorded(tiny, tmp_path):
         tiny.model.generate(x, prompt_lookup_num_tokens=3, **kw)
     assert other["out"] == hf_greedy(tiny, prompt, 6)
     assert len(rec.sessions) == 1
+
+
+def test_sampled_universal_decoding_is_recorded_and_early_exit_refused(tmp_path, one_thread):
+    """With do_sample=True transformers switches universal decoding to another generator (its assistant's head
+    pruned to the shared vocabulary): still recorded whole; a generator SpecViz does not record is refused."""
+    target, assistant = universal_pair()
+    x = target.tokenizer("w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w1 w2 w3", return_tensors="pt")
+    db = tmp_path / "runs.db"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # the recording failing would warn
+        with specviz.record(db) as rec:
+            torch.manual_seed(0)
+            out = target.model.generate(**x, assistant_model=assistant.model, tokenizer=target.tokenizer,
+                                        assistant_tokenizer=assistant.tokenizer, do_sample=True, max_new_tokens=20,
+                                        pad_token_id=0)
+            with pytest.raises(specviz.SpecVizError, match="EarlyExitCandidateGenerator, which it does not record"):
+                target.model.generate(**x, assistant_early_exit=1, max_new_tokens=5, pad_token_id=0)
+    info, cycles = recorded(db, rec.sessions[0])
+    assert len(rec.sessions) == 1 and info.status == "complete" and info.temperature == 1.0
+    assert list(info.output_ids) == out[0, x["input_ids"].shape[1]:].tolist()
+    assert info.stats["generator"] == "UniversalSpeculativeDecodingGenerator"
+    assert check_recording(db).clean
