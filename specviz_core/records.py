@@ -188,8 +188,16 @@ class SessionInfo:
 
     @property
     def mean_accepted(self) -> float:
-        """Mean tokens committed per target forward (tau), bonus included."""
+        """Mean tokens committed per target forward (tau), bonus included: decode forwards only (the prefill's
+        forward is not counted; a first token it gave is)."""
         return self.n_tokens / self.n_forward if self.n_forward else 0.0
+
+    @property
+    def tau_prefill_counted(self) -> float:
+        """Tokens per target forward with the prefill's forward counted, as the papers and the official code count
+        it. A ``generate`` call recorded by ``specviz.record`` ran its prompt inside its first cycle's forward."""
+        forwards = self.n_forward + (0 if self.stats.get("recorded_by") == "specviz.record" else 1)
+        return self.n_tokens / forwards if self.n_tokens else 0.0
 
     @property
     def tokens_per_s(self) -> float:

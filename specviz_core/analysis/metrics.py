@@ -88,7 +88,7 @@ class SessionMetrics:
     """A session's acceptance in the terms of :data:`DEFINITIONS`."""
 
     cycles: int
-    """Cycles decoded: one target forward each."""
+    """Cycles decoded: one target forward each (the first token, when the prefill's last row gave it, is not one)."""
     drafting_cycles: int
     """Cycles that verified at least one draft token (AR fallbacks do not)."""
     drafted: int
@@ -198,14 +198,16 @@ class MetricsCounter:
         for s in summaries:
             if s.damaged:  # unreadable in its recording: nothing to count
                 continue
-            self.cycles += 1
-            if s.cause:
+            if s.cause:  # every cycle the timeline shows, the prefill's token included
                 self.causes[s.cause] += 1
                 self.room += s.headroom.get("*", 0)
                 self.room_acc += s.n_accepted
                 for src, n in s.headroom.items():
                     if src != "*":
                         self.by_source[src] = self.by_source.get(src, 0) + n
+            if s.state.get("from_prefill"):  # the prefill's last row gave this token: not a decode step
+                continue
+            self.cycles += 1
             steps = s.state.get("draft_steps")
             if isinstance(steps, (int, float)) and steps > 0:
                 self.steps += int(steps)

@@ -177,6 +177,7 @@ class Session:
             "method": self.choice.method, "done": self.done, "stop_reason": self.stop_reason,
             "tokens": n, "cycles": len(self.cycles), "target_forwards": forwards,
             "tokens_per_forward": n / forwards if forwards else 0.0,
+            "tokens_per_forward_prefill_counted": n / (forwards + 1) if n else 0.0,
             "tokens_per_s": n / self._decode_s if self._decode_s > 0 else 0.0,
             "recording": str(self.db) if self.db is not None else None, "session_id": self.info.id,
             **session_metrics(self._summaries).to_json(),

@@ -287,6 +287,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         print(f"{'  ' * depth + s.id:<{iw}}  {s.created[:19]:<19}  {s.method:<{mw}}  {s.status:<11}  {s.n_tokens:>6}  "
               f"{s.n_forward:>5}  {s.mean_accepted:>5.2f}  {s.tokens_per_s:>6.1f}  {prompt}")
         if args.metrics:
+            print(f"    {'tokens per forward':<24}{s.mean_accepted:.3f}   (decode forwards; "
+                  f"{s.tau_prefill_counted:.3f} with the prefill's forward counted, as the papers count)")
             for line in metrics[s.id].lines():
                 print(f"    {line}")
     for d in damaged:

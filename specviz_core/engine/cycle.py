@@ -1,7 +1,12 @@
 """The decode engine: one cycle at a time, every method through the same steps.
 
 draft -> flatten -> verify (one target forward) -> walk -> trim -> harvest -> record.
-The cache always holds every committed token but the root (``cache_len`` positions).
+The cache holds every committed token but the root (``cache_len`` positions) at the start of every cycle but the
+first: the prefill runs the whole prompt, as ``generate`` and the official decoders do, so its last row already holds
+the target's distribution after the first root. Cycle 0 takes its token from that row when it verifies nothing but
+the root (AR, Goose's first cycle, a drafter with nothing to offer yet): no forward of its own, recorded with
+``state["from_prefill"]``. When cycle 0 has a draft, the root's KV is dropped and the cycle verifies the root and its
+tree as every other cycle does (the prefill's last row is then unused; no forward is added).
 """
 
 from __future__ import annotations
@@ -81,6 +86,8 @@ class Engine:
         self.prefill_ms = 0.0
         self.eos = set(target.eos_token_ids) if config.stop_on_eos else set()
         self._prefilled = False
+        self._first_row: torch.Tensor | None = None
+        """The prefill's last row of logits [1, V] (fp32) until cycle 0 uses or drops it."""
 
     # -- public state ---------------------------------------------------------
     @property
@@ -101,12 +108,14 @@ class Engine:
 
     @torch.no_grad()
     def prefill(self) -> float:
-        """Run every prompt token but the last (the first root) into the cache; returns ms."""
+        """Run the prompt into the cache, keeping the last row's logits for cycle 0; returns ms. The drafter
+        harvests every row but the last (the first root's), which it harvests in cycle 0 as in every cycle."""
         if self._prefilled:
             return self.prefill_ms
         t0 = self.clock()
         self.drafter.start(list(self.prompt_ids))
-        self.cache = prefill_into(self.target, self.drafter, self.prompt_ids[:-1], self.cache)
+        self.cache, self._first_row = prefill_into(self.target, self.drafter, self.prompt_ids, self.cache,
+                                                   keep_last_row=True)
         self._sync()
         self.prefill_ms = (self.clock() - t0) * 1000.0
         self._prefilled = True
@@ -121,7 +130,8 @@ class Engine:
             self.prefill()
         cfg, dev = self.config, self.target.device
         cache_len = self.cache_len
-        assert kv.cache_length(self.cache) == cache_len, "cache out of step with committed tokens"
+        first_row, self._first_row = self._first_row, None
+        assert kv.cache_length(self.cache) == cache_len + (first_row is not None), "cache out of step with tokens"
 
         t0 = self.clock()
         max_depth = self.target.context_length - 1 - cache_len
@@ -137,8 +147,14 @@ class Engine:
         block = flatten(tree)
         t1 = self.clock()
 
-        logits = verify_forward(self.target, self.cache, block, cache_len)  # [n, V]
-        self.n_forward += 1
+        if first_row is not None and len(block.order) == 1:  # the root alone: the prefill's last row is its verify
+            logits = first_row  # [1, V]
+            tree.state = dict(tree.state, from_prefill=True)
+        else:
+            if first_row is not None:  # a draft at cycle 0: the root is verified with its tree, as in every cycle
+                kv.crop(self.cache, cache_len)
+            logits = verify_forward(self.target, self.cache, block, cache_len)  # [n, V]
+            self.n_forward += 1
         self._sync()
         t2 = self.clock()
 
@@ -246,12 +262,15 @@ class Engine:
 
 
 @torch.no_grad()
-def prefill_into(target: LoadedModel, drafter: Drafter, body: list[int], cache: DynamicCache) -> DynamicCache:
+def prefill_into(target: LoadedModel, drafter: Drafter, body: list[int], cache: DynamicCache,
+                 keep_last_row: bool = False) -> Any:
     """Run ``body`` into ``cache`` in chunks, the drafter harvesting every chunk's logits; returns the cache.
 
-    A session's prefill (``body``: the prompt but its last token), and a fork's new drafter started on the committed
-    tokens as if they were its prompt (:mod:`specviz_core.session.fork`)."""
+    A session's prefill (``body``: the whole prompt, ``keep_last_row``: returns ``(cache, last row's logits [1, V])``
+    and the drafter does not harvest that row), and a fork's new drafter started on the committed tokens but the
+    root as if they were its prompt (:mod:`specviz_core.session.fork`)."""
     dev = target.device
+    last = None
     for start in range(0, len(body), PREFILL_CHUNK):
         chunk = body[start:start + PREFILL_CHUNK]
         out = target.model(
@@ -262,8 +281,13 @@ def prefill_into(target: LoadedModel, drafter: Drafter, body: list[int], cache: 
         )
         cache = kv.returned_cache(out)
         prev = [body[i - 1] if i > 0 else -1 for i in range(start, start + len(chunk))]
-        drafter.harvest(torch.tensor(chunk, device=dev), out.logits[0], torch.tensor(prev))
-    return cache
+        rows = out.logits[0]  # [c, V]
+        if keep_last_row and start + len(chunk) == len(body):
+            last = rows[-1:].float()  # [1, V]
+            chunk, rows, prev = chunk[:-1], rows[:-1], prev[:-1]
+        if chunk:
+            drafter.harvest(torch.tensor(chunk, device=dev), rows, torch.tensor(prev))
+    return (cache, last) if keep_last_row else cache
 
 
 @dataclass(frozen=True)

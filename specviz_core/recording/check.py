@@ -103,7 +103,7 @@ def _check_session(rec: Recording, session_id: str, info: SessionInfo | None = N
         raise  # no such session: the command's mistake
     info = out.info
     prev: CycleRecord | None = None
-    n_tokens = 0
+    n_tokens = n_forward = 0
     try:
         for index, row in rec.cycle_rows(session_id):
             out.n_cycles += 1
@@ -112,6 +112,7 @@ def _check_session(rec: Recording, session_id: str, info: SessionInfo | None = N
                 prev = None
                 continue
             n_tokens += len(record.committed_ids)
+            n_forward += not record.state.get("from_prefill")
             if prev is not None and prev.index == index - 1 and record.cache_len != prev.cache_len + len(prev.kv_keep):
                 out.damaged.append((index, f"cache_len {record.cache_len}, but cycle {index - 1} left "
                                            f"{prev.cache_len + len(prev.kv_keep)} positions in the KV cache"))
@@ -119,7 +120,7 @@ def _check_session(rec: Recording, session_id: str, info: SessionInfo | None = N
     except DamagedRecording as e:
         out.damaged.append((None, e.reason))
         return out
-    for name, said, found in (("n_cycles", info.n_cycles, out.n_cycles), ("n_forward", info.n_forward, out.n_cycles),
+    for name, said, found in (("n_cycles", info.n_cycles, out.n_cycles), ("n_forward", info.n_forward, n_forward),
                               ("n_tokens", info.n_tokens, n_tokens)):
         if said != found and not out.damaged_cycles:
             out.damaged.append((None, f"{name} says {said}, but its cycles make {found}"))

@@ -72,10 +72,10 @@ class SessionWriter:
             conn.execute(
                 f"INSERT INTO cycles ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values())
             )
-            conn.execute(
-                "UPDATE sessions SET n_cycles = n_cycles + 1, n_forward = n_forward + 1, "
+            conn.execute(  # a cycle served from the prefill's last row ran no forward of its own
+                "UPDATE sessions SET n_cycles = n_cycles + 1, n_forward = n_forward + ?, "
                 "n_tokens = n_tokens + ?, decode_ms = decode_ms + ? WHERE id = ?",
-                [len(record.committed_ids), decode_ms, self.id],
+                [0 if record.state.get("from_prefill") else 1, len(record.committed_ids), decode_ms, self.id],
             )
             conn.commit()
         except sqlite3.Error as e:
