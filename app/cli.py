@@ -12,7 +12,7 @@ import specviz_core.cli.commands as core_cli
 from specviz_app.bench import options as bench_cli
 from specviz_core.cli.options import bounded_int, check_writable, finite_float, progress_bar, refuse_overwriting
 from specviz_core.errors import SpecVizError
-from specviz_core.viewer.comparison import load_comparison
+from specviz_core.viewer.comparison import load_comparison, stored_curve_of
 
 PANELS = ("tree", "mask", "kv", "charts", "output", "spine", "window")
 DEMO_HELP = "replay the bundled demo recording (a Goose session on the default model; loads no model)"
@@ -110,7 +110,7 @@ def cmd_race(args: argparse.Namespace) -> int:
     comparison, vocab = load_comparison(args.db, args.sessions)
     if not comparison.same_prompt():
         raise SpecVizError("the sessions decode different prompts: race sessions of one prompt")
-    race = make_race(comparison.sessions)
+    race = make_race(comparison.sessions, curve_of=stored_curve_of)
     from specviz_app.gui import make_app
     from specviz_app.windows.race.view import RaceView, write_gif
     from specviz_app.windows.race.window import RaceWindow
@@ -130,6 +130,9 @@ def cmd_race(args: argparse.Namespace) -> int:
 
         n = write_gif(view, args.out, size, fps=args.fps, slowdown=args.slowdown, progress=progress)
     print(f"{args.out} ({n} frames, {race.duration_ms * args.slowdown / 1000:.1f} s of race)")
+    for lane, note in zip(race.lanes, race.notes):
+        if note:
+            print(f"{lane.label}: {note}")
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from specviz_core.drafters import METHODS
 from specviz_core.engine.cycle import Engine
 from specviz_core.runtime.models import LoadedModel
 from specviz_core.session.factory import build_engine
@@ -75,6 +76,10 @@ def compare_greedy(m: LoadedModel, prompt: list[int], ours: list[int], ref: list
 
 def make_engine(m: LoadedModel, method: str, prompt: list[int], n: int, draft: LoadedModel | None = None,
                 temperature: float = 0.0, seed: int = 0, reuse=None, **params) -> Engine:
+    # The method's own trees unless a test asks for budget=auto (the default, which chooses from this machine's
+    # timings: its own tests are in test_budget.py).
+    if "budget" in METHODS[method].params_cls.__dataclass_fields__:
+        params.setdefault("budget", "paper")
     choice = check_method(method, params)
     if choice.cls.needs_draft_model and draft is None:
         draft = m

@@ -49,7 +49,9 @@ def test_a_session_on_the_users_model_equals_generate(user_model, method, one_th
     assert s.text == tok.decode(ref)
     summary = s.summary()
     assert summary["tokens"] == len(ref) and summary["cycles"] == len(s.cycles)
-    assert summary["target_forwards"] == len(s.cycles)  # one verify forward a cycle
+    # One verify forward a cycle, but none for a first token that the prefill's last row gave.
+    assert summary["target_forwards"] == len(s.cycles) - sum(bool(c.state.get("from_prefill")) for c in s.cycles)
+    assert summary["tokens_per_forward_prefill_counted"] == len(ref) / (summary["target_forwards"] + 1)
     assert sum(len(c.committed_ids) for c in s.cycles) == len(ref)
 
 

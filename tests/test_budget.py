@@ -267,3 +267,85 @@ def test_a_copys_depths_are_estimated_apart_and_the_spine_kept_accordingly():
     choice = ctl.fit(tree)
     assert choice.chosen == brute_force_best([post[min(d, 4)] for d in range(1, 51)], CURVE)
     assert choice.chosen >= 10
+
+
+@pytest.mark.parametrize("method", ["goose", "isotropic", "tr", "talon", "eagle_static", "stand", "draft_tree"])
+def test_every_tree_method_defaults_to_auto_and_paper_is_one_word_away(method):
+    from specviz_core.session.request import check_method
+
+    paper = METHODS[method].params_cls().budget
+    default = check_method(method, {})
+    assert default.auto and default.recorded_params["budget"] == "auto" and default.params.budget == paper
+    chosen = check_method(method, {"budget": "paper"})
+    assert not chosen.auto and chosen.recorded_params["budget"] == paper
+    fixed = check_method(method, {}, budget=8)
+    assert not fixed.auto and fixed.params.budget == 8
+    assert not check_method(method, {"budget": "12"}).auto
+
+
+@pytest.mark.parametrize("method", ["ar", "pld", "hf_prompt_lookup"])
+def test_methods_without_a_budget_take_neither_word(method):
+    from specviz_core.session.request import check_method
+
+    assert not check_method(method, {}).auto
+    with pytest.raises(SpecVizError, match="has no budget"):
+        check_method(method, {"budget": "paper"})
+
+
+class StepClock:
+    """A clock that advances 1 ms per reading, whatever the work: every stage of every cycle takes the same time."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        self.t += 0.001
+        return self.t
+
+
+@pytest.mark.parametrize("method", ["goose", "tr", "talon"])
+def test_on_a_flat_cost_curve_auto_keeps_the_papers_trees(tiny, method, one_thread):
+    """Where a forward costs the same at any size (a GPU at these sizes), auto keeps the paper's budget: every cycle
+    verifies the tree that budget=paper verifies (computed without a controller)."""
+    from specviz_core.engine.budget import BudgetController
+
+    prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7] * 2
+    paper = make_engine(tiny, method, prompt, 40, budget="paper")
+    want = [sorted(n.id for n in r.nodes if n.verified) for r in paper.cycles()]
+    e = make_engine(tiny, method, prompt, 40, budget="paper")
+    e.clock = StepClock()
+    flat = CostCurve((1, 64, 128), (20.0, 20.0, 20.0))
+    e.budget = BudgetController(flat, METHODS[method].max_budget(e.drafter.params), paper=e.drafter.params.budget)
+    got = [sorted(n.id for n in r.nodes if n.verified) for r in e.cycles()]
+    assert got == want and e.output_ids == paper.output_ids == hf_greedy(tiny, prompt, 40)
+    assert any(len(v) > 2 for v in want)  # trees, not only AR cycles
+
+
+def test_with_no_curve_yet_the_first_session_starts_at_the_papers_budget_and_measures_one(tmp_path, monkeypatch,
+                                                                                         tiny, one_thread):
+    """No stored curve: the session starts at once with the paper's trees, measures the curve a forward between
+    cycles (off its own cache: the output is plain greedy's), stores it, and auto takes over; the next session
+    starts with the stored curve."""
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7] * 2
+    assert load_cost_curve("tiny", "cpu") is None
+    e = make_engine(tiny, "goose", prompt, 80, budget="auto")
+    assert e.budget is not None and e.budget.pending
+    paper = make_engine(tiny, "goose", prompt, 80, budget="paper")
+    paper_trees = [sorted(n.id for n in r.nodes if n.verified) for r in paper.cycles()]
+    records = list(e.cycles())
+    assert e.output_ids == hf_greedy(tiny, prompt, 80)
+    k = e.budget.auto_from_cycle
+    assert k == e.budget.probe.total and k < len(records)
+    measuring = [r.state["budget"]["measuring"] for r in records[:k]]
+    assert measuring == [[i, k] for i in range(k)]
+    assert all("curve" in r.timings_ms for r in records[:k]) and not any("curve" in r.timings_ms for r in records[k:])
+    assert [sorted(n.id for n in r.nodes if n.verified) for r in records[:k]] == paper_trees[:k]
+    assert all("expected_tokens" in r.state["budget"] for r in records[k:])
+    stored = load_cost_curve("tiny", "cpu")
+    assert stored is not None and stored["n"] == list(e.budget.probe.sizes) and stored["measured_between_cycles"]
+    stats = e.session_stats()["budget"]
+    assert stats["mode"] == "auto" and stats["paper"] == 60 and stats["auto_from_cycle"] == k
+    again = make_engine(tiny, "goose", prompt, 8, budget="auto")
+    assert not again.budget.pending and again.budget.summary()["curve"] == "stored"

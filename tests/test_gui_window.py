@@ -80,6 +80,7 @@ def assert_panels_show(w, rec) -> None:
 def test_selecting_a_mask_row_selects_the_tree_node(qtbot, window):
     w = window
     w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("tr"))
+    w.run_panel._param_widgets["budget"].setValue(80)  # TR's paper budget: trees whatever the timings
     w.controller.step()
     qtbot.waitUntil(lambda: w.model.n_cycles == 1, timeout=60000)
     rec = w.model.record
@@ -116,6 +117,7 @@ def test_run_then_pause_stops_within_one_cycle(qtbot, window):
 def test_run_to_breakpoint_stops_on_a_matching_cycle(qtbot, window):
     w = window
     w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("tr"))
+    w.run_panel._param_widgets["budget"].setValue(80)  # TR's paper budget: trees whatever the timings
     kind = w.run_panel.breakpoint_editor.kind
     kind.setCurrentIndex(kind.findData("accepted_ge"))
     w.run_panel.breakpoint_editor.k.setValue(1)
@@ -303,15 +305,17 @@ def test_output_hover_names_the_cycle_and_click_jumps_there(qtbot, window, long_
 
 
 def test_budget_auto_from_the_form(qtbot, window):
+    """The form starts at auto (the default), says the paper's budget, and a number is a fixed budget."""
     w = window
     rp = w.run_panel
     rp.method.setCurrentIndex(rp.method.findData("goose"))
     spin = rp._param_widgets["budget"]
-    assert spin.value() == 60 and "auto" in spin.toolTip()
-    spin.setValue(spin.minimum())
-    assert spin.text() == "auto"
+    assert spin.text() == "auto" and "The paper's budget: 60" in spin.toolTip()
     req = rp.request()
     assert req.request.params["budget"] == "auto" and req.choice.auto
+    spin.setValue(60)
+    req = rp.request()
+    assert not req.choice.auto and req.choice.params.budget == 60
 
 
 def test_cyclic_garbage_is_collected_on_the_ui_thread(qtbot, window):

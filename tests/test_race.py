@@ -122,3 +122,22 @@ def test_lane_labels_name_method_and_budget():
     s = session("abcdef123456", 1.0, [(1.0, 1, 0)])
     s2 = dataclasses.replace(s.info, method="goose", params={"budget": 20, "ema": 0.3})
     assert Compared(s2, s.summaries).label == "goose (budget=20) abcdef"
+
+
+def test_a_lane_behind_plain_decoding_says_why(tmp_path, monkeypatch):
+    """A speculative lane that finishes after the AR lane says why, from its own timings against AR's mean step
+    (computed here by hand); a lane ahead says nothing."""
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))  # no stored cost curve: the arithmetic alone
+    ar = session("ar0001", 10.0, [(20.0, 1, 0)] * 12)
+    slow = session("slow01", 10.0, [(60.0, 2, 1)] * 6)  # 12 tokens in 360 ms against AR's 240
+    fast = session("fast01", 10.0, [(30.0, 3, 2)] * 4)
+    for s in (ar, slow, fast):
+        timed = tuple(dataclasses.replace(c, timings_ms={"draft": 0.1 * c.cycle_ms, "forward": 0.8 * c.cycle_ms,
+                                                          "walk": 0.1 * c.cycle_ms}) for c in s.summaries)
+        object.__setattr__(s, "summaries", timed)
+    ar = dataclasses.replace(ar, info=dataclasses.replace(ar.info, method="ar"))
+    race = make_race([ar, slow, fast])
+    assert race.notes[0] == "" and race.notes[2] == ""
+    # Verify 48 ms against AR's 20 ms step, drafting and bookkeeping 12 ms more, 2 tokens a forward.
+    assert race.notes[1] == ("Slower here: its 3-row verify costs 2.4x one ar step, drafting and bookkeeping 0.6x "
+                             "more, for 2.00 tokens a forward.")

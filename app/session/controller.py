@@ -21,6 +21,7 @@ from specviz_app.session.autoplay import AUTOPLAY_SPEEDS, DEFAULT_SPEED, Autopla
 from specviz_app.session.engine_link import EngineLink
 from specviz_app.session.live_feed import LiveFeed
 from specviz_app.session.measurements import Measurements
+from specviz_core.analysis.metrics import budget_words
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
@@ -328,8 +329,8 @@ class SessionController(QObject):
             self.session_status.emit(f"Session {info.id} {info.status}"
                                      f"{' (' + info.stop_reason + ')' if info.stop_reason else ''}: "
                                      f"{info.n_tokens} tokens in {info.n_forward} forwards, "
-                                     f"{info.mean_accepted:.2f} tokens/forward. Step or Run starts a new session "
-                                     "with these settings; Reset edits them first.")
+                                     f"{info.mean_accepted:.2f} tokens/forward{budget_words(info.stats)}. Step or "
+                                     "Run starts a new session with these settings; Reset edits them first.")
             self.autoplay.set(False)
         self.sessions_changed.emit()
 

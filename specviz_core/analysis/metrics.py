@@ -241,3 +241,21 @@ class MetricsCounter:
         c = (costs[(len(costs) - 1) // 2] + costs[len(costs) // 2]) / 2 if costs else None
         return SessionMetrics(self.cycles, self.drafting, self.drafted, self.accepted, positions, known, self.room,
                               self.room_acc, dict(self.by_source), self.steps, c)
+
+
+def budget_words(stats: dict[str, Any]) -> str:
+    """How a session's budget was chosen, in a few words (empty for a method with no budget)."""
+    b = stats.get("budget") if isinstance(stats, dict) else None
+    if not isinstance(b, dict):
+        return ""
+    if b.get("mode") == "auto":
+        start = b.get("auto_from_cycle")
+        when = "" if start in (0, None) else f" from cycle {start}, the paper's before while this device's verify " \
+                                              "cost was measured"
+        if start is None:
+            return f"; budget: the paper's {b.get('paper')} while this device's verify cost is measured"
+        return (f"; budget chosen for this device: {b.get('mean_budget', 0.0):.1f} nodes a cycle{when} "
+                f"(the paper's {b.get('paper')})")
+    if b.get("mode") == "fixed":
+        return f"; budget fixed at {b.get('value')} (the paper's {b.get('paper')})"
+    return f"; budget: the paper's {b.get('value')}"

@@ -10,11 +10,13 @@ has crossed the finish line. The window's Race view and ``specviz race`` (an ani
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from specviz_core.analysis.compare import Compared
 from specviz_core.analysis.cycle_summary import AR, BONUS
+from specviz_core.analysis.timing import CostCurve, session_cost
+from specviz_core.records import SessionInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +82,8 @@ def is_draft(kind: str) -> bool:
 @dataclass(frozen=True)
 class Race:
     lanes: tuple[Lane, ...]
+    notes: tuple[str, ...] = ()
+    """Per lane: why it finished behind the first lane (from the time arithmetic), or '' when it did not."""
 
     @property
     def duration_ms(self) -> float:
@@ -100,10 +104,39 @@ class Race:
         return [base.finish_ms / lane.finish_ms if lane.finish_ms > 0 else 0.0 for lane in self.lanes]
 
 
-def make_race(sessions: Sequence[Compared], include_prefill: bool = True) -> Race:
+def make_race(sessions: Sequence[Compared], include_prefill: bool = True,
+              curve_of: Callable[[SessionInfo], CostCurve | None] | None = None) -> Race:
+    """The race of ``sessions`` (the first is the baseline). ``curve_of``: a session's device's verify-cost curve,
+    for what a lane behind the baseline says (the callers pass the stored curves)."""
     if not 2 <= len(sessions) <= 4:
         raise ValueError("a race has two to four lanes")
-    return Race(tuple(Lane.of(s, include_prefill) for s in sessions))
+    lanes = tuple(Lane.of(s, include_prefill) for s in sessions)
+    base = lanes[0]
+    notes = tuple("" if i == 0 or lane.finish_ms <= base.finish_ms
+                  else why_slower(s, sessions[0], curve_of(s.info) if curve_of else None)
+                  for i, (lane, s) in enumerate(zip(lanes, sessions)))
+    return Race(lanes, notes)
+
+
+def why_slower(s: Compared, base: Compared, curve: CostCurve | None = None) -> str:
+    """Why ``s`` took longer than ``base`` (plain decoding, as a race's first lane usually is), in one line: what
+    its verify forward cost against the base's step, what it committed per forward, and what ``curve`` (its
+    device's verify cost) says a better budget would do (:func:`specviz_core.analysis.timing.session_cost`)."""
+    steps = [c.cycle_ms for c in base.summaries
+             if not c.damaged and c.cycle_ms > 0 and not c.state.get("from_prefill")]  # decode steps only
+    t_base = sum(steps) / len(steps) if steps else None
+    cost = session_cost(s.summaries, curve, t_base, f"{base.info.method}'s mean step")
+    if not cost.cycles:
+        return ""
+    rows = round(cost.mean_rows)
+    unit = f"one {base.info.method} step" if t_base else "a 1-token forward"
+    text = (f"Slower here: its {rows}-row verify costs {cost.forward_ms / cost.ar_forward_ms:.1f}x {unit}, "
+            f"drafting and bookkeeping {(cost.draft_ms + cost.bookkeeping_ms) / cost.ar_forward_ms:.1f}x more, "
+            f"for {cost.tau:.2f} tokens a forward")
+    if cost.best is not None:
+        text += (f"; the cost curve gives budget {cost.best.budget} {cost.best.speedup:.2f}x" if cost.best.speedup > 1
+                 else "; the cost curve says no budget beats plain decoding on this device")
+    return text + "."
 
 
 def frame_times(race: Race, fps: float = 10.0, slowdown: float = 1.0, hold_ms: float = 2000.0) -> list[float]:

@@ -251,6 +251,16 @@ def method_notes(state: dict[str, Any]) -> list[str]:
     """What a cycle's method state says about why it drafted what it did, in plain sentences: Goose's route,
     confidence, budget and path; transformers' reason for ending the draft and its schedule."""
     out = []
+    if state.get("from_prefill"):
+        out.append("No forward of its own: the token comes from the prefill's last row (the prompt ran in one "
+                   "forward, as generate and the official decoders run it).")
+    if state.get("prefill_in_forward"):
+        n = int(state["prefill_in_forward"])
+        out.append(f"This forward also ran the prompt's {n} token{'s' if n != 1 else ''} before the root: "
+                   "transformers' generate has no separate prefill.")
+    budget = state.get("budget")
+    if isinstance(budget, dict) and "chosen" in budget:
+        out.append(budget_note(budget))
     route = state.get("route")
     if route in _ROUTES:
         bits = [f"Route: {_ROUTES[route]}."]
@@ -283,3 +293,21 @@ def method_notes(state: dict[str, Any]) -> list[str]:
             s += f"; the schedule moves it to {nxt} for the next cycle"
         out.append(s + ".")
     return out
+
+
+def budget_note(b: dict[str, Any]) -> str:
+    """``budget=auto``'s choice for a cycle (its ``state["budget"]``), in one sentence."""
+    chosen, candidates, paper = b.get("chosen"), b.get("candidates"), b.get("paper")
+    paper_s = f"the paper's {paper}" if paper else "the method's own"
+    if "measuring" in b:
+        done, total = b["measuring"]
+        return (f"Budget: {paper_s} ({chosen} draft nodes verified) while SpecViz measures this device's verify cost "
+                f"between cycles ({done} of {total} steps); budget=auto chooses once it is known.")
+    if b.get("flat"):
+        return (f"Budget: {paper_s} ({chosen} draft nodes verified): on this device a bigger tree costs next to "
+                "nothing more (a flat verify cost), so budget=auto keeps the method's own tree.")
+    gain = b.get("gain_vs_ar")
+    tail = f"; expected {b['expected_tokens']:.2f} tokens in {b['expected_ms']:.0f} ms" if "expected_tokens" in b else ""
+    tail += f", {gain:.2f}x an AR step" if isinstance(gain, (int, float)) else ""
+    return (f"Budget chosen for this device (budget=auto): {chosen} of {candidates} drafted nodes verified "
+            f"({f'the paper budgets {paper}' if paper else 'the method alone verifies all'}){tail}.")

@@ -65,7 +65,8 @@ class Session:
 
     ``model`` and ``tokenizer`` are a transformers causal LM (in eval mode) and its tokenizer; ``method`` one
     of :data:`specviz.METHODS` with its parameters as keyword arguments (``budget=40``, ``mu=0.05``; the same
-    names, bounds and errors as ``specviz record --param``); ``prompt`` a text (the model's chat template is used
+    names, bounds and errors as ``specviz record --param``; a tree method's ``budget`` is ``"auto"`` by default,
+    chosen for this device, ``"paper"`` for the method's own, or a number); ``prompt`` a text (the model's chat template is used
     when it has one, unless ``chat_template=False``) or token ids. With ``db`` every cycle is recorded to that
     SQLite file as it is decoded, in the format the window opens (``specviz gui --db``).
     """
@@ -73,8 +74,10 @@ class Session:
     def __init__(self, model: Any, tokenizer: Any, method: str = "goose", prompt: str | Sequence[int] = "",
                  db: str | Path | None = None, *, draft_model: Any = None, draft_tokenizer: Any = None,
                  max_new_tokens: int = 128, temperature: float = 0.0, seed: int = 0,
-                 chat_template: bool | None = None, budget: int | None = None, **params: Any) -> None:
+                 chat_template: bool | None = None, budget: int | str | None = None, **params: Any) -> None:
         self.target = wrap_model(model, tokenizer)
+        if isinstance(budget, str):  # "auto" (the default for a method with a budget) or "paper"
+            params, budget = {**params, "budget": budget}, None
         is_text = isinstance(prompt, str)
         prompt_ids = None if is_text else [int(t) for t in prompt]  # type: ignore[union-attr]
         if prompt_ids is not None and not prompt_ids:
@@ -173,14 +176,17 @@ class Session:
         and the acceptance metrics (per position, stop causes, headroom) that ``specviz sessions --metrics`` prints."""
         n = len(self.output_ids)
         forwards = self.engine.n_forward
+        metrics = session_metrics(self._summaries).to_json()
+        metrics["decode_cycles"] = metrics.pop("cycles")  # the prefill's token is a cycle, not a decode step
         return {
+            **metrics,
             "method": self.choice.method, "done": self.done, "stop_reason": self.stop_reason,
             "tokens": n, "cycles": len(self.cycles), "target_forwards": forwards,
             "tokens_per_forward": n / forwards if forwards else 0.0,
             "tokens_per_forward_prefill_counted": n / (forwards + 1) if n else 0.0,
             "tokens_per_s": n / self._decode_s if self._decode_s > 0 else 0.0,
             "recording": str(self.db) if self.db is not None else None, "session_id": self.info.id,
-            **session_metrics(self._summaries).to_json(),
+            "budget": self.engine.session_stats().get("budget"),
         }
 
     def _repr_html_(self) -> str:

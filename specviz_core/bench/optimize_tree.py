@@ -61,9 +61,11 @@ def select_tree(paths: Sequence[RankPath], counts: dict[RankPath, int], keep: in
 
 def check_choice(params: dict[str, Any] | None) -> Any:
     """STAND's checked settings for the calibration, refused before any model loads."""
-    choice = check_method("stand", params)
-    if choice.auto:
+    params = dict(params or {})
+    if str(params.get("budget", "")).strip().lower() == "auto":
         raise SpecVizError("optimize-tree decodes on its own large tree: budget=auto does not apply")
+    params.setdefault("budget", "paper")  # its own large tree, not the default auto
+    choice = check_method("stand", params)
     if choice.params.tree not in ("", "auto"):
         raise SpecVizError("optimize-tree starts from its own large tree: do not pass tree=")
     return choice

@@ -64,7 +64,12 @@ class Run:
 
 def decode(target: LoadedModel, method: str, params: dict[str, Any], ids: list[int], n: int, *,
            temperature: float = 0.0, seed: int = 0, drafter: Any = None) -> tuple[Run, Any]:
-    """One session to the end; returns its numbers and its drafter (to share tables across samples)."""
+    """One session to the end; returns its numbers and its drafter (to share tables across samples). The papers'
+    claims are about their own budgets: a method with a budget runs ``budget=paper`` unless ``params`` say."""
+    from specviz_core.methods import card
+
+    if "budget" in card(method).params_cls.__dataclass_fields__:
+        params = {"budget": "paper", **params}
     choice = check_method(method, params)
     engine = build_engine(target, choice, ids, max_new_tokens=n, temperature=temperature, seed=seed, drafter=drafter)
     records = list(engine.cycles())

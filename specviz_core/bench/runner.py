@@ -229,7 +229,7 @@ def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
     results["rows"] = rows
     results["suites"] = suite_summary(rows)
     results["recording"] = recording_summary(rec_rows)
-    results["budget_auto"] = budget_auto_summary(results["suites"])
+    results["budget_auto"] = budget_auto_summary(results["suites"], results["rows"])
     results["checks"] = {  # sampled outputs are not compared (identical_to_ar is None)
         "all_identical": all(r["identical_to_ar"] for r in rows) if cfg.temperature == 0 else None,
         "not_identical": [f"{r['suite']}/{r['prompt']} {r['method']}: {r['check']}" for r in rows
@@ -264,7 +264,9 @@ def _prompt_rows(target: LoadedModel, suite: Suite, prompt: Prompt, ids: list[in
         speeds = [r.tokens_per_s for r in rs]
         row = {
             "suite": suite.name, "prompt": prompt.id, "method": spec.label, "base_method": spec.method,
-            "params": dict(spec.params),
+            "params": dict(spec.params), "configuration": spec.base,
+            "budget_choice": ("auto" if spec.is_auto else str(spec.params.get("budget", "paper")).strip().lower())
+            if spec.has_budget else None,
             "tau": round(tau, 3),
             "tokens_per_s": round(tps, 3),
             "speedup_vs_ar": round(statistics.median(ratios), 4) if ratios else None,

@@ -11,10 +11,11 @@ from specviz_core.engine.budget import split_auto
 from specviz_core.errors import SpecVizError
 from specviz_core.methods import CARDS, card, parse_params
 
-#: Methods run when ``--methods`` is not given (``hf_assisted`` and ``draft_tree`` join when there is a draft model).
-DEFAULT_METHODS = ("ar", "pld", "hf_prompt_lookup", "tr", "tr:budget=auto", "goose", "goose:budget=auto")
+#: Methods run when ``--methods`` is not given (``hf_assisted`` and ``draft_tree`` join when there is a draft model):
+#: a tree method by its name runs its default, ``budget=auto``; ``:budget=paper`` the paper's fixed budget.
+DEFAULT_METHODS = ("ar", "pld", "hf_prompt_lookup", "tr", "tr:budget=paper", "goose", "goose:budget=paper")
 #: Methods also run with recording on, for the recording overhead.
-DEFAULT_RECORDED = ("goose:budget=auto",)
+DEFAULT_RECORDED = ("goose",)
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,53 @@ class MethodSpec:
     @property
     def is_hf(self) -> bool:
         return self.method in bench_hf.HF_METHODS
+
+    @property
+    def has_budget(self) -> bool:
+        return not self.is_hf and self.method in CARDS and "budget" in card(self.method).params_cls.__dataclass_fields__
+
+    @property
+    def is_auto(self) -> bool:
+        """A tree method choosing its budget for the device: its default, or ``budget=auto`` said."""
+        return self.has_budget and str(self.params.get("budget", "auto")).strip().lower() == "auto"
+
+    @property
+    def base(self) -> str:
+        """The label without its budget: what a fixed-budget variant of this configuration adds its budget to."""
+        return self.method + "".join(f":{k}={v}" for k, v in self.params.items() if k != "budget")
+
+    def with_budget(self, budget: str) -> MethodSpec:
+        params = {**{k: v for k, v in self.params.items() if k != "budget"}, "budget": budget}
+        return MethodSpec(f"{self.base}:budget={budget}", self.method, params)
+
+
+def add_fixed_budgets(specs: list[MethodSpec], budgets: list[str]) -> list[MethodSpec]:
+    """``specs`` and, after each tree method choosing its budget (``auto``), the same configuration at each of
+    ``budgets`` (numbers, or ``paper``), unless already there: measured in the same rounds, for auto against the
+    best fixed budget."""
+    out, labels = [], {s.label for s in specs}
+    for spec in specs:
+        out.append(spec)
+        if not spec.is_auto:
+            continue
+        for b in budgets:
+            variant = spec.with_budget(b)
+            if variant.label not in labels:
+                labels.add(variant.label)
+                out.append(variant)
+    return out
+
+
+def parse_budgets(text: str) -> list[str]:
+    """``4,8,16,32,paper``: fixed budgets, checked."""
+    out = []
+    for piece in (p.strip().lower() for p in text.split(",") if p.strip()):
+        if piece != "paper" and not (piece.isdigit() and 1 <= int(piece) <= 1024):
+            raise SpecVizError(f"--fixed-budgets takes numbers from 1 to 1024 and 'paper', got {piece!r}")
+        out.append(piece)
+    if not out:
+        raise SpecVizError("--fixed-budgets is empty: e.g. 4,8,16,32,paper")
+    return list(dict.fromkeys(out))
 
 
 def _items(text: str) -> list[str]:

@@ -29,8 +29,9 @@ from specviz_core.session.request import MAX_NEW_TOKENS, MAX_SEED
 REPEATS = 2
 METHODS_HELP = (
     "comma-separated method ids, each with optional :key=value parameters, e.g. "
-    "ar,pld,goose,goose:budget=auto,isotropic:branching_factor=5; reference rows: hf_prompt_lookup, hf_assisted (needs "
-    "--draft-model), hf_greedy (default: ar,pld,hf_prompt_lookup,tr,tr:budget=auto,goose,goose:budget=auto; "
+    "ar,pld,goose,goose:budget=paper,isotropic:branching_factor=5 (a tree method's budget is auto, chosen for this "
+    "device, unless :budget=paper or a number says otherwise); reference rows: hf_prompt_lookup, hf_assisted (needs "
+    "--draft-model), hf_greedy (default: ar,pld,hf_prompt_lookup,tr,tr:budget=paper,goose,goose:budget=paper; "
     "with --draft-model also draft_tree and hf_assisted)"
 )
 
@@ -44,6 +45,9 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--model", default=None, help="target model folder or cached hub id (default: the embedded model)")
     b.add_argument("--draft-model", default=None, help="draft model for draft_tree and hf_assisted ('default' for the embedded model)")
     b.add_argument("--methods", default=None, help=METHODS_HELP)
+    b.add_argument("--fixed-budgets", default=None, metavar="LIST",
+                   help="also run every tree method whose budget is auto at these fixed budgets, in the same rounds "
+                   "(e.g. 4,8,16,32,paper), and report auto against the best of them")
     b.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="a parameter for every method that has it, e.g. budget=auto; repeatable")
     g = b.add_mutually_exclusive_group()
@@ -76,7 +80,13 @@ def add_parser(sub: Any) -> None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from specviz_core.bench import runner as bench
-    from specviz_core.bench.specs import DEFAULT_METHODS, DEFAULT_RECORDED, parse_method_specs
+    from specviz_core.bench.specs import (
+        DEFAULT_METHODS,
+        DEFAULT_RECORDED,
+        add_fixed_budgets,
+        parse_budgets,
+        parse_method_specs,
+    )
 
     if args.report is not None:
         try:
@@ -96,6 +106,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         m for m in DEFAULT_METHODS + (("draft_tree", "hf_assisted") if args.draft_model else ())
         if not (args.temperature > 0 and m.startswith("hf_")))  # the reference rows are greedy only
     specs = parse_method_specs(methods_text, parse_kv(args.param))
+    if args.fixed_budgets is not None:
+        specs = add_fixed_budgets(specs, parse_budgets(args.fixed_budgets))
     if args.record_methods is None:
         recorded = [s.label for s in specs if s.label in DEFAULT_RECORDED]
     elif args.record_methods.strip().lower() == "none":
@@ -164,7 +176,10 @@ def set_threads(threads: int | None) -> None:
 
 def _finish(res: dict[str, Any], args: argparse.Namespace) -> None:
     from specviz_core.bench import report as bench_report
+    from specviz_core.bench.aggregate import budget_auto_summary
 
+    if res.get("suites"):  # a results file from an earlier version is summarised as this one would
+        res["budget_auto"] = budget_auto_summary(res["suites"], res.get("rows"))
     print("\n".join(bench_report.summary_lines(res, per_prompt=args.per_prompt)))
     if args.markdown is not None:
         try:

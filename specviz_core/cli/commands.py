@@ -28,6 +28,7 @@ from specviz_core.cli.options import (
     add_minutes_arg,
     atomic_output,
     bounded_int,
+    budget_arg,
     finite_float,
     progress_bar,
     read_prompt_file,
@@ -98,8 +99,10 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     r.add_argument("--samples", type=bounded_int(1, 1000), default=1,
                    help="decode the prompt N times (seeds seed..seed+N-1) as one group, one drafter throughout (default 1)")
     add_minutes_arg(r, "the samples and cycles decoded so far (a sample cut short is marked interrupted)")
-    r.add_argument("--budget", type=bounded_int(1, 1024), default=None,
-                   help="draft tokens verified per cycle, at most (tree methods; up to 1024)")
+    r.add_argument("--budget", type=budget_arg, default=None,
+                   help="tree methods: draft tokens verified per cycle, at most: auto (the default: chosen for this "
+                   "device from its measured verify cost), paper (the method's own, as its paper fixes it) or a number "
+                   "up to 1024")
     r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a method parameter; repeatable")
     r.add_argument("--no-chat-template", action="store_true", help="send the prompt as raw text")
     r.add_argument("--fork", metavar="SESSION:CYCLE", help="continue that session of --db from that cycle with the "
@@ -260,8 +263,12 @@ def record_request(args: argparse.Namespace) -> Any:
               + "".join(f" --param {k}={v}" for k, v in call.params.items()), file=sys.stderr)
     elif method is None:
         raise SpecVizError("give --method, or your generate call's arguments with --generate-kwargs")
+    budget = args.budget
+    if isinstance(budget, str):  # auto or paper: a word of the budget parameter
+        params = {**params, "budget": budget}
+        budget = None
     return SessionRequest(
-        method=method, prompt=prompt, model=args.model, draft_model=draft, params=params, budget=args.budget,
+        method=method, prompt=prompt, model=args.model, draft_model=draft, params=params, budget=budget,
         max_new_tokens=max_new if max_new is not None else 128, temperature=temperature or 0.0, seed=args.seed or 0,
         chat_template=False if args.no_chat_template else None, device=args.device, dtype=args.dtype,
     )

@@ -35,6 +35,19 @@ def bounded_int(lo: int, hi: int) -> Callable[[str], int]:
     return parse
 
 
+def budget_arg(text: str) -> int | str:
+    """An argparse type for ``--budget``: ``auto`` (chosen for this device), ``paper`` (the method's own) or a
+    number of draft nodes from 1 to 1024."""
+    word = text.strip().lower()
+    if word in ("auto", "paper"):
+        return word
+    try:
+        int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"auto, paper or a whole number from 1 to 1,024, got {text!r}") from None
+    return bounded_int(1, 1024)(text)
+
+
 def finite_float(lo: float, hi: float) -> Callable[[str], float]:
     """An argparse type: a finite number from ``lo`` to ``hi`` (nan and inf are refused)."""
     def parse(text: str) -> float:

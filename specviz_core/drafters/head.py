@@ -118,6 +118,17 @@ def install_feature_tap(model: Any) -> None:
     lm._specviz_tap = True
 
 
+def retap(model: Any, rows: slice | None = None, features: torch.Tensor | None = None) -> torch.Tensor | None:
+    """Where the tap is installed: keep only ``rows`` of the last forward's features (or put ``features`` in their
+    place); returns what was there before. The engine splits a prefill's last row off this way, for cycle 0."""
+    lm = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    before = getattr(lm, "_specviz_features", None) if lm is not None else None
+    if before is None:
+        return None
+    lm._specviz_features = features if features is not None else before[:, rows] if rows is not None else before
+    return before
+
+
 def tapped_features(model: Any, rows: int) -> torch.Tensor:
     """The last forward's features [rows, H] (the forward must have kept the LM head's input for every row)."""
     f = getattr(lm_head_of(model), "_specviz_features", None)

@@ -45,6 +45,8 @@ from specviz_core.records import CycleRecord
 from specviz_core.tree import DraftTree
 
 AUTO = "auto"
+#: ``budget=paper``: the method's own budget, as its paper (and the official code) fix it.
+PAPER = "paper"
 #: Upper edges of the score bands; scores at or above the last are "no confidence given" (a spine, a copy).
 SCORE_BANDS = (0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.9, 0.999)
 #: Prior acceptance, given its parent was accepted, of a node whose drafter gives no confidence (score 1.0: a
@@ -60,24 +62,30 @@ PRIOR_WEIGHT = 2.0
 OPTIMISM = 1.0
 #: Per-cycle forgetting of the acceptance counts (half-life about 35 cycles).
 DECAY = 0.98
+#: A curve is flat when a forward over the largest tree costs at most this much more than a 1-row one (a GPU at
+#: these sizes): there ``auto`` keeps the method's own budget, tree for tree.
+FLAT = 1.10
 #: The cycle-time estimates ignore the draft's own time: it is spent before the choice.
 STAGES_AFTER_DRAFT = ("walk", "trim", "harvest", "build")
 
 
 def wants_auto(raw_params: dict[str, Any]) -> bool:
-    """Whether the user asked for ``budget=auto``."""
+    """Whether the user asked for ``budget=auto`` in so many words."""
     v = raw_params.get("budget")
     return isinstance(v, str) and v.strip().lower() == AUTO
 
 
 def split_auto(method: str, params_cls: type, raw_params: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """``raw_params`` without ``budget=auto``, and whether it was there (checked against the method)."""
-    if not wants_auto(raw_params):
-        return dict(raw_params), False
-    if "budget" not in params_cls.__dataclass_fields__:
-        raise SpecVizError(f"method {method} has no budget, so budget=auto does not apply")
-    rest = {k: v for k, v in raw_params.items() if k != "budget"}
-    return rest, True
+    """``raw_params`` without a ``budget`` word, and whether the budget is ``auto``: asked for, or not given at all
+    for a method with a budget (every tree method's default). ``budget=paper`` is the method's own budget."""
+    has_budget = "budget" in params_cls.__dataclass_fields__
+    v = raw_params.get("budget")
+    word = v.strip().lower() if isinstance(v, str) else None
+    if word in (AUTO, PAPER):
+        if not has_budget:
+            raise SpecVizError(f"method {method} has no budget, so budget={word} does not apply")
+        return {k: x for k, x in raw_params.items() if k != "budget"}, word == AUTO
+    return dict(raw_params), has_budget and v is None
 
 
 def choose_budget(expected_tokens: Sequence[float], cycle_ms: Sequence[float]) -> int:
@@ -218,32 +226,77 @@ class Choice:
     """Predicted forward + walk/trim/harvest ms."""
     gain_vs_ar: float
     """Expected tokens/ms over an AR cycle's (1 token, 1 row)."""
+    measuring: tuple[int, int] | None = None
+    """While no curve is known yet: (steps done, steps in all) of measuring it; the method's own tree was kept."""
+    flat: bool = False
+    """The curve is flat up to the largest tree: the method's own tree was kept."""
+    paper: int | None = None
+    """The method's own budget, said beside the choice."""
 
     def as_state(self) -> dict[str, Any]:
+        if self.measuring is not None:
+            return {"chosen": self.chosen, "candidates": self.candidates, "paper": self.ceiling,
+                    "measuring": list(self.measuring)}
+        if self.flat:
+            return {"chosen": self.chosen, "candidates": self.candidates, "paper": self.ceiling, "flat": True}
         return {"chosen": self.chosen, "candidates": self.candidates, "ceiling": self.ceiling,
                 "expected_tokens": round(self.expected_tokens, 3), "expected_ms": round(self.expected_ms, 3),
-                "gain_vs_ar": round(self.gain_vs_ar, 3)}
+                "gain_vs_ar": round(self.gain_vs_ar, 3), **({"paper": self.paper} if self.paper else {})}
 
 
 class BudgetController:
-    """``budget=auto``: chooses each cycle's budget from the cost curve and the running acceptance."""
+    """``budget=auto``: chooses each cycle's budget from the cost curve and the running acceptance.
 
-    def __init__(self, curve: CostCurve, max_budget: int, min_ceiling: int = 16, decay: float = DECAY) -> None:
+    With no curve for this device yet (``curve=None``) it is *pending*: the cycles keep the method's own budget (the
+    paper's) while ``probe`` measures the curve one forward between cycles (:meth:`probe_step`); the choice starts
+    with the cycle after the curve is known."""
+
+    def __init__(self, curve: CostCurve | None, max_budget: int, min_ceiling: int = 16, decay: float = DECAY,
+                 probe: Any = None, paper: int | None = None) -> None:
         if max_budget < 1:
             raise SpecVizError("budget=auto needs a maximum budget of at least 1")
         self.max_budget = max_budget
+        self.paper = paper if paper is not None else max_budget
+        """The method's own budget (``budget=paper``), kept while pending and said beside the choice."""
         self.min_ceiling = min(min_ceiling, max_budget)
         self.stats = AcceptanceStats(decay)
-        self.time = CycleTimeModel(curve)
+        self.time: CycleTimeModel | None = CycleTimeModel(curve) if curve is not None else None
+        self.probe = probe
+        self.curve_source = "stored" if curve is not None else "measuring"
+        self.auto_from_cycle: int | None = 0 if curve is not None else None
         self._chosen_ema = float(max_budget)
         self.last: Choice | None = None
         self.n_cycles = 0
         self.chosen_total = 0
         self.ar_cycles = 0
 
-    def draft_budget(self) -> int:
-        """The ceiling to draft up to this cycle: room to grow to twice the recent choice."""
+    @property
+    def pending(self) -> bool:
+        """No verify-cost curve yet: the method's own budget holds."""
+        return self.time is None
+
+    @property
+    def flat(self) -> bool:
+        """The curve is flat up to the largest tree (:data:`FLAT`): the method's own budget is the choice."""
+        curve = self.time.curve if self.time is not None else None
+        return curve is not None and curve(self.max_budget + 1) <= FLAT * curve(1)
+
+    def draft_budget(self) -> int | None:
+        """The ceiling to draft up to this cycle: room to grow to twice the recent choice (None while pending: the
+        drafter drafts its own tree)."""
+        if self.pending or self.flat:
+            return None
         return int(min(self.max_budget, max(self.min_ceiling, 2 * self._chosen_ema + 4)))
+
+    def probe_step(self) -> None:
+        """While pending, one step of measuring the curve; the choice takes over once it is known."""
+        if not self.pending or self.probe is None:
+            return
+        self.probe.step()
+        if self.probe.done:
+            self.time = CycleTimeModel(CostCurve.from_dict(self.probe.curve))
+            self.curve_source = f"measured between cycles 0-{self.n_cycles - 1}"
+            self.auto_from_cycle = self.n_cycles
 
     def path_probs(self, tree: DraftTree) -> list[float]:
         """Optimistic probability that each node is on the accepted path (1 for the root, 0 for gated nodes): the
@@ -269,7 +322,17 @@ class BudgetController:
         return pp, mean_pp
 
     def fit(self, tree: DraftTree, ceiling: int | None = None) -> Choice:
-        """Gate every verified node but the best B; returns the choice (B may be 0: an AR cycle)."""
+        """Gate every verified node but the best B; returns the choice (B may be 0: an AR cycle). While pending,
+        nothing is gated: the drafter's own tree is verified."""
+        if self.time is None:
+            n = sum(1 for i in range(1, len(tree)) if not tree.gated[i])
+            done = (self.probe.done_steps, self.probe.total) if self.probe is not None else (0, 0)
+            self.last = Choice(n, n, self.paper, 0.0, 0.0, 1.0, measuring=done)
+            return self.last
+        if self.flat:  # a bigger tree costs (nearly) nothing more: the method's own tree, every node of it
+            n = sum(1 for i in range(1, len(tree)) if not tree.gated[i])
+            self.last = Choice(n, n, self.paper, 0.0, 0.0, 1.0, flat=True)
+            return self.last
         pp, mean_pp = self._path_probs(tree)
         # Keep a node only with its parent and its earlier siblings (siblings sampled without replacement
         # must stay a prefix): rank by the lowest path probability among the node, its parent's rank
@@ -298,7 +361,7 @@ class BudgetController:
         ar_rate = 1.0 / cycle_ms[0] if cycle_ms[0] > 0 else 0.0
         rate = expected[b] / cycle_ms[b] if cycle_ms[b] > 0 else 0.0
         self.last = Choice(b, len(cand), ceiling if ceiling is not None else self.max_budget, expected[b],
-                           cycle_ms[b], rate / ar_rate if ar_rate > 0 else 1.0)
+                           cycle_ms[b], rate / ar_rate if ar_rate > 0 else 1.0, paper=self.paper)
         return self.last
 
     def observe(self, record: CycleRecord) -> None:
@@ -306,7 +369,8 @@ class BudgetController:
         self.stats.observe(record)
         t = record.timings_ms
         rows = record.n_verified
-        self.time.observe(rows, t.get("forward", 0.0), sum(t.get(k, 0.0) for k in STAGES_AFTER_DRAFT))
+        if self.time is not None and not record.state.get("from_prefill"):  # a forward was timed
+            self.time.observe(rows, t.get("forward", 0.0), sum(t.get(k, 0.0) for k in STAGES_AFTER_DRAFT))
         chosen = rows - 1
         self._chosen_ema += 0.2 * (chosen - self._chosen_ema)
         self.n_cycles += 1
@@ -314,12 +378,21 @@ class BudgetController:
         self.ar_cycles += chosen == 0
 
     def summary(self) -> dict[str, Any]:
-        return {"cycles": self.n_cycles, "mean_budget": self.chosen_total / self.n_cycles if self.n_cycles else 0.0,
-                "ar_cycles": self.ar_cycles, "max_budget": self.max_budget, "forward_scale": round(self.time.scale, 3)}
+        """What a session records of its budget (``stats["budget"]``): chosen for this device, and the paper's."""
+        return {"mode": AUTO, "paper": self.paper, "cycles": self.n_cycles,
+                "mean_budget": self.chosen_total / self.n_cycles if self.n_cycles else 0.0,
+                "ar_cycles": self.ar_cycles, "max_budget": self.max_budget, "curve": self.curve_source,
+                "auto_from_cycle": self.auto_from_cycle,
+                "forward_scale": round(self.time.scale, 3) if self.time is not None else None}
 
 
-def make_controller(target: Any, max_budget: int) -> BudgetController:
-    """A controller for ``target`` on its device, measuring (once) and storing its cost curve if needed."""
-    from specviz_core.engine.cost_curve import ensure_cost_curve
+def make_controller(target: Any, max_budget: int, paper: int | None = None) -> BudgetController:
+    """A controller for ``target`` on its device: with its stored cost curve, or pending while a
+    :class:`~specviz_core.engine.cost_curve.CurveProbe` measures one between the cycles (and stores it)."""
+    from specviz_core.engine.cost_curve import CurveProbe
+    from specviz_core.runtime.cost_files import load_cost_curve
 
-    return BudgetController(CostCurve.from_dict(ensure_cost_curve(target)), max_budget)
+    stored = load_cost_curve(target.name, target.device, target.dtype)
+    if stored is not None:
+        return BudgetController(CostCurve.from_dict(stored), max_budget, paper=paper)
+    return BudgetController(None, max_budget, probe=CurveProbe(target), paper=paper)

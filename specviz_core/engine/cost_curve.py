@@ -107,6 +107,73 @@ def measure_cost_curve(
     }
 
 
+class CurveProbe:
+    """The quick verify-cost curve measured one forward at a time, between a session's cycles: how ``budget=auto``
+    starts on a device with no curve yet without making the first session wait. It keeps its own cache (random
+    tokens, ``cache_len`` of them), so the session's own cache, tokens and drafter are never touched; each
+    :meth:`step` times one verify forward of one size (the sizes round-robin, as :func:`measure_cost_curve` does).
+    When every size has its repeats, :attr:`curve` is the stored dict (saved, as a measured one is)."""
+
+    def __init__(self, target: LoadedModel, sizes: Sequence[int] = QUICK_SIZES, reps: int = 3, warmup: int = 1,
+                 cache_len: int = 256, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.target, self.sizes, self.reps, self.warmup, self.clock = target, tuple(sizes), reps, warmup, clock
+        self.cache_len = max(1, min(cache_len, target.context_length - max(self.sizes) - 1))
+        self.cache: DynamicCache | None = None
+        self.times: list[list[float]] = [[] for _ in self.sizes]
+        self.plan = [(r, k) for r in range(warmup + reps) for k in range(len(self.sizes))]
+        self.done_steps = 0
+        self.curve: dict[str, Any] | None = None
+
+    @property
+    def total(self) -> int:
+        """Steps in all: building the cache, then one forward per (round, size)."""
+        return 1 + len(self.plan)
+
+    @property
+    def done(self) -> bool:
+        return self.curve is not None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """One step: the probe's cache first, then one timed forward; the curve once the last is timed."""
+        from specviz_core.engine.forward import verify_forward
+        from specviz_core.runtime import kv
+
+        if self.done:
+            return
+        dev, target = self.target.device, self.target
+        if self.cache is None:
+            g = torch.Generator().manual_seed(0)
+            prompt = torch.randint(3, min(target.vocab_size, 20000), (1, self.cache_len), generator=g)
+            out = target.model(input_ids=prompt.to(dev), use_cache=True, **kv.cache_arg(target.model, DynamicCache()))
+            self.cache = kv.returned_cache(out)
+        else:
+            r, k = self.plan[self.done_steps - 1]
+            block = _chain_block(self.sizes[k], target.vocab_size)
+            synchronize(dev)
+            t0 = self.clock()
+            verify_forward(target, self.cache, block, self.cache_len)
+            synchronize(dev)
+            if r >= self.warmup:
+                self.times[k].append((self.clock() - t0) * 1000.0)
+            kv.crop(self.cache, self.cache_len)
+        self.done_steps += 1
+        if self.done_steps == self.total:
+            self.cache = None
+            self.curve = {
+                "version": FORMAT_VERSION, "model": target.name, "model_path": target.path, "device": device_key(dev),
+                "device_name": device_name(dev), "dtype": str(target.dtype).removeprefix("torch."),
+                "threads": torch.get_num_threads(), "cache_len": self.cache_len, "reps": self.reps,
+                "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "n": [int(n) for n in self.sizes], "ms": [round(statistics.median(t), 3) for t in self.times],
+                "ms_min": [round(min(t), 3) for t in self.times], "measured_between_cycles": True,
+            }
+            try:
+                save_cost_curve(self.curve)
+            except OSError:
+                pass  # a read-only data folder: this session has the curve anyway
+
+
 def ensure_cost_curve(target: LoadedModel, quick: bool = True, force: bool = False,
                       progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """The stored curve for ``target``, measuring (and storing) one first if there is none (or ``force``)."""

@@ -21,6 +21,7 @@ import torch
 from transformers import DynamicCache
 
 from specviz_core.drafters.base import DraftContext, Drafter
+from specviz_core.drafters.head import retap
 from specviz_core.engine.forward import verify_forward
 from specviz_core.engine.verify import children_rows, greedy_walk, sampling_walk
 from specviz_core.errors import SpecVizError
@@ -86,8 +87,9 @@ class Engine:
         self.prefill_ms = 0.0
         self.eos = set(target.eos_token_ids) if config.stop_on_eos else set()
         self._prefilled = False
-        self._first_row: torch.Tensor | None = None
-        """The prefill's last row of logits [1, V] (fp32) until cycle 0 uses or drops it."""
+        self._first_row: tuple[torch.Tensor, torch.Tensor | None] | None = None
+        """The prefill's last row of logits [1, V] (fp32), and a draft head's features of it, until cycle 0 uses or
+        drops them."""
 
     # -- public state ---------------------------------------------------------
     @property
@@ -148,7 +150,9 @@ class Engine:
         t1 = self.clock()
 
         if first_row is not None and len(block.order) == 1:  # the root alone: the prefill's last row is its verify
-            logits = first_row  # [1, V]
+            logits, features = first_row  # [1, V]; a draft head's features of that row, when it taps them
+            if features is not None:
+                retap(self.target.model, features=features)
             tree.state = dict(tree.state, from_prefill=True)
         else:
             if first_row is not None:  # a draft at cycle 0: the root is verified with its tree, as in every cycle
@@ -203,8 +207,27 @@ class Engine:
         record = record.replace(timings_ms=dict(record.timings_ms, build=(self.clock() - t5) * 1000.0))
         if self.budget is not None:
             self.budget.observe(record)
+            if self.budget.pending:  # budget=auto with no curve yet: measure a piece of it, off the session's cache
+                t6 = self.clock()
+                self.budget.probe_step()
+                self._sync()
+                record = record.replace(timings_ms=dict(record.timings_ms, curve=(self.clock() - t6) * 1000.0))
         self.cycle_index += 1
         return record
+
+    def session_stats(self) -> dict[str, Any]:
+        """What a finished session records (``stats``): the drafter's counters and, for a method with a budget,
+        how it was chosen (``budget=auto`` for this device, the paper's, or a fixed number) beside the paper's."""
+        stats = dict(self.drafter.stats())
+        if self.budget is not None:
+            stats["budget"] = self.budget.summary()
+        else:
+            params = getattr(self.drafter, "params", None)
+            value = getattr(params, "budget", None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                paper = type(params).__dataclass_fields__["budget"].default
+                stats["budget"] = {"mode": "paper" if value == paper else "fixed", "value": value, "paper": paper}
+        return stats
 
     def cycles(self) -> Iterator[CycleRecord]:
         """Run cycles until EOS, the token limit or the context limit."""
@@ -270,7 +293,7 @@ def prefill_into(target: LoadedModel, drafter: Drafter, body: list[int], cache: 
     and the drafter does not harvest that row), and a fork's new drafter started on the committed tokens but the
     root as if they were its prompt (:mod:`specviz_core.session.fork`)."""
     dev = target.device
-    last = None
+    last = last_features = None
     for start in range(0, len(body), PREFILL_CHUNK):
         chunk = body[start:start + PREFILL_CHUNK]
         out = target.model(
@@ -285,9 +308,11 @@ def prefill_into(target: LoadedModel, drafter: Drafter, body: list[int], cache: 
         if keep_last_row and start + len(chunk) == len(body):
             last = rows[-1:].float()  # [1, V]
             chunk, rows, prev = chunk[:-1], rows[:-1], prev[:-1]
+            tapped = retap(target.model, slice(0, len(chunk)))  # a draft head's features: the same rows
+            last_features = tapped[:, -1:] if tapped is not None else None
         if chunk:
             drafter.harvest(torch.tensor(chunk, device=dev), rows, torch.tensor(prev))
-    return (cache, last) if keep_last_row else cache
+    return (cache, (last, last_features)) if keep_last_row else cache
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ def build_engine(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence
     the samples of a group), else a new one; with ``budget=auto`` a budget controller is attached."""
     if drafter is None:
         drafter = choice.cls(choice.params, target, draft)
-    budget = make_controller(target, choice.cls.max_budget(choice.params)) if choice.auto else None
+    budget = make_controller(target, choice.cls.max_budget(choice.params), getattr(choice.params, "budget", None)) \
+        if choice.auto else None
     cfg = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
     return Engine(target, drafter, list(prompt_ids), cfg, budget=budget)
 

@@ -243,7 +243,8 @@ class ForkedRun(RecordedRun):
             drafter.start(list(e.ids))  # the committed tokens as its prompt
             prefill_into(e.target, drafter, e.ids[:-1], DynamicCache())
             e.drafter = drafter
-            e.budget = make_controller(e.target, new.choice.cls.max_budget(new.choice.params)) if new.choice.auto \
+            e.budget = make_controller(e.target, new.choice.cls.max_budget(new.choice.params),
+                                       getattr(new.choice.params, "budget", None)) if new.choice.auto \
                 else None
             self._warm_ms = (time.perf_counter() - t0) * 1000.0
         if req.seed != parent.seed:
@@ -257,4 +258,4 @@ class ForkedRun(RecordedRun):
         return f"reproduced cycles 0-{self.fork_cycle - 1}" if self.fork_cycle else "nothing to reproduce"
 
     def finish(self, status: str, reason: str = "") -> None:
-        self.writer.finish(status, reason, {**self.engine.drafter.stats(), "fork_check": self.check_text()})
+        self.writer.finish(status, reason, {**self.engine.session_stats(), "fork_check": self.check_text()})

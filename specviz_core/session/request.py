@@ -46,7 +46,8 @@ class MethodChoice:
 
 
 def check_method(method: str, raw_params: dict[str, Any] | None = None, budget: int | None = None) -> MethodChoice:
-    """Parse and validate a method's ``key=value`` parameters (``budget=auto`` allowed where there is a budget).
+    """Parse and validate a method's ``key=value`` parameters. A method with a budget takes ``budget=auto`` (its
+    default: chosen for the device), ``budget=paper`` (the paper's own) or a number.
 
     Loads the method's drafter (and torch): a choice is made to run."""
     from specviz_core.drafters import method_class
@@ -59,6 +60,7 @@ def check_method(method: str, raw_params: dict[str, Any] | None = None, budget: 
         if "budget" not in cls.params_cls.__dataclass_fields__:
             raise SpecVizError(f"method {method} has no budget")
         raw["budget"] = budget
+        auto = False  # a number: fixed, not the default auto
     return MethodChoice(method, cls, parse_params(method, cls.params_cls, raw), auto)
 
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from specviz_core.analysis.cycle_summary import CycleSummary, summarize
+from specviz_core.analysis.metrics import budget_words
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording, SessionWriter
 from specviz_core.records import CycleRecord, SessionInfo
@@ -82,10 +83,10 @@ class RecordedRun:
             pass  # e.g. the database is locked: the session stays 'running' until a reader finds its writer gone
 
     def finish(self, status: str, reason: str = "") -> None:
-        self.writer.finish(status, reason, self.engine.drafter.stats())
+        self.writer.finish(status, reason, self.engine.session_stats())
 
 
 def summary_line(info: SessionInfo) -> str:
     return (f"{info.n_tokens} tokens, {info.n_forward} target forwards, "
             f"{info.mean_accepted:.2f} tokens/forward, {info.tokens_per_s:.1f} tokens/s "
-            f"({info.status}{', ' + info.stop_reason if info.stop_reason else ''})")
+            f"({info.status}{', ' + info.stop_reason if info.stop_reason else ''}){budget_words(info.stats)}")

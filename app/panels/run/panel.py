@@ -253,8 +253,11 @@ class RunPanel(PanelMixin, QWidget):
             w = param_widget(f)
             tip = f"{help_text}\nDefault: {f.default}"
             if f.name == "budget":
-                tip += ("\nStep below the minimum for 'auto': each cycle the budget that maximises expected tokens/s "
-                        "from the measured verify-cost curve (specviz bench) and the session's acceptance")
+                tip = (f"{help_text}\nDefault: auto, chosen for this device each cycle: the budget that maximises "
+                       "expected tokens/s from the measured verify-cost curve and the session's acceptance (the "
+                       "paper's tree where a bigger tree costs nothing more; the paper's budget while the curve is "
+                       f"first measured).\nThe paper's budget: {f.default}. Type a number for a fixed budget; step "
+                       "below the minimum for auto.")
             w.setToolTip(tip)
             label = QLabel(f.name)
             label.setToolTip(tip)

@@ -24,10 +24,11 @@ def param_widget(f: dataclasses.Field) -> QWidget:
     if isinstance(default, int):
         w = QSpinBox()
         w.setRange(int(lo) if lo is not None else -(2**31), int(hi) if hi is not None else 2**31 - 1)
-        if f.name == "budget":  # budget=auto: below the minimum, the spin box reads "auto"
+        w.setValue(default)
+        if f.name == "budget":  # budget=auto, the default: below the minimum, the spin box reads "auto"
             w.setMinimum(int(lo if lo is not None else 1) - 1)
             w.setSpecialValueText("auto")
-        w.setValue(default)
+            w.setValue(w.minimum())
         return w
     if isinstance(default, float):
         w = QDoubleSpinBox()

@@ -18,6 +18,7 @@ from specviz_app.shell.actions.common import session_file, window_action
 from specviz_app.windows.race.dialog import RaceDialog
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
+from specviz_core.viewer.comparison import stored_curve_of
 from specviz_core.viewer.session_model import SessionModel
 
 
@@ -144,7 +145,7 @@ class RaceActions:
             comparison, vocab = load_comparison(db, ids)
             if not comparison.same_prompt():
                 raise SpecVizError("the sessions decode different prompts: race sessions of one prompt")
-            race = make_race(comparison.sessions)
+            race = make_race(comparison.sessions, curve_of=stored_curve_of)
         except (SpecVizError, ValueError) as e:
             self.show_error(str(e))
             return None

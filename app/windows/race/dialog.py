@@ -152,7 +152,9 @@ class RaceDialog(QDialog):
             r = request.request
             defaults = vars(request.choice.cls.params_cls())
             changed = ", ".join(f"{k}={v}" for k, v in sorted(request.choice.recorded_params.items())
-                                if defaults.get(k) != v)
+                                if defaults.get(k) != v and not (k == "budget" and v == "auto"))  # auto: the default
+            if request.choice.auto:
+                changed = ", ".join(x for x in (changed, "its budget chosen for this device") if x)
             sampling = "greedy" if r.temperature == 0 else f"temperature {r.temperature:g}, seed {r.seed}"
             prompt = " ".join(r.prompt.split())
             text = (f"Records plain decoding (<b>AR</b>), then <b>{r.method}</b> "

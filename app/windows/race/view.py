@@ -81,6 +81,15 @@ class RacePainter:
             p.drawText(head, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, lane.label)
             self._counters(p, head, i, st, speedups[i], finals[i], order.index(st.finish_ms) + 1, base, fg, color)
             self._bar(p, bar, lane.tokens, st, color)
+            note = self.race.notes[i] if i < len(self.race.notes) else ""
+            if note and all(s.finished for s in states):  # the race is over: why this lane came in behind
+                p.setFont(self._font(0.75))
+                note_h = self._font(0.75).pointSizeF() * 2.0
+                text_r = QRectF(text_r.left(), text_r.top(), text_r.width(), max(0.0, text_r.height() - note_h))
+                p.setPen(muted)
+                p.drawText(QRectF(text_r.left(), text_r.bottom(), text_r.width(), note_h),
+                           Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                           p.fontMetrics().elidedText(note, Qt.TextElideMode.ElideRight, int(text_r.width())))
             self._paint_text(p, text_r, st, fg)
 
     def lane_rects(self, area: QRectF) -> list[tuple[QRectF, QRectF, QRectF]]:
