@@ -349,3 +349,32 @@ def test_with_no_curve_yet_the_first_session_starts_at_the_papers_budget_and_mea
     assert stats["mode"] == "auto" and stats["paper"] == 60 and stats["auto_from_cycle"] == k
     again = make_engine(tiny, "goose", prompt, 8, budget="auto")
     assert not again.budget.pending and again.budget.summary()["curve"] == "stored"
+
+
+def test_each_cycle_and_session_says_how_its_budget_was_chosen(tmp_path, monkeypatch, tiny, one_thread):
+    """The window's words for a cycle's budget come from its recorded state: measuring (the paper's), then chosen
+    (so many of so many, the paper's beside); the session's line says the mean chosen and the paper's budget."""
+    from specviz_core.analysis.metrics import budget_words
+    from specviz_core.analysis.stop_cause import method_notes
+
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    e = make_engine(tiny, "tr", [5, 6, 7, 8, 5, 6, 7, 8, 9, 10] * 3, 60, budget="auto")
+    records = list(e.cycles())
+    k = e.budget.auto_from_cycle
+    drafted = [r for r in records[:k] if r.state["budget"]["candidates"]]
+    chosen = [r for r in records[k:] if r.state["budget"]["candidates"]]
+    assert drafted and chosen
+    for r in drafted:
+        b = r.state["budget"]
+        assert (f"Budget: the paper's 80 ({b['chosen']} draft nodes verified) while SpecViz measures this device's "
+                f"verify cost between cycles ({b['measuring'][0]} of {b['measuring'][1]} steps)") in method_notes(r.state)[0]
+    for r in chosen:
+        b = r.state["budget"]
+        assert method_notes(r.state)[0].startswith(
+            f"Budget chosen for this device (budget=auto): {r.n_verified - 1} of {b['candidates']} drafted nodes "
+            "verified (the paper's budget: 80)")
+    stats = e.session_stats()
+    mean = sum(r.n_verified - 1 for r in records) / len(records)
+    assert budget_words(stats) == (f"; budget chosen for this device: {mean:.1f} nodes a cycle from cycle {k}, the "
+                                   "paper's before while this device's verify cost was measured (the paper's 80)")

@@ -259,7 +259,7 @@ def method_notes(state: dict[str, Any]) -> list[str]:
         out.append(f"This forward also ran the prompt's {n} token{'s' if n != 1 else ''} before the root: "
                    "transformers' generate has no separate prefill.")
     budget = state.get("budget")
-    if isinstance(budget, dict) and "chosen" in budget:
+    if isinstance(budget, dict) and budget.get("candidates"):  # nothing drafted: nothing to choose from
         out.append(budget_note(budget))
     route = state.get("route")
     if route in _ROUTES:
@@ -309,5 +309,6 @@ def budget_note(b: dict[str, Any]) -> str:
     gain = b.get("gain_vs_ar")
     tail = f"; expected {b['expected_tokens']:.2f} tokens in {b['expected_ms']:.0f} ms" if "expected_tokens" in b else ""
     tail += f", {gain:.2f}x an AR step" if isinstance(gain, (int, float)) else ""
+    paper_note = f"the paper's budget: {paper}" if paper else "the method alone verifies all"
     return (f"Budget chosen for this device (budget=auto): {chosen} of {candidates} drafted nodes verified "
-            f"({f'the paper budgets {paper}' if paper else 'the method alone verifies all'}){tail}.")
+            f"({paper_note}){tail}.")
