@@ -148,7 +148,7 @@ def test_a_call_that_does_not_draft_is_refused_before_it_decodes(tiny, tmp_path)
 
 
 def test_a_failing_recording_never_breaks_the_call(tiny, tmp_path, monkeypatch):
-    import specviz_core.session.capture as capture
+    import specviz_core.session.capture.call as capture
 
     prompt = prompts()[1]
     want = hf_greedy(tiny, prompt, 20)
