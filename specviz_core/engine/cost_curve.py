@@ -96,16 +96,21 @@ def measure_cost_curve(
             kv.crop(cache, cache_len)
         if progress is not None:
             progress(r + 1, warmup + reps)
-    med = [round(statistics.median(t), 3) for t in times]
-    low = [round(min(t), 3) for t in times]
+    return curve_dict(target, sizes, times, cache_len, reps)
+
+
+def curve_dict(target: LoadedModel, sizes: Sequence[int], times: Sequence[Sequence[float]], cache_len: int,
+               reps: int, **extra: Any) -> dict[str, Any]:
+    """The stored form of a curve measured on ``target``: per size, the median and fastest of its timed forwards."""
+    dev = target.device
     return {
         "version": FORMAT_VERSION, "model": target.name, "model_path": target.path, "device": device_key(dev),
         "device_name": device_name(dev), "dtype": str(target.dtype).removeprefix("torch."),
         "threads": torch.get_num_threads(), "cache_len": cache_len, "reps": reps,
         "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "n": [int(n) for n in sizes], "ms": med, "ms_min": low,
+        "n": [int(n) for n in sizes], "ms": [round(statistics.median(t), 3) for t in times],
+        "ms_min": [round(min(t), 3) for t in times], **extra,
     }
-
 
 class CurveProbe:
     """The quick verify-cost curve measured one forward at a time, between a session's cycles: how ``budget=auto``
@@ -160,14 +165,8 @@ class CurveProbe:
         self.done_steps += 1
         if self.done_steps == self.total:
             self.cache = None
-            self.curve = {
-                "version": FORMAT_VERSION, "model": target.name, "model_path": target.path, "device": device_key(dev),
-                "device_name": device_name(dev), "dtype": str(target.dtype).removeprefix("torch."),
-                "threads": torch.get_num_threads(), "cache_len": self.cache_len, "reps": self.reps,
-                "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "n": [int(n) for n in self.sizes], "ms": [round(statistics.median(t), 3) for t in self.times],
-                "ms_min": [round(min(t), 3) for t in self.times], "measured_between_cycles": True,
-            }
+            self.curve = curve_dict(target, self.sizes, self.times, self.cache_len, self.reps,
+                                    measured_between_cycles=True)
             try:
                 save_cost_curve(self.curve)
             except OSError:
