@@ -64,11 +64,56 @@ def test_choose_budget_is_the_argmax_on_a_synthetic_curve(p_chain):
     assert b == brute_force_best(p_chain, CURVE)
 
 
-def test_cost_curve_interpolates_and_never_falls():
-    c = CostCurve.from_dict({"n": [1, 8, 4, 16], "ms": [10.0, 14.0, 16.0, 20.0]})  # a busy moment at 4
-    assert c.n == (1, 4, 8, 16) and c.ms == (10.0, 14.0, 14.0, 20.0)
-    assert c(1) == 10.0 and c(2) == pytest.approx(11.333, abs=1e-3) and c(12) == pytest.approx(17.0)
+def test_cost_curve_interpolates_and_keeps_the_measured_bumps():
+    c = CostCurve.from_dict({"n": [1, 8, 4, 16], "ms": [10.0, 14.0, 16.0, 20.0]})  # 4 rows dearer than 8
+    assert c.n == (1, 4, 8, 16) and c.ms == (10.0, 16.0, 14.0, 20.0)
+    assert c(1) == 10.0 and c(2) == pytest.approx(12.0) and c(6) == pytest.approx(15.0) and c(12) == pytest.approx(17.0)
     assert c(24) == pytest.approx(26.0)  # the last slope continues
+
+
+# A jagged CPU curve as measured on a 2-core EPYC: 3 rows cost more than 4, 7 more than 8.
+JAGGED = {"n": list(range(1, 9)) + [16], "ms": [65.0, 101.0, 121.0, 93.0, 95.0, 98.0, 120.0, 96.0, 110.0]}
+
+
+@pytest.mark.parametrize("p_chain", [[0.6, 0.3, 0.2, 0.1, 0.1, 0.1, 0.1], [0.9, 0.8, 0.5, 0.3, 0.3, 0.3, 0.2, 0.1]])
+def test_on_a_jagged_curve_the_choice_skips_the_dear_sizes(p_chain):
+    """A block of 3 rows costs more than one of 4 here: with more nodes to offer, the chooser never verifies 3 (or 7),
+    and its choice is the brute-force argmax over the measured points (not a smoothed curve)."""
+    curve = CostCurve.from_dict(JAGGED)
+    expected = [1.0]
+    prod = 1.0
+    for p in p_chain:
+        prod *= p
+        expected.append(expected[-1] + prod)
+    b = choose_budget(expected, [curve(k + 1) for k in range(len(expected))])
+    assert b == brute_force_best(p_chain, JAGGED)
+    assert b + 1 not in (2, 3, 7)
+
+
+def test_a_stored_curve_with_gaps_at_small_sizes_is_measured_again(tmp_path, monkeypatch, tiny):
+    """Curves stored before every size up to 16 was measured hid the kernels' bumps: auto measures them again."""
+    from specviz_core.engine.budget import make_controller
+    from specviz_core.engine.cost_curve import DENSE_UP_TO, QUICK_SIZES, SIZES, is_dense
+
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    assert set(range(1, DENSE_UP_TO + 1)) <= set(SIZES) and set(range(1, DENSE_UP_TO + 1)) <= set(QUICK_SIZES)
+    save_cost_curve(measure_cost_curve(tiny, sizes=(1, 4, 16, 64), cache_len=16, reps=1, warmup=0))
+    assert not is_dense(load_cost_curve("tiny", "cpu")) and make_controller(tiny, 20).pending
+    save_cost_curve(measure_cost_curve(tiny, sizes=tuple(range(1, 17)), cache_len=16, reps=1, warmup=0))
+    assert not make_controller(tiny, 20).pending
+
+
+def test_the_default_model_loaded_by_its_folder_shares_the_curve_of_default(tmp_path, monkeypatch):
+    """``specviz.load()`` names the default model by its converted folder; the CLI names it ``default``: one curve."""
+    from specviz_core.runtime.cost_files import curve_path
+    from specviz_core.runtime.locations import default_model_folder
+
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    folder = default_model_folder()
+    folder.mkdir(parents=True)
+    assert curve_path(str(folder), "cpu") == curve_path("default", "cpu")
+    assert curve_path(str(tmp_path), "cpu") != curve_path("default", "cpu")
 
 
 def _tree() -> DraftTree:
@@ -204,14 +249,14 @@ def test_auto_is_parsed_out_and_only_for_methods_with_a_budget():
 def curve_cache(tmp_path, monkeypatch, tiny):
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
     monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
-    curve = measure_cost_curve(tiny, sizes=(1, 4, 16, 64), cache_len=32, reps=1, warmup=1)
+    curve = measure_cost_curve(tiny, sizes=tuple(range(1, 17)) + (64,), cache_len=32, reps=1, warmup=1)
     save_cost_curve(curve)
     return curve
 
 
 def test_cost_curve_is_stored_for_the_gui(curve_cache, tiny):
     loaded = load_cost_curve("tiny", "cpu")
-    assert loaded is not None and loaded["n"] == [1, 4, 16, 64] and len(loaded["ms"]) == 4
+    assert loaded is not None and loaded["n"] == list(range(1, 17)) + [64] and len(loaded["ms"]) == 17
     assert loaded["device"] == "cpu" and loaded["dtype"] == "float32" and loaded["cache_len"] == 32
     assert load_cost_curve("tiny", "cuda:0") is None
 
@@ -330,12 +375,12 @@ def test_with_no_curve_yet_the_first_session_starts_at_the_papers_budget_and_mea
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
     prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7] * 2
     assert load_cost_curve("tiny", "cpu") is None
-    e = make_engine(tiny, "goose", prompt, 80, budget="auto")
+    e = make_engine(tiny, "goose", prompt, 150, budget="auto")
     assert e.budget is not None and e.budget.pending
-    paper = make_engine(tiny, "goose", prompt, 80, budget="paper")
+    paper = make_engine(tiny, "goose", prompt, 150, budget="paper")
     paper_trees = [sorted(n.id for n in r.nodes if n.verified) for r in paper.cycles()]
     records = list(e.cycles())
-    assert e.output_ids == hf_greedy(tiny, prompt, 80)
+    assert e.output_ids == hf_greedy(tiny, prompt, 150)
     k = e.budget.auto_from_cycle
     assert k == e.budget.probe.total and k < len(records)
     measuring = [r.state["budget"]["measuring"] for r in records[:k]]
@@ -359,7 +404,7 @@ def test_each_cycle_and_session_says_how_its_budget_was_chosen(tmp_path, monkeyp
 
     monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
-    e = make_engine(tiny, "tr", [5, 6, 7, 8, 5, 6, 7, 8, 9, 10] * 3, 60, budget="auto")
+    e = make_engine(tiny, "tr", [5, 6, 7, 8, 5, 6, 7, 8, 9, 10] * 3, 200, budget="auto")
     records = list(e.cycles())
     k = e.budget.auto_from_cycle
     drafted = [r for r in records[:k] if r.state["budget"]["candidates"]]

@@ -61,13 +61,11 @@ class CostCurve:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CostCurve:
+        """The curve as measured, bumps and all: on a CPU a block of 4 rows can cost less than one of 3 (the
+        matrix kernels' shapes), and a chooser that smoothed that away would choose the dearer block. Each size's
+        time is the median of its rounds, timed round-robin with the others, so a busy moment is not one size's."""
         pairs = sorted(zip(d["n"], d["ms"]))
-        # The curve the chooser uses never falls as n grows: a point above a later one (a busy
-        # moment while it was timed) is lowered to it.
-        ms = [float(m) for _, m in pairs]
-        for i in range(len(ms) - 2, -1, -1):
-            ms[i] = min(ms[i], ms[i + 1])
-        return cls(tuple(int(n) for n, _ in pairs), tuple(ms))
+        return cls(tuple(int(n) for n, _ in pairs), tuple(float(m) for _, m in pairs))
 
 
 def split_timings(timings_ms: dict[str, float]) -> tuple[float, float, float]:

@@ -388,11 +388,12 @@ class BudgetController:
 
 def make_controller(target: Any, max_budget: int, paper: int | None = None) -> BudgetController:
     """A controller for ``target`` on its device: with its stored cost curve, or pending while a
-    :class:`~specviz_core.engine.cost_curve.CurveProbe` measures one between the cycles (and stores it)."""
-    from specviz_core.engine.cost_curve import CurveProbe
+    :class:`~specviz_core.engine.cost_curve.CurveProbe` measures one between the cycles (and stores it). A curve
+    stored before every small size was measured is measured again: its gaps hid the kernels' bumps."""
+    from specviz_core.engine.cost_curve import CurveProbe, is_dense
     from specviz_core.runtime.cost_files import load_cost_curve
 
     stored = load_cost_curve(target.name, target.device, target.dtype)
-    if stored is not None:
+    if stored is not None and is_dense(stored):
         return BudgetController(CostCurve.from_dict(stored), max_budget, paper=paper)
     return BudgetController(None, max_budget, probe=CurveProbe(target), paper=paper)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from specviz_core.runtime.choices import DTYPE_ALIASES, default_dtype
-from specviz_core.runtime.locations import DEFAULT_MODEL, DEFAULT_MODEL_NAME, cache_dir, data_dir
+from specviz_core.runtime.locations import DEFAULT_MODEL, DEFAULT_MODEL_NAME, cache_dir, data_dir, model_reference
 
 FORMAT_VERSION = 1
 
@@ -26,8 +26,9 @@ def _slug(text: str) -> str:
 
 
 def model_key(model_name: str | None) -> str:
-    """A file-name-safe key for a model as the user names it (``default``, a folder, a hub id)."""
-    if not model_name or model_name == DEFAULT_MODEL:
+    """A file-name-safe key for a model as the user names it (``default``, a folder, a hub id). The default model
+    loaded by its folder (as ``specviz.load()`` names it) shares the curve of ``default``."""
+    if not model_name or model_reference(model_name) == DEFAULT_MODEL:
         return DEFAULT_MODEL_NAME
     p = Path(model_name).expanduser()
     if p.exists():
