@@ -228,6 +228,32 @@ def test_acceptance_stats_learn_the_measured_rate():
     assert st.mean("spine", 1.0, 1) < st.p("spine", 1.0, 1) < st.mean("spine", 1.0, 1) + 0.03  # little optimism left
 
 
+def test_nodes_past_the_tokens_left_are_never_worth_a_row():
+    """Near the token limit a node at depth >= the room left commits nothing the bonus would not: auto cuts there."""
+    cheap = {"n": [1, 64], "ms": [60.0, 70.0]}
+    chosen = {}
+    for room in (None, 5, 1):
+        tree = DraftTree(root_token=1)
+        tree.add_chain(list(range(10, 30)), "spine")
+        ctl = BudgetController(CostCurve.from_dict(cheap), max_budget=60)
+        choice = ctl.fit(tree, room=room)
+        kept = [i for i in range(1, len(tree)) if not tree.gated[i]]
+        chosen[room] = choice.chosen
+        assert all(tree.depths[i] < (room or 99) for i in kept) and len(kept) == choice.chosen
+    assert chosen == {None: 20, 5: 4, 1: 0}
+
+
+def test_auto_never_verifies_past_the_session_end(curve_cache, tiny):
+    prompt = [5, 6, 7, 8, 9, 10, 11, 12] * 4
+    e = make_engine(tiny, "goose", prompt, 14, budget="auto")
+    out = 0
+    for r in e.cycles():
+        room = 14 - out
+        assert max((n.depth for n in r.nodes if n.verified), default=0) < room
+        out += len(r.committed_ids)
+    assert e.output_ids == hf_greedy(tiny, prompt, 14)
+
+
 def test_time_model_scales_to_observed_forwards_and_fits_the_rest():
     tm = CycleTimeModel(CostCurve.from_dict(CURVE), ema=0.5)
     for _ in range(30):

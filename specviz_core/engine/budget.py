@@ -321,9 +321,10 @@ class BudgetController:
                 pp[i], classes[i] = pp[par] * upper, classes[par] | {cls}
         return pp, mean_pp
 
-    def fit(self, tree: DraftTree, ceiling: int | None = None) -> Choice:
+    def fit(self, tree: DraftTree, ceiling: int | None = None, room: int | None = None) -> Choice:
         """Gate every verified node but the best B; returns the choice (B may be 0: an AR cycle). While pending,
-        nothing is gated: the drafter's own tree is verified."""
+        nothing is gated: the drafter's own tree is verified. ``room``: the tokens the session may still commit; a
+        node at depth ``room`` or deeper can add none (the cycle is cut there), so it is never worth its row."""
         if self.time is None:
             n = sum(1 for i in range(1, len(tree)) if not tree.gated[i])
             done = (self.probe.done_steps, self.probe.total) if self.probe is not None else (0, 0)
@@ -345,7 +346,8 @@ class BudgetController:
             par = tree.parents[i]
             rank[i] = min(pp[i], rank[par], rank[last_child[par]] if par in last_child else 1.0)
             last_child[par] = i
-        cand = sorted((i for i in range(1, len(tree)) if not tree.gated[i]), key=lambda i: (-rank[i], i))
+        cand = sorted((i for i in range(1, len(tree)) if not tree.gated[i] and (room is None or tree.depths[i] < room)),
+                      key=lambda i: (-rank[i], i))
         cand = cand[: self.max_budget]
         expected = [1.0]  # how many to keep is a bet on speed: the means decide it (the optimism only orders)
         for i in cand:

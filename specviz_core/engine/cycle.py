@@ -138,14 +138,14 @@ class Engine:
         t0 = self.clock()
         max_depth = self.target.context_length - 1 - cache_len
         ceiling = self.budget.draft_budget() if self.budget is not None else None
+        room = cfg.max_new_tokens - len(self.output_ids)
         tree = self.drafter.draft(
             DraftContext(ids=list(self.ids), cache_len=cache_len, max_depth=max_depth,
-                         generator=self.generator, temperature=cfg.temperature, budget=ceiling,
-                         room=cfg.max_new_tokens - len(self.output_ids))
+                         generator=self.generator, temperature=cfg.temperature, budget=ceiling, room=room)
         )
         _gate_deeper_than(tree, max_depth)
         if self.budget is not None:  # keep the best B nodes for this hardware; gate the rest
-            tree.state = dict(tree.state, budget=self.budget.fit(tree, ceiling).as_state())
+            tree.state = dict(tree.state, budget=self.budget.fit(tree, ceiling, room).as_state())
         block = flatten(tree)
         t1 = self.clock()
 
