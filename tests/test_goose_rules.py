@@ -494,3 +494,55 @@ def test_yield_bound_special_cases():
     # p_t = 1, a spine of 1 that fails (p_s = 0), 3 branches at the root with chains of 6: 1 * 1 * 6 + 1.
     assert yield_bound(0.0, 1.0, 1, [3], [6]) == pytest.approx(7.0)
     assert yield_bound(0.0, 1.0, 0, [3], [4]) == pytest.approx(5.0)  # no spine (our extension): phi (1 + 3) + 1
+
+
+def test_yield_bound_by_hand():
+    """p_s = 0.5, p_t = 0.2, a spine of 2 with 2 branches (chains of 2) at the root and 1 (a chain of 1) at node 1:
+    spine 0.5 + 0.25; synergy 1 * 0.5 * (1 - 0.8^2) * (1 + 0.2) + 0.5 * 0.5 * 0.2 * 1 = 0.216 + 0.05; bonus 1."""
+    assert yield_bound(0.5, 0.2, 2, [2, 1], [2, 1]) == pytest.approx(0.75 + 0.216 + 0.05 + 1.0)
+
+
+@pytest.mark.parametrize("shape", [(0.5, 0.2, 2, [2, 1], [2, 1]), (0.9, 0.05, 6, [5, 3, 2, 1, 1, 0], [4, 3, 3, 2, 1, 0]),
+                                   (0.0, 0.3, 0, [4], [3]), (0.3, 0.6, 3, [0, 2, 0], [0, 5, 0])])
+def test_the_yield_distribution_is_the_model_whose_mean_is_the_bound(shape):
+    """Proposition 1's model, counted outcome by outcome, sums to 1 and has the bound as its mean; and a Monte Carlo
+    run of the same model (spine i.i.d., then the break's branches) agrees with it."""
+    import random
+
+    from specviz_core.drafters.goose.stats import yield_distribution
+
+    p_s, p_t, m, widths, depths = shape
+    dist = yield_distribution(*shape)
+    assert sum(dist) == pytest.approx(1.0)
+    assert sum(t * q for t, q in enumerate(dist)) == pytest.approx(yield_bound(*shape))
+    rng = random.Random(0)
+    counts = [0] * len(dist)
+    n = 40000
+    for _ in range(n):
+        i = 0
+        while i < m and rng.random() < p_s:
+            i += 1
+        t = i + 1
+        node = i if m else 0
+        if (i < m or m == 0) and any(rng.random() < p_t for _ in range(widths[node] if node < len(widths) else 0)):
+            t += 1
+            for _ in range((depths[node] if node < len(depths) else 0) - 1):
+                if rng.random() >= p_t:
+                    break
+                t += 1
+        counts[t] += 1
+    for t, q in enumerate(dist):
+        assert counts[t] / n == pytest.approx(q, abs=0.01)
+
+
+def test_the_chance_of_a_low_yield_by_hand():
+    """One spine-tree cycle whose spine failed (p_s = 0) with two root branches at p_t = 0.1: the cycle yields only
+    its bonus with probability 0.9^2 = 0.81; two such cycles both do with 0.81^2, and at most 3 tokens in two
+    cycles with 0.81^2 + 2 * 0.81 * 0.19."""
+    from specviz_core.drafters.goose.stats import chance_at_most, yield_distribution
+
+    d = yield_distribution(0.0, 0.1, 1, [2], [1])
+    assert d[1] == pytest.approx(0.81) and d[2] == pytest.approx(0.19)
+    assert chance_at_most([d], 1) == pytest.approx(0.81)
+    assert chance_at_most([d, d], 2) == pytest.approx(0.81 ** 2)
+    assert chance_at_most([d, d], 3) == pytest.approx(0.81 ** 2 + 2 * 0.81 * 0.19)

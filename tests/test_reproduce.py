@@ -55,6 +55,34 @@ def test_goose_claims_follow_their_numbers(tiny):
     ET.fromstring(chart_svg([res]))  # the chart is well-formed SVG
 
 
+def test_a_yield_below_the_bound_is_traced_to_its_chance_under_the_model():
+    """The cause printed beside Prop. 1: a session of one spine-tree cycle whose spine failed and whose two root
+    branches (p_t 0.1) missed yields 1 token where the bound says 1.19; under the model that has probability 0.81."""
+    from specviz_core.bench.reproduce import Run, yield_miss_cause
+    from specviz_core.cli.reproduce import claim_lines
+    from specviz_core.drafters.goose.stats import GooseCounters, TreeShapeSample
+
+    lucky = GooseCounters(tree_spine_nodes=20, tree_spine_accepted=0, tree_branch_nodes=10, tree_branch_accepted=1,
+                          spine_shapes=[TreeShapeSample(20, (2,) + (0,) * 19, (1,) + (0,) * 19, 1)])
+    st = lucky.as_stats()
+    assert st["yield_bound"] == pytest.approx(1 + 0.19) and st["measured_tree_tau"] == 1.0
+    assert st["yield_low_chance"] == pytest.approx(0.81)
+    fine = GooseCounters(tree_spine_nodes=4, tree_spine_accepted=4, spine_shapes=[TreeShapeSample(4, (0,) * 4, (0,) * 4, 5)])
+    assert "yield_low_chance" not in fine.as_stats()  # the bound (5) is met
+    unlucky = GooseCounters(tree_spine_nodes=40, tree_spine_accepted=36, spine_shapes=[
+        TreeShapeSample(10, (0,) * 10, (0,) * 10, 1) for _ in range(4)])  # p_s 0.9, yet four spines failed at once
+    assert unlucky.as_stats()["yield_low_chance"] == pytest.approx(0.1 ** 4)
+    runs = [Run(1.0, [], c.as_stats(), []) for c in (lucky, fine, unlucky)]
+    cause = yield_miss_cause(["a/lucky", "b/fine", "c/unlucky"], runs)
+    assert "a/lucky: bound 1.19 over a measured 1.00 on 1 spine-tree cycle" in cause
+    assert "probability 0.81: one cycle of luck, not a counter-example" in cause
+    assert "b/fine" not in cause and "c/unlucky" in cause and "not luck" in cause
+    lines = claim_lines({"paper": "goose", "model": "m", "suites": ["s"], "max_new_tokens": 8, "claims": [
+        {"name": "Prop. 1 bound below the measured yield", "paper_figure": "bound <= tau", "ours": "1 of 3 sessions",
+         "holds": False, "note": "", "cause": cause}]})
+    assert lines[-2] == "why it does not hold here:" and lines[-1].endswith(cause)
+
+
 def test_talon_needs_a_head_then_reports_r(tiny, tmp_path, monkeypatch):
     monkeypatch.setenv("SPECVIZ_HEADS", str(tmp_path))
     with pytest.raises(SpecVizError, match="train-head"):

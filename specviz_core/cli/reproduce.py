@@ -59,7 +59,8 @@ def claim_lines(result: dict[str, Any]) -> list[str]:
             notes.setdefault(c["note"], []).append(c["name"])
     lines = [f"  {', '.join(names)}: {note}" if len(names) == 1 else f"  {note} ({len(names)} claims)"
              for note, names in notes.items()]
-    return out + (["notes:", *lines] if lines else [])
+    causes = [f"  {c['name']}: {c['cause']}" for c in result["claims"] if c.get("cause") and c["holds"] is False]
+    return out + (["notes:", *lines] if lines else []) + (["why it does not hold here:", *causes] if causes else [])
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:

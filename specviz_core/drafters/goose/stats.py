@@ -88,6 +88,51 @@ def yield_bound(p_s: float, p_t: float, m: int, widths: Sequence[int], depths: S
     return spine + synergy + 1
 
 
+def yield_distribution(p_s: float, p_t: float, m: int, widths: Sequence[int], depths: Sequence[int]) -> list[float]:
+    """The distribution of one cycle's yield (tokens committed, the bonus included) under Proposition 1's own
+    model, whose mean :func:`yield_bound` is: spine tokens accepted i.i.d. with ``p_s``; where the spine breaks at
+    node i, each of its ``w_i`` branches accepted independently with ``p_t`` (phi_i), and a branch that is accepted
+    runs on as a chain of up to ``L_i - 1`` more tokens, each ``p_t``. ``out[t]`` is P(yield = t)."""
+    m = max(m, 0)
+
+    def branch(i: int) -> list[tuple[int, float]]:  # (extra tokens past the spine, probability) at a break at node i
+        w = widths[i] if i < len(widths) else 0
+        depth = depths[i] if i < len(depths) else 0
+        phi = 1 - (1 - p_t) ** w
+        out = [(0, 1 - phi)]
+        if phi > 0 and depth > 0:
+            for k in range(depth):  # the branch token and k more of its chain
+                more = p_t ** k * ((1 - p_t) if k < depth - 1 else 1.0)
+                out.append((1 + k, phi * more))
+        return out
+
+    dist = [0.0] * (m + 2 + max(list(depths) + [0]))
+    for i in range(m):  # the spine accepts i tokens, then its (i+1)-th is rejected
+        stop = p_s ** i * (1 - p_s)
+        for extra, q in branch(i):
+            dist[i + extra + 1] += stop * q
+    if m == 0:
+        for extra, q in branch(0):
+            dist[extra + 1] += q
+    else:
+        dist[m + 1] += p_s ** m  # the whole spine accepted: its bonus
+    return dist
+
+
+def chance_at_most(dists: Sequence[Sequence[float]], total: int) -> float:
+    """P(the sum of independent yields, one per distribution, is at most ``total``)."""
+    acc = [1.0]
+    for d in dists:
+        nxt = [0.0] * (len(acc) + len(d) - 1)
+        for a, pa in enumerate(acc):
+            if pa:
+                for b, pb in enumerate(d):
+                    if pb:
+                        nxt[a + b] += pa * pb
+        acc = nxt
+    return min(1.0, sum(acc[: max(0, total) + 1]))
+
+
 @dataclass
 class GooseCounters:
     """Per-session counts (reset by ``GooseDrafter.start``)."""
@@ -143,9 +188,16 @@ class GooseCounters:
             out["tau_prefill_counted"] = self.tokens / (cycles + 1) if cycles else 0.0
             out["tau_after_prefill"] = self.tokens / cycles if cycles else 0.0
         if self.spine_shapes:
-            bounds = [yield_bound(p_s, p_t, s.m, s.widths, s.depths) for s in self.spine_shapes]
+            shapes = self.spine_shapes
+            bounds = [yield_bound(p_s, p_t, s.m, s.widths, s.depths) for s in shapes]
             out["yield_bound"] = sum(bounds) / len(bounds)
-            out["measured_tree_tau"] = sum(s.tau for s in self.spine_shapes) / len(self.spine_shapes)
+            out["measured_tree_tau"] = sum(s.tau for s in shapes) / len(shapes)
+            out["yield_cycles"] = len(shapes)
+            if out["yield_bound"] > out["measured_tree_tau"]:
+                # How likely a yield this low is under the proposition's own model, over this many cycles: a
+                # bound on the mean can sit above the mean of a few cycles by chance alone.
+                dists = [yield_distribution(p_s, p_t, s.m, s.widths, s.depths) for s in shapes]
+                out["yield_low_chance"] = chance_at_most(dists, sum(s.tau for s in shapes))
         if self.branch_shapes:
             bounds = [yield_bound(p_s, p_t, 0, s.widths, s.depths) for s in self.branch_shapes]
             out["yield_bound_no_spine_extension"] = sum(bounds) / len(bounds)
