@@ -47,9 +47,11 @@ def main() -> None:
     ids = record(db, prompt_file)
     ar, pld, goose, paper = ids
     cli(["compare", "--db", str(db), ar, pld, goose, paper])
-    cli(["compare", "--db", str(db), ar, pld, goose, paper, "--out", str(OUT / "compare-1100.png")])
-    cli(["compare", "--db", str(db), ar, pld, goose, paper, "--presentation", "--size", "1920x1080",
-         "--out", str(OUT / "compare-presentation.png")])
+    from specviz_app.cli import main as app_cli  # the Qt commands' options (--out a picture)
+
+    app_cli(["compare", "--db", str(db), ar, pld, goose, paper, "--out", str(OUT / "compare-1100.png")])
+    app_cli(["compare", "--db", str(db), ar, pld, goose, paper, "--presentation", "--size", "1920x1080",
+             "--out", str(OUT / "compare-presentation.png")])
 
     from specviz_app.gui import make_app
     from specviz_app.windows.race.view import RaceView, render_frame

@@ -176,10 +176,13 @@ def test_fixed_budget_variants_follow_each_auto_configuration():
     from specviz_core.bench.specs import add_fixed_budgets, parse_budgets
 
     specs = parse_method_specs("ar,goose,tr:budget=paper,talon:mu=0.05,pld")
-    labels = [s.label for s in add_fixed_budgets(specs, parse_budgets("8, 16,paper,8"))]
+    out = add_fixed_budgets(specs, parse_budgets("8, 16,paper,8"))
+    labels = [s.label for s in out]
     assert labels == ["ar", "goose", "goose:budget=8", "goose:budget=16", "goose:budget=paper", "tr:budget=paper",
                       "talon:mu=0.05", "talon:mu=0.05:budget=8", "talon:mu=0.05:budget=16",
                       "talon:mu=0.05:budget=paper", "pld"]
+    # The added ones are marked (the chart leaves them to the tables); what was asked for by name is not.
+    assert [s.label for s in out if not s.sweep] == ["ar", "goose", "tr:budget=paper", "talon:mu=0.05", "pld"]
     for bad in ("0", "x", "2000", ""):
         with pytest.raises(SpecVizError, match="fixed-budgets"):
             parse_budgets(bad)

@@ -86,3 +86,13 @@ def test_unknown_session_is_one_line(capsys, sessions):
     assert main(["compare", "--db", str(db), ids[0], "nosuch"]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"specviz: error: no session nosuch in {db} (specviz sessions --db {db} lists them)"
+
+
+def test_the_text_names_a_budget_that_is_not_the_default(capsys, sessions):
+    """tr at budget 12 reads ``tr budget=12``; the default (auto) tr and the methods without a budget read bare."""
+    db, ids = sessions
+    assert main(["compare", "--db", str(db), ids[0], ids[1], ids[3]]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    cols = [line.split()[:3] for line in lines[1:4]]
+    assert cols[0][1] == "ar" and cols[1][1:3] == ["tr", "budget=12"] and cols[2][1] == "tr"
+    assert cols[2][2].isdigit()  # tokens follow the bare name

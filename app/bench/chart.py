@@ -1,7 +1,8 @@
 """The benchmark chart, drawn from a ``specviz bench`` results dict with QPainter (no matplotlib):
 ``specviz bench --chart-png FILE`` (``docs/bench/speedup.png``).
 
-Left: speed-up over AR by suite, one bar per method. Right: the verify-cost curve (forward ms
+Left: speed-up over AR by suite, one bar per method asked for (the fixed budgets ``--fixed-budgets`` adds are in the
+tables only). Right: the verify-cost curve (forward ms
 against verify-block rows).
 """
 
@@ -84,7 +85,8 @@ def _frame(p: QPainter, area: QRectF, top: float, title: str, ylabel: str, fmt: 
 
 
 def _speedups(p: QPainter, res: dict[str, Any], area: QRectF) -> None:
-    rows = res.get("suites", [])
+    sweep = set(res.get("config", {}).get("fixed_budget_sweep", ()))  # --fixed-budgets' rows: the tables have them
+    rows = [r for r in res.get("suites", []) if r["method"] not in sweep]
     suites = list(dict.fromkeys(r["suite"] for r in rows))
     methods = list(dict.fromkeys(r["method"] for r in rows))
     by = {(r["suite"], r["method"]): r["speedup_vs_ar"] or 0.0 for r in rows}

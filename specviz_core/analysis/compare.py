@@ -138,13 +138,18 @@ class Comparison:
 
     def text(self, decode: Any = None) -> list[str]:
         """The comparison as lines of text (``specviz compare``); ``decode(ids) -> str`` shows tokens."""
-        lines = [f"{'session':<14}{'method':<12}{'tokens':>7}{'fwd':>6}{'tau':>7}{'tok/s':>8}{'speed-up':>10}"
+        rows = self.rows()
+        # A method's budget beside it when it is not the default (auto): goose and goose at the paper's 60 differ.
+        names = [r["method"] + (f" budget={r['params']['budget']}" if str(r["params"].get("budget", "auto")) != "auto"
+                                else "") for r in rows]
+        w = max(12, max(len(n) for n in names) + 2)
+        lines = [f"{'session':<14}{'method':<{w}}{'tokens':>7}{'fwd':>6}{'tau':>7}{'tok/s':>8}{'speed-up':>10}"
                  f"{'tau x':>7}  acceptance by source"]
-        for r in self.rows():
+        for r, name in zip(rows, names):
             src = ", ".join(f"{k} {v['accepted']}/{v['verified']}" for k, v in r["by_source"].items()) or "-"
             speed = "-" if r["speedup"] is None else f"{r['speedup']:.2f}x"
             tau_x = "-" if r["tau_ratio"] is None else f"{r['tau_ratio']:.2f}"
-            lines.append(f"{r['session'][:12]:<14}{r['method'][:11]:<12}{r['tokens']:>7}{r['forwards']:>6}"
+            lines.append(f"{r['session'][:12]:<14}{name:<{w}}{r['tokens']:>7}{r['forwards']:>6}"
                          f"{r['tau']:>7.2f}{r['tokens_per_s']:>8.1f}{speed:>10}{tau_x:>7}  {src}")
         if not self.same_prompt():
             lines.append("prompts differ: the outputs are not comparable token by token")

@@ -220,6 +220,7 @@ def run_bench(target: LoadedModel, draft: LoadedModel | None, cfg: BenchConfig,
     results["config"] = {
         "model": target.name, "model_path": target.path, "draft_model": draft.name if draft is not None else None,
         "methods": [s.label for s in specs], "recorded": [s.label for s in recorded],
+        "fixed_budget_sweep": [s.label for s in specs if s.sweep],
         "suites": [s.name for s in cfg.suites], "max_new_tokens": cfg.max_new_tokens, "repeats": cfg.repeats,
         "warmup": cfg.warmup, "temperature": cfg.temperature, "seed": cfg.seed, "argv": sys.argv[1:],
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

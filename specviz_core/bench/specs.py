@@ -25,6 +25,8 @@ class MethodSpec:
     label: str
     method: str
     params: dict[str, Any] = field(default_factory=dict)
+    sweep: bool = False
+    """Added by ``--fixed-budgets`` (not asked for by name): in the tables, left out of the chart."""
 
     @property
     def is_hf(self) -> bool:
@@ -46,7 +48,7 @@ class MethodSpec:
 
     def with_budget(self, budget: str) -> MethodSpec:
         params = {**{k: v for k, v in self.params.items() if k != "budget"}, "budget": budget}
-        return MethodSpec(f"{self.base}:budget={budget}", self.method, params)
+        return MethodSpec(f"{self.base}:budget={budget}", self.method, params, sweep=True)
 
 
 def add_fixed_budgets(specs: list[MethodSpec], budgets: list[str]) -> list[MethodSpec]:
