@@ -54,14 +54,18 @@ def brute_force_best(p_chain: list[float], curve: dict) -> int:
     [0.9, 0.9, 0.1, 0.9, 0.9, 0.9, 0.9, 0.9],
 ])
 def test_choose_budget_is_the_argmax_on_a_synthetic_curve(p_chain):
-    curve = CostCurve.from_dict(CURVE)
+    assert chain_choice(p_chain, CURVE) == brute_force_best(p_chain, CURVE)
+
+
+def chain_choice(p_chain: list[float], curve: dict) -> int:
+    """What ``choose_budget`` keeps of a chain with these acceptances, on this curve."""
+    c = CostCurve.from_dict(curve)
     expected = [1.0]
     prod = 1.0
     for p in p_chain:
         prod *= p
         expected.append(expected[-1] + prod)
-    b = choose_budget(expected, [curve(k + 1) for k in range(len(expected))])
-    assert b == brute_force_best(p_chain, CURVE)
+    return choose_budget(expected, [c(k + 1) for k in range(len(expected))])
 
 
 def test_cost_curve_interpolates_and_keeps_the_measured_bumps():
@@ -79,13 +83,7 @@ JAGGED = {"n": list(range(1, 9)) + [16], "ms": [65.0, 101.0, 121.0, 93.0, 95.0, 
 def test_on_a_jagged_curve_the_choice_skips_the_dear_sizes(p_chain):
     """A block of 3 rows costs more than one of 4 here: with more nodes to offer, the chooser never verifies 3 (or 7),
     and its choice is the brute-force argmax over the measured points (not a smoothed curve)."""
-    curve = CostCurve.from_dict(JAGGED)
-    expected = [1.0]
-    prod = 1.0
-    for p in p_chain:
-        prod *= p
-        expected.append(expected[-1] + prod)
-    b = choose_budget(expected, [curve(k + 1) for k in range(len(expected))])
+    b = chain_choice(p_chain, JAGGED)
     assert b == brute_force_best(p_chain, JAGGED)
     assert b + 1 not in (2, 3, 7)
 
