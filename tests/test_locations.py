@@ -56,7 +56,7 @@ def test_the_default_model_resolves_in_this_machines_cache(tmp_path, monkeypatch
     here = _fake_model(tmp_path / "cache" / "models" / "SmolLM2-135M-Instruct", tokenizer_json)
     assert locate_model("default") == here
     # What older recordings held: the writing machine's folder, which is not here.
-    assert locate_model("/root/.cache/specviz/models/SmolLM2-135M-Instruct") == here
+    assert locate_model("/home/someone-else/.cache/specviz/models/SmolLM2-135M-Instruct") == here
     assert locate_model("C:\\Users\\ann\\AppData\\Local\\specviz\\Cache\\models\\SmolLM2-135M-Instruct") == here
     text = load_token_text("default")
     assert text.tokenizer is not None
