@@ -268,7 +268,7 @@ def test_reproduce_stops_at_the_time_limit_with_claims_over_the_prompts_finished
     import json
 
     import specviz_core.cli.reproduce as cli_reproduce
-    from specviz_core.bench.reproduce import GOOSE_SESSIONS
+    from specviz_core.bench.reproduce.claims import GOOSE_SESSIONS
 
     clock = ticking_limit(monkeypatch, cli_reproduce, 6.0)  # 1 minute: the tenth check before a session stops it
     out = tmp_path / "r.json"
@@ -292,7 +292,7 @@ def test_reproduce_stops_at_the_time_limit_with_claims_over_the_prompts_finished
 def test_reproduce_ctrl_c_keeps_the_claims_of_the_prompts_finished(capsys, tiny_dir, tmp_path, monkeypatch):
     import json
 
-    import specviz_core.bench.reproduce as core
+    import specviz_core.bench.reproduce.claims as core
 
     real, calls = core.decode, []
 

@@ -10,7 +10,7 @@ import pytest
 
 from helpers import concentrated_llama, make_engine
 from specviz_core.bench.reproduce import reproduce
-from specviz_core.bench.reproduce_chart import chart_svg
+from specviz_core.bench.reproduce.chart import chart_svg
 from specviz_core.cli.commands import main
 from specviz_core.errors import SpecVizError
 
@@ -58,7 +58,8 @@ def test_goose_claims_follow_their_numbers(tiny):
 def test_a_yield_below_the_bound_is_traced_to_its_chance_under_the_model():
     """The cause printed beside Prop. 1: a session of one spine-tree cycle whose spine failed and whose two root
     branches (p_t 0.1) missed yields 1 token where the bound says 1.19; under the model that has probability 0.81."""
-    from specviz_core.bench.reproduce import Run, yield_miss_cause
+    from specviz_core.bench.reproduce.claims import Run
+    from specviz_core.bench.reproduce.goose import yield_miss_cause
     from specviz_core.cli.reproduce import claim_lines
     from specviz_core.drafters.goose.stats import GooseCounters, TreeShapeSample
 
@@ -125,7 +126,7 @@ def test_cli_refuses_a_chart_that_is_not_svg(tmp_path, capsys):
 @pytest.mark.default_model
 def test_every_suite_prompt_is_encoded_multi_turn_included(smol):
     """The full run reads every built-in suite: a conversation is encoded with all its turns, not as an empty text."""
-    from specviz_core.bench.reproduce import prompts_of
+    from specviz_core.bench.reproduce.claims import prompts_of
     from specviz_core.bench.suites import load_suites
 
     suites = load_suites("all")

@@ -74,8 +74,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if "talon" in papers:
         _refuse_without_a_head(args.model, args.paper)
 
-    from specviz_core.bench.reproduce import Work, prompts_of, reproduce, sessions_per_prompt
-    from specviz_core.bench.reproduce_chart import chart_svg
+    from specviz_core.bench.reproduce import reproduce
+    from specviz_core.bench.reproduce.chart import chart_svg
+    from specviz_core.bench.reproduce.claims import Work, prompts_of, sessions_per_prompt
     from specviz_core.bench.suites import load_suites
     from specviz_core.session.factory import load_checked_model
 
