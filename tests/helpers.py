@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from specviz_core.drafters import METHODS
 from specviz_core.engine.cycle import Engine
+from specviz_core.records import CycleRecord, Node
 from specviz_core.runtime.models import LoadedModel
 from specviz_core.session.factory import build_engine
 from specviz_core.session.request import check_method
@@ -14,11 +16,11 @@ from specviz_core.session.request import check_method
 TIE_GAP = 1e-3
 
 
-def tiny_llama(vocab: int = 96, seed: int = 0) -> LoadedModel:
-    """A 2-layer random Llama in fp32. A large init spreads the logits, so greedy ties are rare."""
+def tiny_llama(vocab: int = 96, seed: int = 0, layers: int = 2) -> LoadedModel:
+    """A small random Llama (2 layers unless told) in fp32. A large init spreads the logits, so greedy ties are rare."""
     torch.manual_seed(seed)
     cfg = LlamaConfig(
-        vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=layers, num_attention_heads=4,
         num_key_value_heads=2, max_position_embeddings=256, initializer_range=0.3, eos_token_id=None,
         bos_token_id=None, pad_token_id=None, attn_implementation="sdpa",
     )
@@ -91,3 +93,14 @@ def run(m: LoadedModel, method: str, prompt: list[int], n: int, **kw) -> tuple[l
     e = make_engine(m, method, prompt, n, **kw)
     records = list(e.cycles())
     return e.output_ids, records
+
+
+def tree_record(nodes: list[tuple[int, int, str, float, int, bool]], **state) -> CycleRecord:
+    """nodes: (id, parent, source, score, depth, accepted); the root is added; ``state``: the record's state."""
+    ns = [Node(0, -1, 1, "root", 0, 1.0, True, accepted=True)]
+    ns += [Node(i, par, 5, src, d, sc, True, accepted=acc) for i, par, src, sc, d, acc in nodes]
+    n = len(ns)
+    return CycleRecord(index=0, mode="tree", cache_len=10, nodes=tuple(ns), verify_order=tuple(range(n)),
+                       mask=np.eye(n, dtype=bool), positions=tuple(range(n)),
+                       accepted_path=tuple(x.id for x in ns if x.id and x.accepted), bonus_token=1,
+                       committed_ids=(1,), kv_keep=(0,), timings_ms={"forward": 60.0, "walk": 1.0}, state=state)

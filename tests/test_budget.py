@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from helpers import hf_greedy, make_engine
+from helpers import hf_greedy, make_engine, tree_record
 from specviz_core.analysis.timing import CostCurve
 from specviz_core.drafters import METHODS
 from specviz_core.engine.acceptance import AcceptanceStats
@@ -19,7 +19,6 @@ from specviz_core.engine.budget import (
 )
 from specviz_core.engine.cost_curve import measure_cost_curve
 from specviz_core.errors import SpecVizError
-from specviz_core.records import CycleRecord, Node
 from specviz_core.runtime.cost_files import load_cost_curve, save_cost_curve
 from specviz_core.tree import DraftTree
 
@@ -161,7 +160,7 @@ def test_optimism_counts_once_per_class_on_a_path():
     st = AcceptanceStats(decay=1.0)
     for k in range(6):  # spine runs of 12 accepted, then a break: about 12/13 per node past depth 4
         nodes = [(d, d - 1, "spine", 1.0, d, d <= 12) for d in range(1, 14)]
-        st.observe(_record(nodes))
+        st.observe(tree_record(nodes))
     ctl = BudgetController(CostCurve.from_dict(CURVE), max_budget=100)
     ctl.stats = st
     tree = DraftTree(root_token=1)
@@ -183,7 +182,7 @@ def test_optimism_counts_once_per_class_on_a_path():
 def test_the_budget_counts_mean_tokens_while_the_optimism_only_orders():
     st = AcceptanceStats(decay=1.0)
     for k in range(3):  # little data: the optimistic estimate sits well above the mean
-        st.observe(_record([(1, 0, "spine", 1.0, 1, k != 0), (2, 1, "spine", 1.0, 2, False),
+        st.observe(tree_record([(1, 0, "spine", 1.0, 1, k != 0), (2, 1, "spine", 1.0, 2, False),
                             (3, 0, "branch", 0.3, 1, False)]))
     ctl = BudgetController(CostCurve.from_dict(CURVE), max_budget=60)
     ctl.stats = st
@@ -199,18 +198,6 @@ def test_the_budget_counts_mean_tokens_while_the_optimism_only_orders():
     assert sum(ctl.path_probs(_tree())[i] for i in kept) > 1.2 * sum(mean_path(i) for i in kept)  # optimism is real
 
 
-def _record(nodes: list[tuple[int, int, str, float, int, bool]]) -> CycleRecord:
-    """nodes: (id, parent, source, score, depth, accepted); the root is added."""
-    ns = [Node(0, -1, 1, "root", 0, 1.0, True, accepted=True)]
-    ns += [Node(i, par, 5, src, d, sc, True, accepted=acc) for i, par, src, sc, d, acc in nodes]
-    import numpy as np
-
-    n = len(ns)
-    return CycleRecord(index=0, mode="tree", cache_len=10, nodes=tuple(ns), verify_order=tuple(range(n)),
-                       mask=np.eye(n, dtype=bool), positions=tuple(range(n)), accepted_path=(), bonus_token=1,
-                       committed_ids=(1,), kv_keep=(0,), timings_ms={"forward": 60.0, "walk": 1.0})
-
-
 def test_acceptance_stats_learn_the_measured_rate():
     st = AcceptanceStats(decay=1.0)
     assert st.mean("spine", 1.0, 1) == pytest.approx(0.85)  # the measured prior for a copy at depth 1
@@ -219,7 +206,7 @@ def test_acceptance_stats_learn_the_measured_rate():
         # depth-1 spine accepted 9 times in 10; its child (depth 2) is seen only when the parent was accepted.
         acc = k % 10 != 0
         nodes = [(1, 0, "spine", 1.0, 1, acc), (2, 1, "spine", 1.0, 2, False), (3, 0, "branch", 0.3, 1, False)]
-        st.observe(_record(nodes))
+        st.observe(tree_record(nodes))
     assert st.mean("spine", 1.0, 1) == pytest.approx(0.9, abs=0.02)
     assert st.mean("spine", 1.0, 2) < 0.05  # never accepted
     assert st.mean("branch", 0.3, 1) < 0.05
@@ -321,7 +308,7 @@ def test_a_copys_depths_are_estimated_apart_and_the_spine_kept_accordingly():
     st = AcceptanceStats(decay=1.0)
     runs = [0, 0, 0, 9, 0, 12]  # spine tokens accepted per cycle, of 20 offered
     for run in runs:
-        st.observe(_record([(d, d - 1, "spine", 1.0, d, d <= run) for d in range(1, 21)]))
+        st.observe(tree_record([(d, d - 1, "spine", 1.0, d, d <= run) for d in range(1, 21)]))
     prior = {1: 0.85, 2: 0.80, 3: 0.88, 4: 0.92}
     seen = {d: [0, 0] for d in prior}  # depth class -> [accepted, tried with the parent accepted]
     for run in runs:

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from specviz_core.crash import one_line
 from specviz_core.errors import SpecVizError
 from specviz_core.methods import CARDS
+from specviz_core.runtime.head_files import DEFAULT_FEATURES
 
 #: Minutes offered by default: the run the docs measured (about 30% top-1 on the default model, 2-core CPU).
 DEFAULT_MINUTES = 10
@@ -119,11 +120,19 @@ class TrainHeadDialog(QDialog):
         self.text.setToolTip("Shipped: the embedded model's answers to the seed prompts, read about 4x faster than "
                              "written, so the head sees more text. Own: this model writes its answers first (its own "
                              "words, for a model unlike the embedded one)")
+        self.features = QComboBox()
+        self.features.addItem("Three layers, fused (EAGLE-3)", "eagle3")
+        self.features.addItem("The last layer (EAGLE-1)", "last")
+        self.features.setCurrentIndex(self.features.findData(DEFAULT_FEATURES))
+        self.features.setToolTip("What the head reads of the model. EAGLE-3: the inputs of a low, a middle and a "
+                                 "high layer, fused, trained over 3 unrolled draft steps. EAGLE-1: the last hidden "
+                                 "state, which the head also learns to predict")
         self.seed = QSpinBox()
         self.seed.setRange(0, 2**31 - 1)
         self.seed.setToolTip("Seed of the text and the training")
         form.addRow("Time", self.minutes)
         form.addRow("Text", self.text)
+        form.addRow("Reads", self.features)
         form.addRow("Seed", self.seed)
         lay.addLayout(form)
         self.bar = QProgressBar()
@@ -157,6 +166,7 @@ class TrainHeadDialog(QDialog):
         if self.running:
             return
         train_args.setdefault("text", self.text.currentData())
+        train_args.setdefault("features", self.features.currentData())
         self.trainer = HeadTrainer(self.model, self.device, self.dtype, float(self.minutes.value()),
                                    self.seed.value(), **train_args)
         self.trainer.progress.connect(self._progress)
@@ -165,7 +175,7 @@ class TrainHeadDialog(QDialog):
         self.trainer.finished.connect(self._finished)
         self.train_button.setEnabled(False)
         self.stop_button.setEnabled(True)
-        for w in (self.minutes, self.text, self.seed):
+        for w in (self.minutes, self.text, self.features, self.seed):
             w.setEnabled(False)
         self.stage.setText("Starting…")
         self._running = True
@@ -204,7 +214,7 @@ class TrainHeadDialog(QDialog):
         self._running = False
         self.train_button.setEnabled(True)
         self.stop_button.setEnabled(False)
-        for w in (self.minutes, self.text, self.seed):
+        for w in (self.minutes, self.text, self.features, self.seed):
             w.setEnabled(True)
 
     def closeEvent(self, e) -> None:

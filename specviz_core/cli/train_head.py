@@ -8,6 +8,7 @@ from typing import Any
 
 from specviz_core.cli.options import add_device_args
 from specviz_core.errors import SpecVizError
+from specviz_core.runtime.head_files import DEFAULT_FEATURES, FEATURES
 
 
 def add_parser(sub: Any) -> None:
@@ -24,6 +25,10 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--text", choices=("shipped", "own"), default="shipped",
                    help="shipped: the shipped answers, read (fast, most text); own: the model writes its own "
                         "answers to the seed prompts first (slower, fewer tokens; its own words) (default shipped)")
+    t.add_argument("--features", choices=FEATURES, default=DEFAULT_FEATURES,
+                   help="what the head reads of the model: last, its last hidden state (EAGLE-1); eagle3, three "
+                        "layers' (low, middle, high) fused, trained over 3 unrolled draft steps (EAGLE-3) "
+                        f"(default {DEFAULT_FEATURES})")
     t.add_argument("--steps", type=int, default=None,
                    help="training steps (default: as many as fit); with --text-tokens a run repeats exactly")
     t.add_argument("--text-tokens", type=int, default=None,
@@ -85,7 +90,7 @@ def cmd_train_head(args: argparse.Namespace) -> int:
     if args.write_text:
         return _write_text(target, args, bar)
     head, info = train_head(target, minutes=args.minutes, steps=args.steps, seed=args.seed, text=args.text,
-                            text_tokens=args.text_tokens, progress=bar)
+                            text_tokens=args.text_tokens, features=args.features, progress=bar)
     bar.done()
     path = save_head(target, head, info)
     a = info["agreement"]
@@ -94,8 +99,8 @@ def cmd_train_head(args: argparse.Namespace) -> int:
           f"top-1 {a['top1_step2']:.1%}, top-5 {a['top5_step2']:.1%} a step further")
     print(f"trained {info['steps']} steps on {info['text_tokens']:,} tokens in {info['minutes']:.1f} min; "
           f"saved {path}{' (replacing the previous head)' if old else ''}")
-    print(f"to repeat it exactly: specviz train-head --seed {args.seed} --text {args.text} --steps {info['steps']} "
-          f"--text-tokens {info['answer_tokens']}")
+    print(f"to repeat it exactly: specviz train-head --seed {args.seed} --text {args.text} --features {args.features} "
+          f"--steps {info['steps']} --text-tokens {info['answer_tokens']}")
     print("talon and eagle_static now draft with it (drafter=auto); drafter=table keeps the n-gram tables")
     return 0
 

@@ -5,7 +5,13 @@ The head is one decoder layer of the target's own architecture (its config with 
 reads), ``e`` the embedding of the token at this position (the target's embedding table, frozen). It
 outputs a predicted feature, which the target's LM head (frozen, reused) turns into next-token
 logits, and which feeds the next draft step as its ``f``: a tree is drafted one layer per head step
-(EAGLE-1, Li et al. 2024; TALON's seed drafts with EAGLE-3's head, which fuses three layers' features).
+(EAGLE-1, Li et al. 2024).
+
+The ``eagle3`` variant (EAGLE-3, Li et al. 2025; TALON's seed drafts with it) reads, for the committed
+tokens, a fusion of three of the target's layers instead of its last: the inputs of layers 2, n/2 and
+n-3 (low, middle and high features), concatenated and projected to one width by ``fuse``. Inside the
+tree it reads its own output, as the other variant does; trained on tokens alone, with several
+unrolled steps on its own predictions (:mod:`specviz_core.training.train`).
 
 Committed rows are always run on the target's real features (:class:`HeadRunner` keeps them as the
 target produces them); tree rows run on the head's own predictions and are dropped after each cycle.
@@ -30,7 +36,19 @@ from specviz_core.drafters.draft_tree import rows_kept
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime import kv
 from specviz_core.runtime.attention import tree_masks
-from specviz_core.runtime.head_files import FORMAT_VERSION, head_info, head_paths
+from specviz_core.runtime.head_files import FEATURES, FORMAT_VERSION, head_info, head_paths
+
+
+def eagle3_layers(n_layers: int) -> tuple[int, int, int]:
+    """The layers whose inputs EAGLE-3 fuses (its code taps layers 2, n // 2 and n - 3), within a shallow model."""
+    return tuple(min(max(i, 0), n_layers - 1) for i in (2, n_layers // 2, n_layers - 3))  # type: ignore[return-value]
+
+
+def feature_layers_of(features: str, target_config: Any) -> tuple[int, ...] | None:
+    """The layers a head of this kind taps (None: the LM head's input)."""
+    if features not in FEATURES:
+        raise SpecVizError(f"features must be one of {', '.join(FEATURES)}, got {features!r}")
+    return eagle3_layers(int(target_config.num_hidden_layers)) if features == "eagle3" else None
 
 
 def head_config(target_config: Any) -> Any:
@@ -50,13 +68,25 @@ class DraftHead(nn.Module):
 
     ``vocab``: the token ids the head drafts (EAGLE-3's reduced draft vocabulary: the tokens of its training
     text, most frequent first); its logits are the target's LM head rows of those tokens only, which makes a
-    draft step several times cheaper on a large vocabulary. Default: the whole vocabulary."""
+    draft step several times cheaper on a large vocabulary. Default: the whole vocabulary.
 
-    def __init__(self, target_config: Any, vocab: torch.Tensor | None = None) -> None:
+    ``feature_layers``: the target layers whose inputs the head reads, fused by ``fuse`` (EAGLE-3); None reads
+    the target's last hidden state (EAGLE-1). Either way its own predictions are one hidden state wide."""
+
+    def __init__(self, target_config: Any, vocab: torch.Tensor | None = None,
+                 feature_layers: tuple[int, ...] | None = None) -> None:
         super().__init__()
         cfg = head_config(target_config)
         h = int(cfg.hidden_size)
         self.hidden_size = h
+        self.feature_layers = tuple(feature_layers) if feature_layers else None
+        self.feature_width = h * len(self.feature_layers) if self.feature_layers else h
+        """How wide the target's features are that the head reads (its own predictions are ``hidden_size``)."""
+        if self.feature_layers:  # EAGLE-3: fused to one width, then each input normalised before they are joined
+            eps = float(getattr(cfg, "rms_norm_eps", 1e-6) or 1e-6)
+            self.fuse = nn.Linear(self.feature_width, h, bias=False)
+            self.feature_norm = nn.RMSNorm(h, eps=eps)
+            self.embed_norm = nn.RMSNorm(h, eps=eps)
         self.fc = nn.Linear(2 * h, h, bias=False)
         self.body = AutoModel.from_config(cfg)
         self.body.set_input_embeddings(nn.Embedding(1, h))  # inputs come as embeddings: no table of its own
@@ -65,10 +95,18 @@ class DraftHead(nn.Module):
         self.register_buffer("vocab", vocab.long().clone())
 
     def forward(self, feats: torch.Tensor, embeds: torch.Tensor, **body_kwargs: Any) -> tuple[torch.Tensor, Any]:
-        """``feats``, ``embeds`` [b, m, H] -> predicted features [b, m, H] and the body's output (its cache)."""
+        """``feats`` ([b, m, H], or the target's fused features [b, m, feature_width]), ``embeds`` [b, m, H] ->
+        predicted features [b, m, H] and the body's output (its cache)."""
+        if self.feature_layers:  # the target's layers (raw residual streams, of any scale) or its own prediction
+            feats = self.feature_norm(self.fuse(feats) if feats.shape[-1] != self.hidden_size else feats)
+            embeds = self.embed_norm(embeds)
         x = self.fc(torch.cat([feats, embeds], dim=-1))
         out = self.body(inputs_embeds=x, **body_kwargs)
         return out.last_hidden_state, out
+
+    @property
+    def features(self) -> str:
+        return "eagle3" if self.feature_layers else "last"
 
     def trained_state(self) -> dict[str, torch.Tensor]:
         """The weights a saved head holds (everything but the placeholder input embedding)."""
@@ -104,15 +142,44 @@ def lm_head_of(model: Any) -> nn.Module:
     return head
 
 
-def install_feature_tap(model: Any) -> None:
-    """Keep the input of the target's LM head after every forward (the features of the rows it ran). Idempotent;
-    costs a reference, no copy. :func:`tapped_features` reads it."""
+def decoder_layers(model: Any) -> nn.ModuleList:
+    """The target's decoder layers, in order (``model.model.layers`` on most architectures)."""
+    n = int(model.config.num_hidden_layers)
+    inner = getattr(model, "model", None)
+    layers = getattr(inner, "layers", None)
+    if isinstance(layers, nn.ModuleList) and len(layers) == n:
+        return layers
+    for m in model.modules():
+        if isinstance(m, nn.ModuleList) and len(m) == n:
+            return m
+    raise SpecVizError("this model's decoder layers cannot be found: an eagle3 head cannot read their features")
+
+
+def install_feature_tap(model: Any, layers: tuple[int, ...] | None = None) -> None:
+    """Keep the features a draft head reads after every forward, for the rows the LM head ran: the LM head's
+    input, or (``layers``, an eagle3 head) the inputs of those decoder layers, concatenated. Costs references,
+    and for ``layers`` one concatenation a forward; :func:`tapped_features` reads it. Installing again switches
+    what is kept."""
     lm = lm_head_of(model)
+    lm._specviz_layers = tuple(layers) if layers else None
+    if layers:
+        store = lm.__dict__.setdefault("_specviz_layer_inputs", {})
+        stack = decoder_layers(model)
+        for i in set(layers) - set(getattr(lm, "_specviz_layer_taps", ())):
+            def keep_input(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], i: int = i) -> None:
+                store[i] = args[0] if args else kwargs["hidden_states"]
+
+            stack[i].register_forward_pre_hook(keep_input, with_kwargs=True)
+            lm._specviz_layer_taps = (*getattr(lm, "_specviz_layer_taps", ()), i)
     if getattr(lm, "_specviz_tap", False):
         return
 
     def keep(module: nn.Module, args: tuple[Any, ...]) -> None:
-        module._specviz_features = args[0]
+        x = args[0]
+        if module._specviz_layers:  # the rows the LM head runs are the last ones of the layers' (logits_to_keep)
+            got = module._specviz_layer_inputs
+            x = torch.cat([got[i][..., -x.shape[-2]:, :].to(x.dtype) for i in module._specviz_layers], dim=-1)
+        module._specviz_features = x
 
     lm.register_forward_pre_hook(keep)
     lm._specviz_tap = True
@@ -148,7 +215,9 @@ def save_head(target: Any, head: DraftHead, info: dict[str, Any]) -> Path:
                for k, v in head.trained_state().items()}, str(tmp))
     os.replace(tmp, weights)
     tmp = meta.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(dict(info, version=FORMAT_VERSION), indent=1), encoding="utf-8")
+    layers = list(head.feature_layers) if head.feature_layers else None
+    tmp.write_text(json.dumps(dict(info, features=head.features, feature_layers=layers, version=FORMAT_VERSION),
+                              indent=1), encoding="utf-8")
     os.replace(tmp, meta)
     return weights
 
@@ -157,7 +226,8 @@ def load_head(target: Any) -> DraftHead | None:
     """The saved head of this model on the target's device and dtype, or None when none was trained."""
     from safetensors.torch import load_file
 
-    if head_info(target) is None:
+    info = head_info(target)
+    if info is None:
         return None
     weights, _ = head_paths(target)
     try:
@@ -167,7 +237,13 @@ def load_head(target: Any) -> DraftHead | None:
     vocab = state.get("vocab")
     if vocab is None or vocab.ndim != 1 or not len(vocab) or int(vocab.max()) >= int(target.model.config.vocab_size):
         raise SpecVizError(f"the draft head {weights} does not fit this model; train it again: specviz train-head")
-    head = DraftHead(target.model.config, vocab)
+    layers = info.get("feature_layers")
+    n_layers = int(target.model.config.num_hidden_layers)
+    if layers is not None and (not isinstance(layers, list) or not all(isinstance(i, int) and 0 <= i < n_layers
+                                                                       for i in layers)):
+        raise SpecVizError(f"the draft head {weights} reads layers this model does not have; train it again: "
+                           "specviz train-head")
+    head = DraftHead(target.model.config, vocab, tuple(layers) if layers else None)
     missing = set(head.trained_state()) - set(state)
     if missing or set(state) - set(head.state_dict()):
         raise SpecVizError(f"the draft head {weights} does not fit this model; train it again: specviz train-head")
@@ -196,7 +272,7 @@ class HeadRunner:
     def reset(self) -> None:
         self.cache = DynamicCache()
         self.seen: list[int] = []
-        self.feats = torch.zeros((0, self.head.hidden_size), device=self.target.device, dtype=self.target.dtype)
+        self.feats = torch.zeros((0, self.head.feature_width), device=self.target.device, dtype=self.target.dtype)
         self.base = 0  # the position of feats[0]: older features are dropped once no catch-up can read them
         self.row_depths: list[int] = []
 
@@ -228,7 +304,7 @@ class HeadRunner:
         # f[j-1] for each new row j (zero before the first token)
         prev = self.feats[max(common - 1, 0) - self.base: len(ids) - 1 - self.base]
         if common == 0:
-            zero = torch.zeros((1, self.head.hidden_size), device=self.feats.device, dtype=self.feats.dtype)
+            zero = torch.zeros((1, self.head.feature_width), device=self.feats.device, dtype=self.feats.dtype)
             prev = torch.cat([zero, prev], dim=0)
         h = self._run(prev, ids[common:], np.arange(common, len(ids)), None)[-1]  # only the root's row is read
         self.seen = list(ids)

@@ -139,7 +139,7 @@ class HeadSource(NextTokenSource):
         super().__init__()
         self.runner = HeadRunner(head, target)
         self.target = target
-        install_feature_tap(target.model)
+        install_feature_tap(target.model, head.feature_layers)
         self._feat: dict[int, torch.Tensor] = {}  # node id -> the head's predicted feature after it
         self._run: list[int] = []  # tree node ids in head-cache row order this cycle
         self._tree: DraftTree | None = None

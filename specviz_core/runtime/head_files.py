@@ -17,6 +17,11 @@ from typing import Any
 from specviz_core.runtime.locations import DEFAULT_MODEL, DEFAULT_MODEL_NAME, cache_dir, resolve_model_path
 
 FORMAT_VERSION = 1
+FEATURES = ("last", "eagle3")
+"""What a head reads of the target: its last hidden state (the LM head's input; EAGLE-1) or three layers' fused
+(EAGLE-3)."""
+DEFAULT_FEATURES = "last"
+"""What ``specviz train-head`` and the window train unless told."""
 
 
 def heads_dir() -> Path:

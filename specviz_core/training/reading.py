@@ -25,7 +25,8 @@ tokens of a 576-wide model is 1.2 GB)."""
 
 @dataclass
 class Corpus:
-    """Teacher-forced sequences: tokens [T], the target's features [T, H] and top-k [T, k] at each position."""
+    """Teacher-forced sequences: tokens [T], the target's features [T, H] (or [T, 3H], three layers') and top-k
+    [T, k] at each position."""
 
     tokens: list[torch.Tensor] = field(default_factory=list)
     feats: list[torch.Tensor] = field(default_factory=list)
@@ -113,13 +114,14 @@ def _time_read(target: LoadedModel, bf16: bool) -> float:
 @torch.no_grad()
 def teacher_force(target: LoadedModel, sequences: list[tuple[int, list[int]]], progress: Progress | None = None,
                   stop: Stop | None = None, deadline: float | None = None, rows: int = 2048,
-                  chunk: int = 256) -> Corpus:
+                  chunk: int = 256, layers: tuple[int, ...] | None = None) -> Corpus:
     """The target's features and its top-k next-token distribution at every position of each sequence, in
     sequence order; at ``deadline`` (``time.monotonic``) it stops, with the sequences read so far (about the
     first ones: each ``chunk`` is read shortest first; one forward at least, however late, so that a slow
     machine trains on less text rather than on none). Sequences of like length share a forward, padded on
-    the right (causal attention: no real row sees the padding), about ``rows`` rows a forward."""
-    install_feature_tap(target.model)
+    the right (causal attention: no real row sees the padding), about ``rows`` rows a forward. ``layers``: the
+    features are those decoder layers' inputs, concatenated (an eagle3 head's), not the LM head's input."""
+    install_feature_tap(target.model, layers)
     lm = lm_head_of(target.model)
     dev = target.device
     order = [k for c in range(0, len(sequences), chunk)  # like lengths together, within chunks kept in order

@@ -23,13 +23,16 @@ import time
 from importlib import resources
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 from transformers import DynamicCache
 
-from specviz_core.drafters.head import DraftHead, DraftLogits
+from specviz_core.drafters.head import DraftHead, DraftLogits, feature_layers_of
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime import kv
+from specviz_core.runtime.attention import attention_pattern, tree_masks
+from specviz_core.runtime.head_files import DEFAULT_FEATURES
 from specviz_core.runtime.models import LoadedModel, Progress, encode_prompt
 from specviz_core.training.reading import (  # noqa: F401 - Corpus, Stop and TrainingStopped are the training's too
     Corpus,
@@ -60,6 +63,9 @@ DRAFT_VOCAB = 16384
 """Most tokens a head drafts (EAGLE-3 drafts from 32k of Llama-3's 128k)."""
 CE_WEIGHT = 0.1
 """Weight of the token loss against the feature loss (EAGLE's)."""
+TTT_STEPS = 3
+"""Unrolled draft steps an eagle3 head trains on (EAGLE-3's training-time test runs 7 on a GPU; on a CPU each costs
+another forward and backward of the batch, so three, within the same minutes)."""
 
 
 def seed_prompts() -> list[str]:
@@ -147,7 +153,42 @@ def _windows(c: Corpus, length: int, batch: int, rng: random.Random) -> tuple[to
     return tuple(torch.stack(x) for x in (toks, prev, feats, ids, ps, keep))
 
 
+def ttt_mask(length: int, step: int) -> np.ndarray:
+    """Training-time test's mask for unrolled step ``step`` (2, 3, ...) over ``length`` rows: [L, step * L] over the
+    rows of steps 1..step (steps before this one are in the cache). Row t of step k drafts the token at t as if
+    the committed text ended at t - k + 1: it sees step 1's rows up to there (run on the target's features), the
+    rows of steps 2..k-1 that drafted t - k + 2 .. t - 1 (its tree ancestors), and itself; as a draft step does."""
+    t = np.arange(length)[:, None]
+    c = np.arange(length)[None, :]
+    blocks = [c <= t - step + 1] + [c == t - step + j for j in range(2, step + 1)]
+    return np.concatenate(blocks, axis=1)
+
+
+def unroll(head: DraftHead, prev: torch.Tensor, emb: torch.Tensor, steps: int) -> list[torch.Tensor]:
+    """The head's predictions [b, L, H] at each of ``steps`` unrolled draft steps: step 1 reads the target's
+    features (``prev``, shifted by one), step k reads step k-1's prediction at the row before, attending as
+    :func:`ttt_mask` says (EAGLE-3's training-time test). Rows t < k - 1 of step k have no context to draft from;
+    callers leave them out."""
+    b, L = emb.shape[:2]
+    dev = emb.device
+    pos = torch.arange(L, device=dev)[None].expand(b, L)
+    pattern = attention_pattern(head.body.config)
+    cache = DynamicCache()
+    pred, out = head(prev, emb, position_ids=pos, use_cache=True, **kv.cache_arg(head.body, cache))
+    preds = [pred]
+    for k in range(2, steps + 1):
+        cache = kv.returned_cache(out)
+        mask = tree_masks(pattern, ttt_mask(L, k), 0, pred.dtype, dev, np.arange(L), np.tile(np.arange(L), k))
+        inputs = torch.cat([torch.zeros_like(pred[:, :1]), pred[:, :-1]], dim=1)
+        pred, out = head(inputs, emb, position_ids=pos, attention_mask=mask, use_cache=True,
+                         **kv.cache_arg(head.body, cache))
+        preds.append(pred)
+    return preds
+
+
 def _loss(head: DraftHead, embed: nn.Module, model: Any, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    if head.feature_layers:
+        return _loss_eagle3(head, embed, model, batch)
     dev = embed.weight.device
     toks, prev, feats, top_ids, top_p, keep = (t.to(dev) for t in batch)
     emb = embed(toks).float()
@@ -170,6 +211,25 @@ def _loss(head: DraftHead, embed: nn.Module, model: Any, batch: tuple[torch.Tens
     return total
 
 
+def _loss_eagle3(head: DraftHead, embed: nn.Module, model: Any, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """EAGLE-3's loss: cross-entropy against the target's distribution at each of :data:`TTT_STEPS` unrolled steps,
+    weighted 0.8^k; no feature regression (the fused features are not what the LM head reads)."""
+    dev = embed.weight.device
+    toks, prev, _, top_ids, top_p, keep = (t.to(dev) for t in batch)
+    emb = embed(toks).float()
+    vocab, inv = torch.unique(top_ids, return_inverse=True)
+    w = model.get_output_embeddings().weight[vocab].float()
+    target = torch.zeros(*top_ids.shape[:2], len(vocab), device=dev)
+    target.scatter_add_(-1, inv, top_p / top_p.sum(-1, keepdim=True))
+    total = torch.zeros((), device=dev)
+    rows = torch.arange(toks.shape[1], device=dev)[None]
+    for k, pred in enumerate(unroll(head, prev, emb, TTT_STEPS)):
+        use = (keep & (rows >= k)).float()
+        logp = torch.log_softmax(pred @ w.T, dim=-1)
+        total = total + 0.8 ** k * (-(target * logp).sum(-1) * use).sum() / use.sum().clamp(min=1.0)
+    return total
+
+
 def draft_vocabulary(c: Corpus, vocab_size: int, most: int = DRAFT_VOCAB) -> torch.Tensor:
     """EAGLE-3's reduced draft vocabulary: the ``most`` tokens seen most often in the text and in the target's
     top-k over it, most frequent first (the whole vocabulary when it is no larger)."""
@@ -185,7 +245,8 @@ def draft_vocabulary(c: Corpus, vocab_size: int, most: int = DRAFT_VOCAB) -> tor
 @torch.no_grad()
 def agreement(head: DraftHead, target: LoadedModel, held: Corpus) -> dict[str, float]:
     """Held-out agreement with the target over answer rows: the target's most likely next token is the head's
-    top-1 / in its top-5, reading the target's features (a root step), and reading the head's own (a step further)."""
+    top-1 / in its top-5, reading the target's features (a root step), and reading the head's own (a step further,
+    attending as a draft step does: :func:`unroll`)."""
     embed = target.model.get_input_embeddings()
     logits = DraftLogits(head, target.model)
     hits = {"top1": 0, "top5": 0, "top1_step2": 0, "top5_step2": 0}
@@ -197,26 +258,28 @@ def agreement(head: DraftHead, target: LoadedModel, held: Corpus) -> dict[str, f
         emb = embed(toks[None].to(dev)).float()
         rows = slice(max(0, start - 1), len(toks))
         want = ids[rows, 0].to(dev)
-        first, _ = head(prev, emb, use_cache=False)
-        second, _ = head(torch.cat([prev[:, :1], first[:, :-1]], dim=1), emb, use_cache=False)
-        for suffix, pred in (("", first), ("_step2", second)):
+        first, second = unroll(head, prev, emb, 2)
+        for suffix, pred, skip in (("", first, 0), ("_step2", second, 1)):
             top, _ = logits.top(pred[0, rows], 5)
-            hits["top1" + suffix] += int((top[:, 0] == want).sum())
-            hits["top5" + suffix] += int((top == want[:, None]).any(-1).sum())
+            ok = torch.arange(rows.start, len(toks), device=dev) >= skip  # a step further needs a row before
+            hits["top1" + suffix] += int(((top[:, 0] == want) & ok).sum())
+            hits["top5" + suffix] += int(((top == want[:, None]).any(-1) & ok).sum())
         n += len(want)
     return {k: v / max(n, 1) for k, v in hits.items()} | {"positions": n}
 
 
 def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None = None, seed: int = 0,
                text: str = "shipped", text_tokens: int | None = None, window: int = 256, batch: int = 4,
-               lr: float = 1e-3, prompts: list[list[int]] | None = None, progress: Progress | None = None,
-               stop: Stop | None = None) -> tuple[DraftHead, dict[str, Any]]:
+               lr: float = 1e-3, prompts: list[list[int]] | None = None, features: str = DEFAULT_FEATURES,
+               progress: Progress | None = None, stop: Stop | None = None) -> tuple[DraftHead, dict[str, Any]]:
     """Read (or write) text, read its features, train a head; returns it and the facts a saved head records.
 
     ``text``: ``shipped`` reads the shipped answers (:mod:`specviz_core.training.text`), ``own`` has the target
     write its own answers to ``prompts`` (token ids; default: the shipped seed prompts). ``minutes`` bounds the
     whole run: a share for the text (``READ_SHARE`` or ``TEXT_SHARE``, unless ``text_tokens`` fixes its size),
-    then the step count that fits the rest (unless ``steps`` fixes it: give both for a run that repeats exactly)."""
+    then the step count that fits the rest (unless ``steps`` fixes it: give both for a run that repeats exactly).
+    ``features``: ``last`` (EAGLE-1's head on the target's last hidden state, with one unrolled step on its own
+    predictions) or ``eagle3`` (three layers fused, tokens alone, :data:`TTT_STEPS` unrolled steps)."""
     if minutes <= 0:
         raise SpecVizError(f"minutes must be above 0, got {minutes}")
     if text not in TEXTS:
@@ -225,6 +288,7 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
         raise SpecVizError("prompts are what the model answers with text=own; the shipped text has its own")
     if text == "shipped" and target.tokenizer is None:
         raise SpecVizError("the model has no tokenizer to read the shipped text with: use text=own")
+    layers = feature_layers_of(features, target.model.config)
     say = progress or (lambda s, f: None)
     if text_tokens is None and steps is None:  # the minutes decide how much: can they be enough here?
         check_minutes(target, minutes, text)
@@ -235,9 +299,9 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
         train_seqs, held_seqs = shipped_text(target, seed, text_tokens)
         # The training text first, within its share; the held-out answers only measure, in what is left of theirs.
         deadline = None if text_tokens is not None else t_start + READ_SHARE * minutes * 60
-        train = teacher_force(target, train_seqs, progress=say, stop=stop, deadline=deadline)
+        train = teacher_force(target, train_seqs, progress=say, stop=stop, deadline=deadline, layers=layers)
         deadline = None if text_tokens is not None else t_start + (READ_SHARE + HELD_SHARE) * minutes * 60
-        held = teacher_force(target, held_seqs, progress=say, stop=stop, deadline=deadline)
+        held = teacher_force(target, held_seqs, progress=say, stop=stop, deadline=deadline, layers=layers)
         made = sum(len(t) - s for t, s in zip(train.tokens, train.starts))
     else:
         if prompts is None:  # the shipped seed prompts, in the model's chat format when it has one
@@ -247,10 +311,10 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
         deadline = None if text_tokens is not None else t_start + TEXT_SHARE * minutes * 60
         seqs, made = generate_text(target, prompts, text_tokens or 10**9, seed, deadline=deadline, progress=say,
                                    stop=stop)
-        train, held = teacher_force(target, seqs, progress=say, stop=stop).split(0.1)
+        train, held = teacher_force(target, seqs, progress=say, stop=stop, layers=layers).split(0.1)
     if not train.tokens:
         raise SpecVizError("too little text was read to train on: give more minutes")
-    head = DraftHead(target.model.config, draft_vocabulary(train, int(target.model.config.vocab_size)))
+    head = DraftHead(target.model.config, draft_vocabulary(train, int(target.model.config.vocab_size)), layers)
     head = head.float().to(target.device)
     head.train()
     for p in target.model.parameters():
@@ -283,7 +347,7 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
     head.eval()
     agree = agreement(head, target, held)
     info = {"model": target.name, "path": target.path, "seed": seed, "steps": done, "window": window, "batch": batch,
-            "lr": lr, "text": text, "text_tokens": train.n_tokens + held.n_tokens, "answer_tokens": made,
+            "lr": lr, "text": text, "ttt_steps": TTT_STEPS if layers else 2, "text_tokens": train.n_tokens + held.n_tokens, "answer_tokens": made,
             "draft_vocabulary": len(head.vocab), "answers": len(train.tokens) + len(held.tokens), "held_out_answers": len(held.tokens),
             "temperature": 0.8, "minutes": round((time.monotonic() - t_start) / 60, 2), "agreement": agree,
             "final_loss": sum(losses[-10:]) / max(1, len(losses[-10:])), "created": time.strftime("%Y-%m-%d %H:%M")}
