@@ -18,6 +18,7 @@ from transformers import PreTrainedTokenizerFast
 
 from helpers import compare_greedy, hf_greedy, run, tiny_llama
 from specviz_core.bench.optimize_tree import large_tree, optimize_tree, select_tree
+from specviz_core.bench.suites import ALL, load_suite
 from specviz_core.cli.commands import main
 from specviz_core.drafters.ngram_tables import NGramTables, merge_entry
 from specviz_core.drafters.stand import GumbelCache, gumbel_topk, load_tree
@@ -175,6 +176,25 @@ def test_the_default_model_runs_on_the_shipped_optimized_tree(smol, tiny):
     assert make_engine(smol, "stand", ids, 4, budget=20).drafter.template == paths[:20]
 
 
+def test_each_suite_ships_a_tree_calibrated_on_its_held_out_prompts(tiny):
+    """Issue 33: STAND calibrated per workload, as the paper does; ``tree=SUITE`` runs the suite's tree."""
+    import json
+
+    from helpers import make_engine
+    from specviz_core.drafters.stand import SUITE_TREES, suite_tree_file
+    from specviz_resources import read_text
+
+    assert set(SUITE_TREES) == set(ALL)
+    for name in SUITE_TREES:
+        data = json.loads(read_text("trees", suite_tree_file(name)))
+        cal = data["calibration"]
+        assert (cal["large_tree"], cal["temperature"], data["nodes"]) == (625, 0.7, 80)
+        assert cal["prompts"] == len(load_suite(f"calibration/{name}").prompts) and cal["samples"] == 4
+        assert_valid_tree(data["paths"])
+        e = make_engine(tiny, "stand", [1, 2, 3], 4, tree=name)
+        assert e.drafter.tree_used == name and e.drafter.template == [tuple(p) for p in data["paths"]]
+
+
 @torch.no_grad()
 def test_tables_hold_running_means_of_the_decoded_trajectory(tiny):
     prompt = tiny_prompts()[2]
@@ -287,6 +307,35 @@ def test_optimize_tree_command_writes_a_tree_record_uses(word_model_dir, tmp_pat
     code = main(["record", "--method", "stand", "--param", f"tree={out}", "--model", str(word_model_dir),
                  "--prompt-file", str(prompt), "--max-new-tokens", "20", "--no-chat-template", "--db", str(db), "--quiet"])
     assert code == 0, capsys.readouterr().err
+
+
+def test_calibration_suites_hold_prompts_of_each_kind_that_the_bench_does_not_run():
+    """Issue 33: STAND calibrated per workload, on held-out prompts of each built-in suite's kind."""
+    for name in ALL:
+        held, bench = load_suite(f"calibration/{name}"), load_suite(name)
+        assert len(held.prompts) >= 3
+        texts = {p.text or json.dumps(p.messages) for p in bench.prompts}
+        assert not {p.id for p in held.prompts} & {p.id for p in bench.prompts}
+        assert not {p.text or json.dumps(p.messages) for p in held.prompts} & texts
+        assert all(bool(p.messages) == (name == "multi_turn") for p in held.prompts)  # the same kind of prompt
+
+
+def test_optimize_tree_calibrates_on_a_suite_file(word_model_dir, tmp_path, capsys):
+    suite = tmp_path / "mine.json"
+    suite.write_text(json.dumps({"prompts": [
+        {"id": "a", "text": " ".join(f"w{i % 9 + 2}" for i in range(30))},
+        {"id": "b", "messages": [{"role": "user", "content": "w3 w4 w5"}, {"role": "assistant", "content": "w6 w7"},
+                                 {"role": "user", "content": " ".join(f"w{i % 7 + 2}" for i in range(20))}]}]}))
+    out = tmp_path / "tree.json"
+    code = main(["optimize-tree", "--model", str(word_model_dir), "--prompt-file", str(suite), "--out", str(out),
+                 "--large", "100", "--keep", "20", "--max-new-tokens", "12", "--no-chat-template", "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    data = json.loads(out.read_text())
+    assert data["calibration"]["prompts"] == 2 and data["calibration"]["samples_finished"] == 2
+    assert_valid_tree(data["paths"])
+    code = main(["optimize-tree", "--model", str(word_model_dir), "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--prompt-file FILE (repeatable) or --suite NAME" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("content,needle", [

@@ -23,6 +23,8 @@ from specviz_core.runtime.models import LoadedModel, encode_prompt
 
 #: The suites ``--suite all`` runs, in this order (the published benchmark).
 ALL = ("code_editing", "summarising", "qa", "chat", "multi_turn")
+#: The prefix of a built-in suite's held-out calibration prompts (``calibration/chat``), shipped beside it.
+CALIBRATION = "calibration/"
 #: Every built-in suite: ``all`` and ``quick`` (one short prompt of each kind, for a first look).
 BUILTIN = ALL + ("quick",)
 
@@ -92,8 +94,12 @@ def parse_suite(data: Any, origin: str) -> Suite:
 
 
 def load_suite(name_or_path: str) -> Suite:
-    """A built-in suite by name, or a suite JSON file by path."""
+    """A built-in suite by name, ``calibration/NAME`` (the held-out prompts of built-in suite NAME, which the bench
+    does not run: what a STAND tree is calibrated on), or a suite JSON file by path."""
     if name_or_path in BUILTIN:
+        text = (_suite_dir() / f"{name_or_path}.json").read_text(encoding="utf-8")
+        return parse_suite(json.loads(text), name_or_path)
+    if name_or_path.startswith(CALIBRATION) and name_or_path[len(CALIBRATION):] in ALL:
         text = (_suite_dir() / f"{name_or_path}.json").read_text(encoding="utf-8")
         return parse_suite(json.loads(text), name_or_path)
     path = Path(name_or_path)
@@ -102,7 +108,8 @@ def load_suite(name_or_path: str) -> Suite:
             return parse_suite(json.loads(path.read_text(encoding="utf-8")), str(path))
         except (OSError, ValueError) as e:
             raise SpecVizError(f"cannot read the suite {path}: {e}") from None
-    raise SpecVizError(f"unknown suite {name_or_path!r} (built in: {', '.join(BUILTIN)}, all; or a .json file)")
+    raise SpecVizError(f"unknown suite {name_or_path!r} (built in: {', '.join(BUILTIN)}, all; calibration/NAME for "
+                       "NAME's held-out prompts; or a .json file)")
 
 
 def load_suites(spec: str) -> list[Suite]:

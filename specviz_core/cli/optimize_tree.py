@@ -36,8 +36,12 @@ def add_parser(sub: Any) -> None:
         description="Decode calibration prompts with STAND on a large tree, count which nodes lie on accepted "
                     "paths, keep the best and save them; record with --param tree=FILE to use the tree.")
     o.add_argument("--method", choices=["stand"], default="stand", help="the method the tree is for (stand)")
-    o.add_argument("--prompt-file", type=Path, action="append", required=True,
-                   help="a calibration prompt (the whole file is one prompt); repeatable")
+    o.add_argument("--prompt-file", type=Path, action="append", default=[],
+                   help="a calibration prompt (a text file is one prompt; a .json file is a suite of them); repeatable")
+    o.add_argument("--suite", default=None,
+                   help="calibration prompts from suites, as specviz bench takes them (names or .json files, "
+                        "comma-separated); calibration/NAME is the shipped held-out set of built-in suite NAME "
+                        "(prompts of its kind that the bench does not use)")
     o.add_argument("--out", type=Path, required=True, help="the tree file to write (JSON)")
     o.add_argument("--model", default=None, help="model folder or cached hub id (default: the embedded model)")
     o.add_argument("--large", type=bounded_int(1, MAX_LARGE), default=625,
@@ -64,7 +68,14 @@ def add_parser(sub: Any) -> None:
 def cmd_optimize_tree(args: argparse.Namespace) -> int:
     if args.keep > args.large:
         raise SpecVizError(f"--keep {args.keep} is more than the large tree's {args.large} nodes (--large): keep fewer")
-    texts = [read_prompt_file(f) for f in args.prompt_file]
+    if not args.prompt_file and not args.suite:
+        raise SpecVizError("give the calibration prompts: --prompt-file FILE (repeatable) or --suite NAME")
+    from specviz_core.bench.suites import load_suites, prompt_file_suite
+
+    entries = [p for f in args.prompt_file
+               for p in (prompt_file_suite(f).prompts if f.suffix == ".json" else [read_prompt_file(f)])]
+    entries += [p for s in (load_suites(args.suite) if args.suite else []) for p in s.prompts]
+    texts = entries
     check_writable(args.out)  # before the decoding, not after it
     params = parse_kv(args.param)
     limit = time_limit(args)
@@ -82,7 +93,7 @@ def cmd_optimize_tree(args: argparse.Namespace) -> int:
     load_say = (lambda s, f: None) if args.quiet else (lambda s, f: print(f"[specviz] {s}", file=sys.stderr, flush=True))
     target = load_checked_model(args.model, args.device, args.dtype, load_say)
     chat = False if args.no_chat_template else None
-    prompts = [encode_prompt(target, t, chat)[0] for t in texts]
+    prompts = [encode_prompt(target, t, chat)[0] if isinstance(t, str) else t.encode(target, chat) for t in texts]
     bar = None if args.quiet else progress_bar(total=n * args.max_new_tokens, unit="tok", dynamic_ncols=True)
 
     def progress(what: str, tokens: int) -> None:

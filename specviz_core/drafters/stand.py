@@ -21,6 +21,9 @@
   ``tree=auto`` (the default) uses it on that model; on another model, ``auto``
   is the Token Recycling heuristic tree (``tree=heuristic``, the paper's
   ablation), until ``specviz optimize-tree`` makes one (``--param tree=FILE``).
+  The paper calibrates per workload: ``tree=code_editing`` (or any built-in
+  suite's name) is the default model's tree optimized on that suite's held-out
+  prompts (``resources/suites/calibration/``), shipped beside the general one.
 - The tables live as long as the drafter: ``specviz record --samples N`` decodes
   N samples of one prompt with one drafter, so later samples draft from the
   earlier ones (best-of-N).
@@ -111,13 +114,23 @@ SHIPPED_TREE = "stand-smollm2-135m-instruct.json"
 SHIPPED_FOR = "smollm2-135m-instruct"
 
 
-def shipped_tree(top_k: int) -> tuple[RankPath, ...]:
-    """The optimized tree shipped for the default model."""
+#: Built-in suites with a tree of their own for the default model (``tree=NAME``): optimized on the suite's held-out
+#: calibration prompts (``specviz optimize-tree --suite calibration/NAME``), as the paper calibrates per workload.
+SUITE_TREES = ("code_editing", "summarising", "qa", "chat", "multi_turn")
+
+
+def suite_tree_file(suite: str) -> str:
+    return SHIPPED_TREE.replace(".json", f"-{suite}.json")
+
+
+def shipped_tree(top_k: int, suite: str | None = None) -> tuple[RankPath, ...]:
+    """The optimized tree shipped for the default model: the general one, or ``suite``'s."""
     from specviz_resources import files
 
-    with files("trees", SHIPPED_TREE).open("r", encoding="utf-8") as fh:
+    name = suite_tree_file(suite) if suite else SHIPPED_TREE
+    with files("trees", name).open("r", encoding="utf-8") as fh:
         data = json.load(fh)
-    return tuple(check_tree([tuple(p) for p in data["paths"]], top_k, SHIPPED_TREE))
+    return tuple(check_tree([tuple(p) for p in data["paths"]], top_k, name))
 
 
 def is_default_model(target: Any) -> bool:
@@ -139,14 +152,15 @@ class StandDrafter(Drafter):
         which = params.tree or AUTO
         if which == AUTO:
             which = OPTIMIZED if is_default_model(target) and params.top_k == 10 else HEURISTIC
-        self.tree_used = which if which in (OPTIMIZED, HEURISTIC) else "file"
-        """The tree this drafter runs on: ``optimized`` (shipped), ``heuristic`` or ``file``."""
+        shipped = which == OPTIMIZED or which in SUITE_TREES
+        self.tree_used = which if which in (OPTIMIZED, HEURISTIC, *SUITE_TREES) else "file"
+        """The tree this drafter runs on: ``optimized`` (shipped), a suite's (shipped), ``heuristic`` or ``file``."""
         if which == HEURISTIC:
             self.template: list[RankPath] = default_tree(params.budget, params.max_depth, params.top_k)
-        else:
-            # A tree from data keeps its own shape; the shipped one is cut to a smaller budget breadth first.
-            paths = list(shipped_tree(params.top_k) if which == OPTIMIZED else load_tree(which, params.top_k))
-            self.template = paths[: params.budget] if which == OPTIMIZED else paths
+        elif shipped:  # cut to a smaller budget breadth first
+            self.template = list(shipped_tree(params.top_k, None if which == OPTIMIZED else which))[: params.budget]
+        else:  # a tree from a file keeps its own shape
+            self.template = list(load_tree(which, params.top_k))
         self._cut: dict[int, list[RankPath]] = {}  # smaller trees for budget=auto, by size
         self.children: dict[RankPath, int] = {}  # rank path -> number of children in the template
         for p in self.template:
