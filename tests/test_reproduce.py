@@ -8,9 +8,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from helpers import concentrated_llama, make_engine
+from helpers import concentrated_llama, make_engine, tree_record
 from specviz_core.bench.reproduce import reproduce
 from specviz_core.bench.reproduce.chart import chart_svg
+from specviz_core.bench.reproduce.stand import dropped_cause, dropped_nodes, rank_paths
 from specviz_core.cli.commands import main
 from specviz_core.errors import SpecVizError
 
@@ -138,3 +139,94 @@ def test_every_suite_prompt_is_encoded_multi_turn_included(smol):
         prompt = by_id[(suite, pid)]
         for part in [prompt.text] if prompt.text is not None else [m["content"] for m in prompt.messages]:
             assert part.strip()[:40] in text, f"{suite}/{pid} lost {part[:40]!r}"
+
+
+def test_stand_rank_paths_read_from_the_record_are_the_drafters_own(tiny):
+    """The node-level trace of STAND's trees reads each node's rank path back from the cycle record; the drafter
+    keeps its own (``drafter.paths``, for its last tree): they agree on every node of a real session."""
+    e = make_engine(tiny, "stand", prompts()[1][2], 30, temperature=0.7, seed=1, tree="heuristic")
+    seen = 0
+    while not e.done:
+        rec = e.step()
+        if rec.mode == "tree":
+            assert rank_paths(rec) == e.drafter.paths
+            seen += 1
+    assert seen > 3
+
+
+def test_dropped_nodes_count_what_each_trees_own_nodes_accepted():
+    """A hand-computed case: the heuristic tree {(0), (1), (0,0)} and an optimised one {(0), (0,0), (0,0,0)};
+    two heuristic cycles accept (0),(0,0) and (1); one optimised cycle accepts (0),(0,0),(0,0,0)."""
+    def rec(nodes):  # (id, parent, accepted); children listed in rank order
+        return tree_record([(i, p, "table", 0.5, 0, a) for i, p, a in nodes])
+
+    heur = [rec([(1, 0, True), (2, 0, False), (3, 1, True)]), rec([(1, 0, False), (2, 0, True), (3, 1, False)])]
+    opt = [rec([(1, 0, True), (2, 1, True), (3, 2, True)])]
+    t = dropped_nodes([(0,), (0, 0), (0, 0, 0)], [(0,), (1,), (0, 0)], opt, heur)
+    assert (t["dropped"], t["added"]) == (1, 1)
+    assert t["dropped_accepted_per_cycle"] == pytest.approx(1 / 2)  # (1) accepted once in two cycles
+    assert t["added_accepted_per_cycle"] == pytest.approx(1.0)  # (0,0,0) once in one cycle
+    assert t["heuristic_accepted_per_cycle"] == pytest.approx(3 / 2) and t["optimised_accepted_per_cycle"] == 3.0
+    assert t["top_dropped"] == [[[1], 0.5]] and t["added_depths"] == [3]
+    assert "drops 1 of the heuristic tree's nodes" in dropped_cause(t)
+
+
+def test_goose_causes_say_where_each_claim_failed():
+    """Hand-computed cases of the causes printed beside Goose's claims that do not hold."""
+    from specviz_core.bench.reproduce.claims import Run
+    from specviz_core.bench.reproduce.goose import prop4_cause, ratio_cause, spine_branch_use, spread_cause
+
+    spine = tree_record([(1, 0, "spine", 1.0, 1, True), (2, 1, "spine", 1.0, 2, False), (3, 1, "branch", 0.3, 2, True),
+                         (4, 0, "branch", 0.2, 1, False)], route="spine_tree")  # 2 accepted; one spine branch, taken
+    branch = tree_record([(1, 0, "branch", 0.4, 1, True), (2, 0, "branch", 0.1, 1, False)], route="branch_tree")
+    goose = Run(1.5, [spine, branch, branch], {"yield_cycles": 1}, [])
+    tr = Run(2.0, [branch], {}, [])
+    pld = Run(1.0, [], {}, [])
+    cause = prop4_cause(["s/p"], [goose], [pld], [tr])
+    assert "s/p (tau 1.50 against TR's 2.00): Goose 2 branch-tree cycles at 1.00, 1 spine-tree cycles at 2.00; " \
+           "TR 1 branch-tree cycles at 1.00" in cause
+    assert prop4_cause(["s/p"], [tr], [pld], [goose]) == ""  # no miss, nothing to say
+    assert spine_branch_use([goose]) == ("in full Goose the spine branches were 1.0 verified nodes a spine-tree cycle "
+                                         "over 1 cycles, and accepted 1.00 tokens a cycle (1 of 1)")
+    assert spread_cause(["a", "b", "c"], [1.1, 2.0, 3.0], [1.0, 2.5, 3.0]) == \
+        "removing it raised tau on 1 of 3 prompts (a +10%) and lowered it on 1 (b -20%)"
+    runs = [Run(1, [], {"yield_cycles": c}, []) for c in (1, 8, 6)]
+    assert ratio_cause(["x", "y", "z"], runs, [0.5, 3.0, 2.4]) == \
+        "below 2x on 1 of 3 prompts: x (0.5x over 1 cycle); over the 2 prompts with at least 5 spine-tree cycles the " \
+        "median is 2.7x"
+
+
+def test_copyable_share_is_what_a_prompt_lookup_would_predict():
+    from specviz_core.bench.reproduce.talon import copyable_share
+
+    assert copyable_share([1, 2, 3, 4, 5], [1, 2, 3, 4]) == 0.25  # only the 4 after (1, 2, 3)
+    assert copyable_share([7, 8, 9, 1, 7, 8, 9, 2], [7, 8, 9, 2]) == 0.25  # the latest (7, 8, 9) says 2, not 1
+    assert copyable_share([5, 6], [1, 2, 3, 1, 2, 3, 1]) == pytest.approx(1 / 7)  # the answer copies itself too
+    assert copyable_share([1, 2], []) == 0.0
+
+
+def test_the_stand_tree_claim_uses_each_suites_tree_and_traces_a_loss_node_by_node():
+    """Per prompt the suite's own tree where one ships (else the general tree) against the heuristic tree; a loss
+    is traced on the tree that loses most."""
+    from specviz_core.bench.reproduce.stand import _tree_claim
+
+    heur_recs = [tree_record([(1, 0, "table", 0.5, 1, False), (2, 0, "table", 0.5, 1, True)])]  # rank path (1) taken
+    recs = {"code_editing": ([tree_record([(1, 0, "table", 0.5, 1, True)])], heur_recs), "optimized": ([], [])}
+    c = _tree_claim("optimised over heuristic tree", "+1-4%", first4=[2.0, 2.2, 3.0], heur=[[2.0], [2.0], [2.5, 3.5]],
+                    own=[[1.8], [1.8], None], tree_of=["code_editing", "code_editing", "optimized"], recs=recs)
+    assert c.data["optimised"] == [1.8, 1.8, 3.0]  # the suite tree's taus where it ran, else the general tree's
+    assert c.data["by_tree"] == pytest.approx({"code_editing": -0.1, "optimized": 0.0})
+    assert c.ours_value == pytest.approx((-0.1 - 0.1 + 0.0) / 3) and c.holds is False
+    assert c.data["general_tree_gain"] == pytest.approx((0.0 + 0.1 + 0.0) / 3)
+    assert c.cause.startswith("it loses most on the code_editing tree (-10%); node by node:")
+    assert c.data["trace"]["tree"] == "code_editing"
+
+
+def test_the_head_loss_cause_compares_how_much_the_outputs_repeat_their_context():
+    from specviz_core.bench.reproduce.talon import head_loss_cause
+
+    cause = head_loss_cause([("a", 0.6, 0.7), ("b", 0.1, 0.2), ("c", 0.1, 0.1)], [(2.0, 3.0), (2.0, 2.5), (2.0, 1.5)])
+    assert cause.startswith("the tables draft better on 2 of 3 prompts; their outputs repeat their context more "
+                            "(45% of tokens follow the previous token as it was followed before, against 10% where "
+                            "the head wins): a: head 2.00, tables 3.00, 60% / 70%")
+    assert "no more than" in head_loss_cause([("a", 0.1, 0.1), ("b", 0.5, 0.5)], [(2.0, 3.0), (2.0, 1.0)])

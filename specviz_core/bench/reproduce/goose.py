@@ -40,6 +40,76 @@ def yield_miss_cause(names: list[str], runs: list[Run]) -> str:
     return "; ".join(parts)
 
 
+def by_route(run: Run) -> dict[str, tuple[int, float]]:
+    """Per route (``spine_tree``, ``branch_tree``, ``chain``...): cycles, and draft tokens accepted a cycle."""
+    got: dict[str, list[int]] = {}
+    for rec in run.records:
+        route = rec.state.get("route", rec.mode)
+        got.setdefault(route, []).append(rec.n_accepted)
+    return {k: (len(v), statistics.mean(v)) for k, v in got.items() if k not in ("prefill", "ar")}
+
+
+def prop4_cause(names: list[str], goose: list[Run], pld: list[Run], tr: list[Run]) -> str:
+    """On each prompt where Goose falls below a source, where the tokens went: each session's cycles by route, and
+    the draft tokens they accepted a cycle."""
+    parts = []
+    for name, g, p, t in zip(names, goose, pld, tr):
+        best, src = max((p.tau, "PLD"), (t.tau, "TR"))
+        if g.tau >= best - 1e-9:
+            continue
+        mine, theirs = by_route(g), by_route(t if src == "TR" else p)
+        text = ", ".join(f"{n} {r.replace('_', '-')} cycles at {a:.2f}" for r, (n, a) in sorted(mine.items()))
+        other = ", ".join(f"{n} {r.replace('_', '-')} cycles at {a:.2f}" for r, (n, a) in sorted(theirs.items()))
+        parts.append(f"{name} (tau {g.tau:.2f} against {src}'s {best:.2f}): Goose {text}; {src} {other}")
+    if not parts:
+        return ""
+    return ("draft tokens accepted a cycle, by the kind of tree: " + "; ".join(parts)
+            + ". Where Goose's branch trees accept fewer than the source's, the loss is in the branch trees, not in "
+            "the spines")
+
+
+def ratio_cause(names: list[str], runs: list[Run], ratios: list[float], at_least: int = 5) -> str:
+    """Why the median spine/branch ratio is low: how many spine-tree cycles each ratio rests on, and the median
+    over the prompts with at least ``at_least`` of them."""
+    rows = [(name, r.stats.get("yield_cycles", 0), x) for name, r, x in zip(names, runs, ratios)]
+    low = [f"{n} ({x:.1f}x over {c} cycle{'s' if c != 1 else ''})" for n, c, x in rows if x < 2.0]
+    enough = [x for _, c, x in rows if c >= at_least]
+    text = f"below 2x on {len(low)} of {len(rows)} prompts: {', '.join(low)}"
+    if enough:
+        text += (f"; over the {len(enough)} prompt{'s' if len(enough) != 1 else ''} with at least {at_least} "
+                 f"spine-tree cycles the median is {statistics.median(enough):.1f}x")
+    return text
+
+
+def spread_cause(names: list[str], ablated: list[float], full: list[float]) -> str:
+    """A mean change that goes the paper's other way, prompt by prompt: where removing the part raised tau."""
+    rows = sorted(((a / f - 1.0, n) for n, a, f in zip(names, ablated, full) if f > 0), reverse=True)
+    up = [f"{n} {_pct(g)}" for g, n in rows if g > 1e-9]
+    down = [f"{n} {_pct(g)}" for g, n in rows if g < -1e-9]
+    return (f"removing it raised tau on {len(up)} of {len(rows)} prompts ({', '.join(up) or 'none'}) and lowered it "
+            f"on {len(down)} ({', '.join(down) or 'none'})")
+
+
+def spine_branch_use(runs: list[Run]) -> str:
+    """How much the spine branches (branch nodes off a spine node) did in full Goose: verified and accepted a
+    spine-tree cycle."""
+    cycles = verified = accepted = 0
+    for run in runs:
+        for rec in run.records:
+            if rec.state.get("route") != "spine_tree":
+                continue
+            cycles += 1
+            source = {n.id: n.source for n in rec.nodes}
+            for n in rec.nodes:
+                if n.source == "branch" and source.get(n.parent) == "spine" and n.verified:
+                    verified += 1
+                    accepted += n.accepted
+    if not cycles:
+        return "no spine-tree cycle"
+    return (f"in full Goose the spine branches were {verified / cycles:.1f} verified nodes a spine-tree cycle over "
+            f"{cycles} cycles, and accepted {accepted / cycles:.2f} tokens a cycle ({accepted} of {verified})")
+
+
 def reproduce_goose(target: LoadedModel, prompts: list[tuple[str, str, list[int]]], n: int, say: Say,
                     work: Work) -> list[Claim]:
     runs: dict[str, list[Run]] = {}
@@ -64,13 +134,17 @@ def reproduce_goose(target: LoadedModel, prompts: list[tuple[str, str, list[int]
     claims.append(Claim("goose", "tau >= max(PLD, TR) on every prompt (Prop. 4)", "every prompt",
                         f"{sum(wins)} of {len(wins)} prompts", all(wins),
                         "PLD and TR are Goose's own matcher and table at Goose's budget",
-                        data={"prompts": names, "goose": tau["goose"], "pld": tau["pld"], "tr": tau["tr"]}))
-    ratios = [r.stats.get("p_s", 0) / r.stats["p_t"] for r in runs["goose"] if r.stats.get("p_t")]
+                        data={"prompts": names, "goose": tau["goose"], "pld": tau["pld"], "tr": tau["tr"]},
+                        cause=prop4_cause(names, runs["goose"], runs["pld"], runs["tr"])))
+    with_t = [(name, r) for name, r in zip(names, runs["goose"]) if r.stats.get("p_t")]
+    ratios = [r.stats.get("p_s", 0) / r.stats["p_t"] for _, r in with_t]
     if ratios:
         med = statistics.median(ratios)
         claims.append(Claim("goose", "spine acceptance over branch acceptance", "2-18x",
                             f"{med:.1f}x (median; {min(ratios):.1f}-{max(ratios):.1f}x)", med >= 2.0,
-                            "p_s and p_t over spine-tree cycles", 2.0, med, {"ratios": ratios}))
+                            "p_s and p_t over spine-tree cycles", 2.0, med, {"ratios": ratios},
+                            cause="" if med >= 2.0 else ratio_cause([n for n, _ in with_t], [r for _, r in with_t],
+                                                                    ratios)))
     else:
         claims.append(Claim("goose", "spine acceptance over branch acceptance", "2-18x", "n/a", None,
                             "no cycle built a spine tree with branches"))
@@ -92,7 +166,12 @@ def reproduce_goose(target: LoadedModel, prompts: list[tuple[str, str, list[int]
                             "no session built a spine tree"))
     for row, _, paper in GOOSE_ABLATIONS:
         g = _gain(tau[row], tau["goose"])
+        cause = ""
+        if g > 1e-9:
+            cause = spread_cause(names, tau[row], tau["goose"])
+            if row == "w/o spine branches":
+                cause += "; " + spine_branch_use(runs["goose"])
         claims.append(Claim("goose", f"Table 2: {row}", _pct(paper), _pct(g), g <= 1e-9,
                             "Table 2: tau against full Goose; holds when removing the part does not raise tau",
-                            paper, g, {row: tau[row]}))
+                            paper, g, {row: tau[row]}, cause=cause))
     return claims

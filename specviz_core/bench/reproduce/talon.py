@@ -29,6 +29,40 @@ def _shape_by_confidence(records: list) -> dict[str, float] | None:
             "width_sure": statistics.mean(w for _, _, w in hi), "width_unsure": statistics.mean(w for _, _, w in lo)}
 
 
+def copyable_share(prompt: list[int], output: list[int], n: int = 3) -> float:
+    """The share of ``output`` tokens a prompt lookup predicts: the token after the latest earlier occurrence of the
+    ``n`` tokens before it, in the prompt and the output so far (how much of the answer copies its context)."""
+    text = list(prompt)
+    last: dict[tuple[int, ...], int] = {}  # n-gram -> the position after its latest occurrence that has one
+    for i in range(n, len(text)):
+        last[tuple(text[i - n:i])] = i
+    hits = 0
+    for tok in output:
+        key = tuple(text[-n:])
+        at = last.get(key)
+        hits += at is not None and text[at] == tok
+        if len(text) >= n:
+            last[key] = len(text)
+        text.append(tok)
+    return hits / len(output) if output else 0.0
+
+
+def head_loss_cause(copies: list[tuple[str, float, float]], pairs: list[tuple[float, float]]) -> str:
+    """Where the tables beat the head, and how much of each output a lookup of its own context predicts (what
+    tables of the target's own distributions, keyed by the context, can give and a head must predict)."""
+    rows = [(name, a, b, c3, c1) for (name, c3, c1), (a, b) in zip(copies, pairs)]
+    won = [r for r in rows if r[2] > r[1]]
+    lost = [r for r in rows if r[2] <= r[1]]
+    text = f"the tables draft better on {len(won)} of {len(rows)} prompts"
+    if won and lost:
+        rep = lambda rs: statistics.mean(r[4] for r in rs)  # noqa: E731
+        text += (f"; their outputs repeat their context more ({rep(won):.0%} of tokens follow the previous token as "
+                 f"it was followed before, against {rep(lost):.0%} where the head wins)" if rep(won) > rep(lost)
+                 else "; their outputs repeat their context no more than the others'")
+    return text + ": " + "; ".join(f"{n}: head {a:.2f}, tables {b:.2f}, {c3:.0%} / {c1:.0%} of the output a 3-gram "
+                                   f"/ 1-gram lookup predicts" for n, a, b, c3, c1 in rows)
+
+
 def reproduce_talon(target: LoadedModel, prompts: list[tuple[str, str, list[int]]], n: int, say: Say,
                     work: Work) -> list[Claim]:
     from specviz_core.analysis.cycle_summary import summarize
@@ -40,6 +74,7 @@ def reproduce_talon(target: LoadedModel, prompts: list[tuple[str, str, list[int]
                            f"run specviz train-head --model {target.name} first (about 10 minutes)")
     per_suite: dict[str, dict[str, list]] = {}
     all_talon = []
+    copies: list[tuple[str, float, float]] = []  # per prompt, the output's share a 3-gram, a 1-gram lookup predicts
     with work:
         for suite, pid, ids in work.each(prompts):
             say(f"talon: {suite}/{pid}")
@@ -54,6 +89,8 @@ def reproduce_talon(target: LoadedModel, prompts: list[tuple[str, str, list[int]
                 r = run.tau / (1 + m.step_cost * m.delta) if m.step_cost is not None else None  # Eq. 7
                 row[key].append({"tau": run.tau, "delta": m.delta, "c": m.step_cost, "r": r})
             all_talon += got["talon"].records
+            out = got["talon"].output
+            copies.append((f"{suite}/{pid}", copyable_share(ids, out), copyable_share(ids, out, 1)))
     if not per_suite:
         return []
     claims = []
@@ -81,7 +118,11 @@ def reproduce_talon(target: LoadedModel, prompts: list[tuple[str, str, list[int]
             for x, y in zip(row["talon"], row["talon_table"])]
     pairs = chat or [(x["tau"], y["tau"]) for row in per_suite.values() for x, y in zip(row["talon"], row["talon_table"])]
     h, tb = statistics.mean(a for a, _ in pairs), statistics.mean(b for _, b in pairs)
+    cause = ""
+    if h <= tb and not chat:
+        cause = head_loss_cause(copies, pairs)
     claims.append(Claim("talon", f"a trained head drafts better than the n-gram tables ({'chat' if chat else 'all'})",
                         "the paper drafts with a head", f"tau {h:.2f} vs {tb:.2f}", h > tb,
-                        "SpecViz's question, not the paper's", data={"pairs": pairs}))
+                        "SpecViz's question, not the paper's", data={"pairs": pairs, "copyable": copies},
+                        cause=cause))
     return claims
