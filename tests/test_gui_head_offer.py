@@ -48,8 +48,11 @@ def test_training_from_the_dialog_saves_the_head_the_session_will_load(window, t
     dialog = panel.train_dialog
     assert isinstance(dialog, TrainHeadDialog) and dialog.isVisible()
     stages: list[str] = []
+    assert dialog.features.currentData() == "last"  # the default, as the command line's
+    dialog.features.setCurrentIndex(dialog.features.findData("eagle3"))  # the user picks EAGLE-3's head
     with qtbot.waitSignal(dialog.trained, timeout=120_000) as got:
         dialog.start(steps=4, text_tokens=200)
+        assert not dialog.features.isEnabled()
         dialog.trainer.progress.connect(lambda s, f: stages.append(s))
     info = got.args[0]
     qtbot.waitUntil(lambda: not dialog.running, timeout=10_000)
@@ -57,6 +60,7 @@ def test_training_from_the_dialog_saves_the_head_the_session_will_load(window, t
     target = load_model(str(tiny_dir), device="cpu")
     assert head_paths(target)[0].exists()
     assert head_info(target) == head_info_for(str(tiny_dir)) and head_info(target)["steps"] == info["steps"] == 4
+    assert head_info(target)["features"] == "eagle3" and len(head_info(target)["feature_layers"]) == 3
     assert "Saved" in dialog.stage.text() and dialog.bar.value() == dialog.bar.maximum()
     assert any(s.startswith("Training the head") for s in stages)
     assert panel.head_offer.isVisible() and not panel.head_offer.button.isVisible()
