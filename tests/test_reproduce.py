@@ -183,8 +183,8 @@ def test_goose_causes_say_where_each_claim_failed():
     tr = Run(2.0, [branch], {}, [])
     pld = Run(1.0, [], {}, [])
     cause = prop4_cause(["s/p"], [goose], [pld], [tr])
-    assert "s/p (tau 1.50 against TR's 2.00): Goose 2 branch-tree cycles at 1.00, 1 spine-tree cycles at 2.00; " \
-           "TR 1 branch-tree cycles at 1.00" in cause
+    assert "s/p (tau 1.50 against TR's 2.00): Goose 2 branch-tree cycles at 1.00, 1 spine-tree cycle at 2.00; " \
+           "TR 1 branch-tree cycle at 1.00" in cause
     assert prop4_cause(["s/p"], [tr], [pld], [goose]) == ""  # no miss, nothing to say
     assert spine_branch_use([goose]) == ("in full Goose the spine branches were 1.0 verified nodes a spine-tree cycle "
                                          "over 1 cycles, and accepted 1.00 tokens a cycle (1 of 1)")

@@ -58,8 +58,8 @@ def prop4_cause(names: list[str], goose: list[Run], pld: list[Run], tr: list[Run
         if g.tau >= best - 1e-9:
             continue
         mine, theirs = by_route(g), by_route(t if src == "TR" else p)
-        text = ", ".join(f"{n} {r.replace('_', '-')} cycles at {a:.2f}" for r, (n, a) in sorted(mine.items()))
-        other = ", ".join(f"{n} {r.replace('_', '-')} cycles at {a:.2f}" for r, (n, a) in sorted(theirs.items()))
+        text, other = (", ".join(f"{n} {r.replace('_', '-')} cycle{'s' if n != 1 else ''} at {a:.2f}"
+                                 for r, (n, a) in sorted(kinds.items())) for kinds in (mine, theirs))
         parts.append(f"{name} (tau {g.tau:.2f} against {src}'s {best:.2f}): Goose {text}; {src} {other}")
     if not parts:
         return ""
