@@ -164,7 +164,7 @@ def test_readme_bench_command(smol, tmp_path):
     for line in lines:
         argv = shlex.split(line)
         assert argv[:2] == ["specviz", "bench"]
-        p = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+        p = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=1400)
         assert p.returncode == 0, p.stderr
         assert "all identical" in p.stdout
     res = json.loads((tmp_path / "bench.json").read_text())
