@@ -186,17 +186,23 @@ def unroll(head: DraftHead, prev: torch.Tensor, emb: torch.Tensor, steps: int) -
     return preds
 
 
+def _soft_targets(model: Any, top_ids: torch.Tensor, top_p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The batch's candidate tokens (every position's top-k): their LM head rows [S, H], and the target's
+    distribution over them at each position [b, L, S]."""
+    vocab, inv = torch.unique(top_ids, return_inverse=True)
+    w = model.get_output_embeddings().weight[vocab].float()
+    target = torch.zeros(*top_ids.shape[:2], len(vocab), device=top_ids.device)
+    target.scatter_add_(-1, inv, top_p / top_p.sum(-1, keepdim=True))
+    return w, target
+
+
 def _loss(head: DraftHead, embed: nn.Module, model: Any, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
     if head.feature_layers:
         return _loss_eagle3(head, embed, model, batch)
     dev = embed.weight.device
     toks, prev, feats, top_ids, top_p, keep = (t.to(dev) for t in batch)
     emb = embed(toks).float()
-    vocab, inv = torch.unique(top_ids, return_inverse=True)  # the batch's candidate tokens
-    lm = model.get_output_embeddings()
-    w = lm.weight[vocab].float()  # [S, H]
-    target = torch.zeros(*top_ids.shape[:2], len(vocab), device=dev)
-    target.scatter_add_(-1, inv, top_p / top_p.sum(-1, keepdim=True))
+    w, target = _soft_targets(model, top_ids, top_p)
     weights = keep.float() / keep.float().sum().clamp(min=1.0)  # the mean over answer rows
     total = torch.zeros((), device=dev)
     inputs = prev
@@ -217,10 +223,7 @@ def _loss_eagle3(head: DraftHead, embed: nn.Module, model: Any, batch: tuple[tor
     dev = embed.weight.device
     toks, prev, _, top_ids, top_p, keep = (t.to(dev) for t in batch)
     emb = embed(toks).float()
-    vocab, inv = torch.unique(top_ids, return_inverse=True)
-    w = model.get_output_embeddings().weight[vocab].float()
-    target = torch.zeros(*top_ids.shape[:2], len(vocab), device=dev)
-    target.scatter_add_(-1, inv, top_p / top_p.sum(-1, keepdim=True))
+    w, target = _soft_targets(model, top_ids, top_p)
     total = torch.zeros((), device=dev)
     rows = torch.arange(toks.shape[1], device=dev)[None]
     for k, pred in enumerate(unroll(head, prev, emb, TTT_STEPS)):
