@@ -169,6 +169,11 @@ def test_dropped_nodes_count_what_each_trees_own_nodes_accepted():
     assert t["heuristic_accepted_per_cycle"] == pytest.approx(3 / 2) and t["optimised_accepted_per_cycle"] == 3.0
     assert t["top_dropped"] == [[[1], 0.5]] and t["added_depths"] == [3]
     assert "drops 1 of the heuristic tree's nodes" in dropped_cause(t)
+    # (0) and (0,0) are in both: accepted 1 + 1/2 a cycle in the heuristic's sessions, 2 in the optimised one's
+    assert t["shared"] == 2 and t["shared_accepted_per_cycle_heuristic"] == pytest.approx(1.0)
+    assert t["shared_accepted_per_cycle_optimised"] == pytest.approx(2.0)
+    # gap 3 - 1.5 = +1.5 a cycle: +0.5 from the nodes (1.0 added, 0.5 dropped), +1.0 from the shared ones
+    assert "of the +1.50 tokens a cycle, +0.50 is the choice of nodes and +1.00 the same nodes" in dropped_cause(t)
 
 
 def test_goose_causes_say_where_each_claim_failed():

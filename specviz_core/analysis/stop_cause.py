@@ -195,7 +195,8 @@ def stop_cause(record: CycleRecord) -> StopCause:
         return StopCause(kind, **base, threshold=thr, detail=str(record.state.get("draft_stop_text", "")),
                          offers=offers or (), chain_end=True)
     if offers is None and not kids and record.mode != "ar":
-        return StopCause("budget", **base, detail="this leaf was never expanded (the method's size or depth limit)")
+        return StopCause("budget", **base,
+                         detail="the method's node budget or depth limit drafted nothing below this leaf")
     if offers is None and record.mode == "ar":
         return StopCause("not_offered", **base, detail="Nothing was drafted this cycle.")
     shown = offers if offers is not None else _drafted_as_offers(kids)
