@@ -238,3 +238,24 @@ def test_causes_round_trip_through_a_recording_and_the_filters(tmp_path, capsys,
     m = session_metrics(stored)
     assert sum(m.causes.values()) == len(stored)
     assert m.headroom >= m.headroom_accepted == sum(r.n_accepted for r in records)
+
+
+def test_an_ar_cycle_says_whether_anything_was_drafted():
+    """An AR cycle verified its root alone: because nothing was drafted (the method's words), because budget=auto
+    cut every drafted node, or because a gate did; the window says which (it used to say 'nothing was drafted'
+    for all three)."""
+    import dataclasses
+
+    from helpers import tree_record
+    from specviz_core.analysis.stop_cause import ar_reason
+
+    def ar(nodes, **state):
+        rec = tree_record(nodes, **state)
+        gated = tuple(dataclasses.replace(n, verified=False, gated=True) if n.id else n for n in rec.nodes)
+        return dataclasses.replace(rec, mode="ar", nodes=gated, accepted_path=())
+
+    assert ar_reason(ar([]), "no match") == "no match"
+    three = [(1, 0, "recycle", 0.6, 1, False), (2, 0, "recycle", 0.2, 1, False), (3, 1, "recycle", 0.5, 2, False)]
+    cut = ar_reason(ar(three, budget={"chosen": 0, "candidates": 3, "ceiling": 16}), "no match")
+    assert cut.startswith("budget=auto verified none of the 3 drafted nodes")
+    assert ar_reason(ar(three[:1]), "no match") == "1 candidate drafted, every one cut by the gate or the budget"

@@ -23,7 +23,7 @@ from specviz_app.panels.base import PanelMixin, placeholder
 from specviz_app.theme import REJECTED, SOURCE_COLORS
 from specviz_core.analysis.metrics import oracle_runs
 from specviz_core.analysis.spine import SpineAnalysis, analyze_spine
-from specviz_core.analysis.stop_cause import method_notes, stop_cause
+from specviz_core.analysis.stop_cause import ar_reason, method_notes, stop_cause
 from specviz_core.analysis.timing import CostCurve, cycle_cost
 from specviz_core.methods import CARDS, MethodCard
 from specviz_core.records import CycleRecord, Node
@@ -256,9 +256,9 @@ class SpinePanel(PanelMixin, QTextBrowser):
 
     def _no_spine(self, rec: CycleRecord, method: MethodCard | None, name: str) -> str:
         if rec.mode == "ar":
-            reason = method.no_draft_reason if method is not None else MethodCard.no_draft_reason
-            return (f"No spine this cycle: an AR cycle ({reason}), so the target produced "
-                    f"one token, {self._chip(rec.bonus_token, 'bonus')}.")
+            return (f"{'No spine this cycle: an' if method is None or method.no_match_note else 'An'} AR cycle "
+                    f"({ar_reason(rec, (method or MethodCard).no_draft_reason)}), so the target produced one token, "
+                    f"{self._chip(rec.bonus_token, 'bonus')}.")
         if method is not None and method.no_match_note and not rec.state.get("match"):
             return f"No spine this cycle: {method.no_match_note}."
         drafted = [n for n in rec.nodes if n.parent >= 0]

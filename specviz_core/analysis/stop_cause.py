@@ -203,6 +203,20 @@ def stop_cause(record: CycleRecord) -> StopCause:
     return StopCause("not_offered", **base, offers=shown)
 
 
+def ar_reason(record: CycleRecord, no_draft_reason: str) -> str:
+    """Why an AR cycle verified nothing but its root: the method drafted nothing (``no_draft_reason``, the method's
+    own words), or it drafted candidates and ``budget=auto`` or a gate cut every one."""
+    drafted = sum(1 for n in record.nodes if n.id > 0)
+    if not drafted:
+        return no_draft_reason
+    budget = record.state.get("budget")
+    if isinstance(budget, dict) and budget.get("chosen") == 0 and budget.get("candidates"):
+        n = int(budget["candidates"])
+        return (f"budget=auto verified none of the {n} drafted node{'' if n == 1 else 's'}: on this device none "
+                "was expected to pay for its row")
+    return f"{drafted} candidate{'' if drafted == 1 else 's'} drafted, every one cut by the gate or the budget"
+
+
 def _drafted_as_offers(kids: list) -> tuple[SourceOffer, ...]:
     """What was drafted below a node, per source, when the method recorded no candidate list."""
     by: dict[str, list] = {}
