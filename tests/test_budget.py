@@ -438,3 +438,27 @@ def test_each_cycle_and_session_says_how_its_budget_was_chosen(tmp_path, monkeyp
     mean = sum(r.n_verified - 1 for r in records) / len(records)
     assert budget_words(stats) == (f"; budget chosen for this device: {mean:.1f} nodes a cycle from cycle {k}, the "
                                    "paper's before while this device's verify cost was measured (the paper's 80)")
+
+
+def test_under_greedy_decoding_the_nodes_auto_cut_are_counted_as_they_would_have_fared():
+    """A hand-computed cycle: the root's verified child 1 (token 5) is accepted; its sibling 2 (token 7) and its
+    child 3 (token 9) were cut, and 4 hangs under the cut 2. The target wanted 5 at the root (node 1's token) and 9
+    after node 1 (the bonus), so greedy, 2 would have been rejected and 3 accepted; 4's parent was never reached."""
+    import dataclasses
+
+    from specviz_core.engine.acceptance import score_band
+
+    rec = tree_record([(1, 0, "recycle", 0.5, 1, True), (2, 0, "recycle", 0.5, 1, False),
+                       (3, 1, "recycle", 0.5, 2, False), (4, 2, "recycle", 0.5, 2, False)])
+    tokens = {1: 5, 2: 7, 3: 9, 4: 9}
+    nodes = tuple(n if n.id in (0, 1) else dataclasses.replace(n, verified=False, gated=True) for n in rec.nodes)
+    nodes = tuple(dataclasses.replace(n, token=tokens.get(n.id, n.token)) for n in nodes)
+    rec = dataclasses.replace(rec, nodes=nodes, accepted_path=(1,), bonus_token=9)
+    band = score_band(0.5)
+    greedy, sampled = AcceptanceStats(decay=1.0), AcceptanceStats(decay=1.0)
+    greedy.observe(rec, greedy=True)
+    sampled.observe(rec)
+    assert greedy._get(("recycle", band, 1)) == (1.0, 2.0)  # node 1 accepted, node 2 would not have been
+    assert greedy._get(("recycle", band, 2)) == (1.0, 1.0)  # node 3 would have been; node 4 is not counted
+    assert sampled._get(("recycle", band, 1)) == (1.0, 1.0)  # sampling: only what was verified
+    assert sampled._get(("recycle", band, 2)) == (0.0, 0.0)

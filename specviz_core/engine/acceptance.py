@@ -90,11 +90,31 @@ class AcceptanceStats:
         upper = min(0.99, mean + OPTIMISM * (mean * (1 - mean) / (n + PRIOR_WEIGHT)) ** 0.5)
         return mean, max(mean, upper), (source, score_band(score), min(depth, 4))
 
-    def observe(self, record: CycleRecord) -> None:
-        """Count every verified node whose parent was accepted: was it accepted too?"""
+    def observe(self, record: CycleRecord, greedy: bool = False) -> None:
+        """Count every verified node whose parent was accepted: was it accepted too?
+
+        Under greedy decoding (``greedy``) also every drafted node that was not verified (cut by the budget or a
+        gate) whose parent was accepted: it would have been accepted exactly when its token is the target's there
+        (the accepted child's token, or the bonus token where the walk stopped). Counting only what was verified,
+        the estimates saw only the nodes they had ranked best: those were accepted less often than estimated, and
+        the ones cut were never seen again (a rank-0 candidate cut in an AR cycle was the target's token in 13 of
+        30 such cycles of a Q&A session). Under sampling acceptance is a draw, so only verified nodes count."""
         self.t += 1
         accepted = {n.id for n in record.nodes if n.accepted}
+        wanted: dict[int, int] = {}
+        if greedy:
+            path = [0, *record.accepted_path]
+            by_id = record.node_by_id
+            wanted = {a: by_id[b].token for a, b in zip(path, path[1:])}
+            wanted[path[-1]] = int(record.bonus_token)
         for node in record.nodes:
-            if node.id > 0 and node.verified and node.parent in accepted:
-                self._add((node.source, score_band(node.score)), node.accepted)
-                self._add((node.source, score_band(node.score), min(node.depth, 4)), node.accepted)
+            if node.id <= 0:
+                continue
+            if node.verified and node.parent in accepted:
+                hit = node.accepted
+            elif not node.verified and node.parent in wanted:
+                hit = node.token == wanted[node.parent]
+            else:
+                continue
+            self._add((node.source, score_band(node.score)), hit)
+            self._add((node.source, score_band(node.score), min(node.depth, 4)), hit)

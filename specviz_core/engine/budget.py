@@ -8,7 +8,8 @@ sometimes no tree at all. Each cycle, with ``budget=auto``:
 2. every verified node gets an estimated acceptance probability given that its parent is
    accepted, from the session's own running statistics (by source, score band and depth,
    shrunk towards the drafter's score, or a copy's measured acceptance at its depth, while there
-   is little data), and a path probability:
+   is little data; under greedy decoding they also count the nodes it cut, by whether the target
+   wanted their token: see :meth:`AcceptanceStats.observe`), and a path probability:
    the product of the estimates along its path;
 3. the controller ranks the nodes by an optimistic path probability (times one bonus per class
    of node on the path, one standard deviation, so that what was judged on little data gets
@@ -276,9 +277,10 @@ class BudgetController:
                            cycle_ms[b], rate / ar_rate if ar_rate > 0 else 1.0, paper=self.paper)
         return self.last
 
-    def observe(self, record: CycleRecord) -> None:
-        """Learn from a finished cycle: acceptance of its verified nodes, and its timings."""
-        self.stats.observe(record)
+    def observe(self, record: CycleRecord, greedy: bool = False) -> None:
+        """Learn from a finished cycle: acceptance of its nodes (under greedy decoding also of those it cut: see
+        :meth:`AcceptanceStats.observe`), and its timings."""
+        self.stats.observe(record, greedy)
         t = record.timings_ms
         rows = record.n_verified
         if self.time is not None and not record.state.get("from_prefill"):  # a forward was timed

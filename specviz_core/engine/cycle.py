@@ -206,7 +206,7 @@ class Engine:
         # Building the record is part of the cycle's cost too.
         record = record.replace(timings_ms=dict(record.timings_ms, build=(self.clock() - t5) * 1000.0))
         if self.budget is not None:
-            self.budget.observe(record)
+            self.budget.observe(record, greedy=self.config.temperature <= 0)
             if self.budget.pending:  # budget=auto with no curve yet: measure a piece of it, off the session's cache
                 t6 = self.clock()
                 self.budget.probe_step()
