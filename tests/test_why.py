@@ -259,3 +259,28 @@ def test_an_ar_cycle_says_whether_anything_was_drafted():
     cut = ar_reason(ar(three, budget={"chosen": 0, "candidates": 3, "ceiling": 16}), "no match")
     assert cut.startswith("budget=auto verified none of the 3 drafted nodes")
     assert ar_reason(ar(three[:1]), "no match") == "1 candidate drafted, every one cut by the gate or the budget"
+
+
+def test_a_candidate_budget_auto_cut_is_said_to_be_cut_by_budget_auto():
+    """The wanted token was drafted and then not verified: budget=auto cut it (the sentence names it and says what
+    it kept); a candidate the method's own budget never drafted still reads 'the budget or depth limit'."""
+    import dataclasses
+
+    from helpers import tree_record
+
+    def cut(fate: str, **state):
+        rec = tree_record([(1, 0, "recycle", 0.6, 1, False), (2, 0, "recycle", 0.3, 1, False)], **state,
+                          offers={"0": [{"source": "recycle", "tokens": [8, 7], "scores": [0.6, 0.3],
+                                         "fates": ["drafted", fate]}]})
+        nodes = tuple(dataclasses.replace(n, token=7 + (n.id == 1), verified=False, gated=True) if n.id else n
+                      for n in rec.nodes)
+        return stop_cause(dataclasses.replace(rec, mode="ar", nodes=nodes, accepted_path=(), bonus_token=7))
+
+    by_auto = cut("drafted", budget={"chosen": 0, "candidates": 2, "ceiling": 16})
+    assert (by_auto.kind, by_auto.source, by_auto.rank) == ("budget", "recycle", 2)
+    text = by_auto.sentence()
+    assert "offered it at rank 2, but budget=auto cut it." in text
+    assert "It verified 0 of the 2 drafted nodes" in text
+    by_method = cut("budget")
+    assert by_method.kind == "budget" and not by_method.cut_after_drafting
+    assert "but the budget or depth limit cut it." in by_method.sentence()

@@ -98,6 +98,12 @@ class StopCause:
     def label(self) -> str:
         return CAUSES[self.kind]
 
+    @property
+    def cut_after_drafting(self) -> bool:
+        """w was drafted (its offer's fate says so) and then not verified: ``budget=auto`` cut it, not the method."""
+        o = next((o for o in self.offers if o.source == self.source), None)
+        return o is not None and self.rank is not None and o.fates[self.rank - 1:self.rank] == ("drafted",)
+
     def to_json(self) -> dict[str, Any]:
         """The cause as plain JSON (the export's ``stop_cause``, ``docs/record-format.md``)."""
         return {
@@ -125,7 +131,8 @@ class StopCause:
         if self.kind == "budget":
             if self.source is None:
                 return f"{head}; the tree ended there: {self.detail or 'the budget or depth limit stopped it'}."
-            return f"{head}; {src} offered it{rank}, but the budget or depth limit cut it." + _tail(self.detail)
+            cutter = "budget=auto" if self.cut_after_drafting else "the budget or depth limit"
+            return f"{head}; {src} offered it{rank}, but {cutter} cut it." + _tail(self.detail)
         if self.kind == "not_drafted":
             return (f"{head}; {src} offered it{rank}, but the tree drafted only {self.width} candidate"
                     f"{'' if self.width == 1 else 's'} of that source there (its width)." + _tail(self.detail))
@@ -185,7 +192,8 @@ def stop_cause(record: CycleRecord) -> StopCause:
             return StopCause("gated", **base, **info)
         if fate == "width":
             return StopCause("not_drafted", **base, **info)
-        return StopCause("budget", **base, **info)  # "drafted" and gated: budget=auto cut it after drafting
+        # "drafted" and not verified: budget=auto cut it after drafting
+        return StopCause("budget", **base, **info, detail=_auto_choice(record) if fate == "drafted" else "")
     if gated_kid is not None:
         return StopCause("gated", **base, source=gated_kid.source, score=gated_kid.score, offers=offers or ())
     draft_stop = record.state.get("draft_stop")
@@ -201,6 +209,16 @@ def stop_cause(record: CycleRecord) -> StopCause:
         return StopCause("not_offered", **base, detail="Nothing was drafted this cycle.")
     shown = offers if offers is not None else _drafted_as_offers(kids)
     return StopCause("not_offered", **base, offers=shown)
+
+
+def _auto_choice(record: CycleRecord) -> str:
+    """What ``budget=auto`` kept this cycle, in words (empty when the cycle has no such choice)."""
+    b = record.state.get("budget")
+    if not (isinstance(b, dict) and "chosen" in b and b.get("candidates")):
+        return ""
+    n, k = int(b["candidates"]), int(b["chosen"])
+    return (f"it verified {k} of the {n} drafted node{'' if n == 1 else 's'}: on this device the rest were not "
+            "expected to pay for their rows")
 
 
 def ar_reason(record: CycleRecord, no_draft_reason: str) -> str:
