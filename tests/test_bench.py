@@ -217,3 +217,24 @@ def test_auto_is_reported_against_the_best_fixed_budget_of_its_own_configuration
     assert not ok and "0.94x (goose on code against goose:budget=8)" in detail
     ok, detail = checks["every tree method's default at least 1.0x AR on every suite"]
     assert not ok and "0.90x (talon:mu=0.05, code)" in detail
+
+
+def test_the_prompt_lookup_target_is_judged_only_at_its_own_length():
+    """Goose's 1.3x over transformers' prompt lookup is a claim about 96-token code edits: a shorter run reports the
+    ratio as not measured (with the numbers it did see), never as met or missed."""
+    rows = [{"suite": "code_editing", "method": "goose", "tokens_per_s": 26.0, "speedup_vs_ar": 1.6},
+            {"suite": "code_editing", "method": "hf_prompt_lookup", "tokens_per_s": 20.0, "speedup_vs_ar": 1.2}]
+    name = "goose at least 1.3x hf_prompt_lookup on code_editing (96 tokens)"
+    for tokens, expected in ((96, True), (40, None)):
+        checks = {n: (ok, d) for n, ok, d in bench_report.target_checks({"suites": rows,
+                                                                        "config": {"max_new_tokens": tokens}})}
+        ok, detail = checks[name]
+        assert ok is expected and "1.30x: 26.0 vs 20.0 tok/s" in detail
+    rows[0]["tokens_per_s"] = 25.0
+    ok, detail = {n: (ok, d) for n, ok, d in bench_report.target_checks(
+        {"suites": rows, "config": {"max_new_tokens": 128}})}[name]
+    assert ok is False and detail.startswith("1.25x")
+    for r in rows:
+        r.update(tau=2.0, identical_to_ar=True)
+    lines = bench_report.summary_lines({"suites": rows, "rows": [], "config": {"max_new_tokens": 40}})
+    assert any(ln.startswith(f"target: {name}: not measured") for ln in lines)
