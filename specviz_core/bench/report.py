@@ -71,7 +71,8 @@ def target_checks(res: dict[str, Any]) -> list[tuple[str, bool | None, str]]:
     g, h = by.get(("code_editing", goose)), by.get(("code_editing", "hf_prompt_lookup"))
     if g and h and h["tokens_per_s"]:
         ratio = g["tokens_per_s"] / h["tokens_per_s"]
-        name = f"{goose} at least {GOOSE_OVER_HF_CODE:.1f}x hf_prompt_lookup on code_editing ({GOOSE_OVER_HF_TOKENS} tokens)"
+        name = (f"{goose} at least {GOOSE_OVER_HF_CODE:.1f}x hf_prompt_lookup on code_editing "
+                f"({GOOSE_OVER_HF_TOKENS} tokens)")
         numbers = f"{ratio:.2f}x: {g['tokens_per_s']:.1f} vs {h['tokens_per_s']:.1f} tok/s"
         tokens = int(res.get("config", {}).get("max_new_tokens") or 0)
         if tokens >= GOOSE_OVER_HF_TOKENS:
