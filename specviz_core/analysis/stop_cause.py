@@ -192,8 +192,7 @@ def stop_cause(record: CycleRecord) -> StopCause:
             return StopCause("gated", **base, **info)
         if fate == "width":
             return StopCause("not_drafted", **base, **info)
-        # "drafted" and not verified: budget=auto cut it after drafting
-        return StopCause("budget", **base, **info, detail=_auto_choice(record) if fate == "drafted" else "")
+        return StopCause("budget", **base, **info)  # "drafted" and not verified: budget=auto cut it after drafting
     if gated_kid is not None:
         return StopCause("gated", **base, source=gated_kid.source, score=gated_kid.score, offers=offers or ())
     draft_stop = record.state.get("draft_stop")
@@ -209,16 +208,6 @@ def stop_cause(record: CycleRecord) -> StopCause:
         return StopCause("not_offered", **base, detail="Nothing was drafted this cycle.")
     shown = offers if offers is not None else _drafted_as_offers(kids)
     return StopCause("not_offered", **base, offers=shown)
-
-
-def _auto_choice(record: CycleRecord) -> str:
-    """What ``budget=auto`` kept this cycle, in words (empty when the cycle has no such choice)."""
-    b = record.state.get("budget")
-    if not (isinstance(b, dict) and "chosen" in b and b.get("candidates")):
-        return ""
-    n, k = int(b["candidates"]), int(b["chosen"])
-    return (f"it verified {k} of the {n} drafted node{'' if n == 1 else 's'}: on this device the rest were not "
-            "expected to pay for their rows")
 
 
 def ar_reason(record: CycleRecord, no_draft_reason: str) -> str:
