@@ -1,5 +1,6 @@
-"""The running acceptance estimates behind ``budget=auto`` (:mod:`specviz_core.engine.budget`): for a verified node
-whose parent is accepted, how likely it is to be accepted too, learned per session by source, score band and depth,
+"""The running acceptance estimates behind ``budget=auto`` (:mod:`specviz_core.engine.budget`): for a node whose
+parent is accepted, how likely it is to be accepted too (counted over the verified nodes, and under greedy decoding
+from the cut ones as well), learned per session by source, score band and depth,
 shrunk towards the drafter's own score (or, for a copy, towards the acceptance measured at its depth) while there is
 little data, and forgetting old cycles."""
 
@@ -32,7 +33,7 @@ def score_band(score: float) -> int:
 
 
 class AcceptanceStats:
-    """Running acceptance of verified nodes whose parent was accepted, with exponential forgetting.
+    """Running acceptance of nodes whose parent was accepted (see :meth:`observe`), with exponential forgetting.
 
     Keyed coarse ``(source, score band)`` and fine ``(source, score band, depth 1/2/3/4+)``;
     the fine estimate is shrunk towards the coarse one, the coarse one towards the prior. An unscored
