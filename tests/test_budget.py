@@ -256,6 +256,27 @@ def test_auto_is_parsed_out_and_only_for_methods_with_a_budget():
         split_auto("pld", METHODS["pld"].params_cls, {"budget": "auto"})
 
 
+class SlopeClock:
+    """A clock for a :class:`CurveProbe` that prices each timed forward at a CPU-like slope (10 ms, 5% more a row).
+    The tiny model's own forwards are nearly flat in the rows and noisy, so whether the measured curve counts as flat
+    (auto then keeps the paper's trees and says so) would depend on the machine's load."""
+
+    def __init__(self, probe) -> None:
+        self.probe, self.t = probe, 0.0
+
+    def __call__(self) -> float:
+        """Each reading moves on by the price of the size this step times: a forward's end minus its start is it."""
+        _, k = self.probe.plan[max(0, self.probe.done_steps - 1)]
+        self.t += 0.010 * (1 + 0.05 * (self.probe.sizes[k] - 1))
+        return self.t
+
+
+def measured_with_a_slope(engine):
+    """``engine`` with its budget probe's clock set to :class:`SlopeClock`."""
+    engine.budget.probe.clock = SlopeClock(engine.budget.probe)
+    return engine
+
+
 @pytest.fixture
 def curve_cache(tmp_path, monkeypatch, tiny):
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
@@ -390,7 +411,7 @@ def test_with_no_curve_yet_the_first_session_starts_at_the_papers_budget_and_mea
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
     prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7] * 2
     assert load_cost_curve("tiny", "cpu") is None
-    e = make_engine(tiny, "goose", prompt, 150, budget="auto")
+    e = measured_with_a_slope(make_engine(tiny, "goose", prompt, 150, budget="auto"))
     assert e.budget is not None and e.budget.pending
     paper = make_engine(tiny, "goose", prompt, 150, budget="paper")
     paper_trees = [sorted(n.id for n in r.nodes if n.verified) for r in paper.cycles()]
@@ -419,9 +440,10 @@ def test_each_cycle_and_session_says_how_its_budget_was_chosen(tmp_path, monkeyp
 
     monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
-    e = make_engine(tiny, "tr", [5, 6, 7, 8, 5, 6, 7, 8, 9, 10] * 3, 200, budget="auto")
+    e = measured_with_a_slope(make_engine(tiny, "tr", [5, 6, 7, 8, 5, 6, 7, 8, 9, 10] * 3, 200, budget="auto"))
     records = list(e.cycles())
     k = e.budget.auto_from_cycle
+    assert not e.budget.flat
     drafted = [r for r in records[:k] if r.state["budget"]["candidates"]]
     chosen = [r for r in records[k:] if r.state["budget"]["candidates"]]
     assert drafted and chosen
