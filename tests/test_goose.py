@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from helpers import compare_greedy, hf_greedy, make_engine, plain_logits, run
+from helpers import hf_greedy, make_engine, plain_logits
 from specviz_core.drafters.adjacency import AdjacencyTable
 from specviz_core.runtime.models import LoadedModel
 
@@ -101,32 +101,6 @@ def test_spine_continuation_eval_data_flag():
     assert rec.state["path"] == "spine_continuation" and rec.state["spine_broke_at"] == 6
     assert len(rec.committed_ids) >= 7  # 5 spine + 2 + bonus: more than the pure spine's 5 + bonus
     assert list(rec.committed_ids) == hf_greedy(m, prompt, len(rec.committed_ids))
-
-
-GOOSE_PROMPTS = {
-    "code": "Rewrite this code with better names:\ndef f(a, b):\n    c = a + b\n    return c\n\ndef g(a, b):\n    c = a * b\n    return c\n",
-    "chat": "Hi! What is a good name for a grey cat?",
-    "repeat": "Say 'one apple, two apples, three apples' and then continue the pattern up to six.",
-}
-
-
-@pytest.mark.default_model
-@pytest.mark.parametrize("method", ["goose", "isotropic"])
-def test_greedy_equals_generate_default_model(smol, method):
-    from specviz_core.runtime.models import encode_prompt
-
-    modes = collections.Counter()
-    for name, text in GOOSE_PROMPTS.items():
-        ids, _ = encode_prompt(smol, text)
-        ref = hf_greedy(smol, ids, 48)
-        out, recs = run(smol, method, ids, 48)
-        verdict = compare_greedy(smol, ids, out, ref)
-        assert not verdict.startswith("diverged"), f"{method} on {name}: {verdict}"
-        modes.update(r.mode for r in recs)
-        assert all(r.n_verified - 1 <= 100 for r in recs)  # 60, or up to 100 on confident cycles
-        if any(r.mode == "tree" for r in recs):
-            assert any(n.source == "branch" for r in recs for n in r.nodes)
-    assert {"tree", "ar"} <= set(modes), modes
 
 
 # A chat prompt whose third cycle is a spine continuation on the default model (docs/goose.md, "A spine

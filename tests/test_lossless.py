@@ -60,7 +60,7 @@ def smol_refs(smol):
 @pytest.mark.default_model
 @pytest.mark.parametrize("method", SPECVIZ_METHODS)
 def test_greedy_equals_generate_default_model(smol, smol_refs, method):
-    speculated = 0
+    speculated, modes, sources = 0, set(), set()
     for name, (ids, ref) in smol_refs.items():
         ours, records = run(smol, method, ids, 40)
         verdict = compare_greedy(smol, ids, ours, ref)
@@ -68,5 +68,11 @@ def test_greedy_equals_generate_default_model(smol, smol_refs, method):
         if verdict != "identical":
             print(f"{method} on {name!r}: {verdict} (a near-tie, allowed)")
         speculated += sum(r.n_accepted for r in records)
+        modes.update(r.mode for r in records)
+        sources.update(n.source for r in records for n in r.nodes if n.verified)
+        if method in ("goose", "isotropic"):  # the paper's 60 nodes, or up to 100 on confident cycles
+            assert all(r.n_verified - 1 <= 100 for r in records)
     if method != "ar":
         assert speculated > 0, f"{method} never accepted a draft token: the comparison exercised nothing"
+    if method in ("goose", "isotropic"):  # both of Goose's modes ran, and its trees carried branches off the spine
+        assert {"tree", "ar"} <= modes and "branch" in sources, (modes, sources)
