@@ -484,3 +484,35 @@ def test_under_greedy_decoding_the_nodes_auto_cut_are_counted_as_they_would_have
     assert greedy._get(("recycle", band, 2)) == (1.0, 1.0)  # node 3 would have been; node 4 is not counted
     assert sampled._get(("recycle", band, 1)) == (1.0, 1.0)  # sampling: only what was verified
     assert sampled._get(("recycle", band, 2)) == (0.0, 0.0)
+
+
+def test_auto_prices_each_budget_as_the_padded_block_it_runs_as(tiny, one_thread):
+    """On a curve with the CPU kernels' bumps, a choice of B nodes is priced at the size its block runs as (2-7 rows
+    cost what 8 do), the engine runs it so (recorded as ``padded_to``), and the output is still plain greedy's.
+    With padding off (``DecodeConfig.pad_rows``) both the pricing and the forward are the block's own size."""
+    import dataclasses
+
+    from specviz_core.analysis.stop_cause import method_notes
+    from specviz_core.analysis.timing import padded_rows
+
+    bumpy = CostCurve((1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64), (10.0, 20.0, 30.0, 18.0, 19.0, 24.0, 34.0, 17.0, 22.0,
+                                                              40.0, 100.0))
+    prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7] * 2
+    for pad in (True, False):
+        e = make_engine(tiny, "goose", prompt, 40, budget="auto")
+        e.budget = BudgetController(bumpy, METHODS["goose"].max_budget(e.drafter.params), paper=60)
+        e.config = dataclasses.replace(e.config, pad_rows=pad)
+        e.budget.pad = pad
+        assert e.budget.time.forward_ms(2) == pytest.approx(bumpy(8) if pad else bumpy(2))
+        records = list(e.cycles())
+        assert e.output_ids == hf_greedy(tiny, prompt, 40)
+        ran = [(r.n_verified, r.state.get("padded_to")) for r in records if not r.state.get("from_prefill")]
+        if pad:
+            assert all(run == (padded_rows(bumpy, n) if padded_rows(bumpy, n) > n else None) for n, run in ran), ran
+            assert any(run for _, run in ran), ran
+            for r in records:  # the window says it, in the cycle's own numbers
+                if r.state.get("padded_to"):
+                    assert any(s.startswith(f"The forward ran {r.state['padded_to']} rows for its {r.n_verified}: ")
+                               for s in method_notes(r.state)), method_notes(r.state)
+        else:
+            assert not any(run for _, run in ran), ran

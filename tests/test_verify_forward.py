@@ -9,6 +9,7 @@ import torch
 from transformers import DynamicCache
 
 from helpers import make_engine, plain_logits, tiny_llama
+from specviz_core.analysis.timing import CostCurve, padded_rows
 from specviz_core.engine.forward import verify_forward
 from specviz_core.runtime import kv
 from specviz_core.tree import DraftTree, flatten
@@ -37,11 +38,12 @@ def prefill(m, ids):
     return cache
 
 
-def check_tree_logits(m, ctx: list[int], tree: DraftTree, atol: float) -> None:
+def check_tree_logits(m, ctx: list[int], tree: DraftTree, atol: float, pad: int = 0) -> None:
     block = flatten(tree)
     cache = prefill(m, ctx)
     with torch.no_grad():
-        logits = verify_forward(m, cache, block, len(ctx) - 1)
+        logits = verify_forward(m, cache, block, len(ctx) - 1, len(block.order) + pad)
+    assert logits.shape[0] == len(block.order)
     for row, node in enumerate(block.order):
         ref = plain_logits(m, ctx + path_to(tree, int(node)))
         torch.testing.assert_close(logits[row], ref, atol=atol, rtol=1e-4,
@@ -49,13 +51,15 @@ def check_tree_logits(m, ctx: list[int], tree: DraftTree, atol: float) -> None:
 
 
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
-def test_every_node_matches_plain_forward_tiny(attn):
+@pytest.mark.parametrize("pad", [0, 5])
+def test_every_node_matches_plain_forward_tiny(attn, pad):
+    """Each node's logits are a plain forward's of its path; with ``pad`` padding rows too (they change nothing)."""
     m = tiny_llama()
     m.model.set_attn_implementation(attn)
     rng = random.Random(1)
     for trial in range(4):
         ctx = [rng.randrange(96) for _ in range(rng.randrange(1, 30))]
-        check_tree_logits(m, ctx, random_tree(ctx[-1], 96, 40, rng), atol=1e-4)
+        check_tree_logits(m, ctx, random_tree(ctx[-1], 96, 40, rng), atol=1e-4, pad=pad)
 
 
 @pytest.mark.default_model
@@ -65,15 +69,26 @@ def test_every_node_matches_plain_forward_default(smol):
     check_tree_logits(smol, ctx, random_tree(ctx[-1], 49152, 24, rng), atol=1e-3)
 
 
-@pytest.mark.parametrize("method", ["tr", "pld", "draft_tree"])
-def test_trimmed_cache_equals_fresh_prefill(tiny, method):
-    """After each cycle the cache is what a plain prefill of the committed tokens gives."""
+#: A CPU-like curve with the kernels' bumps: 2, 3, 5-7 rows cost more than 8, so every block of 2-7 rows is padded
+#: to 8, 10-15 to 16, and (a bump exaggerated, for Token Recycling's 81-row blocks) 45-95 to 96.
+BUMPY = CostCurve((1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 64, 96),
+                  (10.0, 20.0, 30.0, 18.0, 19.0, 24.0, 34.0, 17.0, 30.0, 22.0, 40.0, 100.0, 60.0))
+
+
+@pytest.mark.parametrize("method, pad", [("tr", False), ("pld", False), ("draft_tree", False), ("tr", True),
+                                         ("pld", True)])
+def test_trimmed_cache_equals_fresh_prefill(tiny, method, pad):
+    """After each cycle the cache is what a plain prefill of the committed tokens gives: also when the blocks ran
+    padded (``pad``), whose padding rows the trim must drop."""
     rng = random.Random(3)
     pattern = [rng.randrange(96) for _ in range(6)]
     prompt = pattern * 4 + pattern[:3]
     e = make_engine(tiny, method, prompt, 40)
-    trimmed_any = False
+    e.pad_curve = BUMPY if pad else None
+    trimmed_any, padded = False, []
     for rec in e.cycles():
+        if "padded_to" in rec.state:
+            padded.append((rec.n_verified, rec.state["padded_to"]))
         if e.done:
             break
         trimmed_any |= len(rec.kv_keep) < rec.n_verified
@@ -89,3 +104,16 @@ def test_trimmed_cache_equals_fresh_prefill(tiny, method):
         kv.crop(e.cache, len(e.ids) - 1)
         torch.testing.assert_close(out.logits[0, -1], plain_logits(tiny, e.ids), atol=1e-4, rtol=1e-4)
     assert trimmed_any, "no cycle dropped any KV: the test did not exercise trimming"
+    if pad:  # the blocks did run padded, to the sizes BUMPY prices lowest
+        assert padded and all(run == padded_rows(BUMPY, n) > n for n, run in padded), padded
+
+
+def test_a_block_is_padded_to_the_cheapest_measured_size_at_or_above_it():
+    """By hand from BUMPY: 1 row is the cheapest of all; 2 and 3 rows (20, 30 ms) run as 8 (17 ms), as do 4 (18:
+    17 saves 5.6%) and 5-7; nothing above 8 is cheaper; 9 (interpolated, 20.25 ms) has no cheaper size above it;
+    10-15 (23.5-30 ms) run as 16 (22 ms, at least 5% less); 17 (23.1 ms) has only 32 (40 ms) above it."""
+    assert [padded_rows(BUMPY, n) for n in range(1, 18)] == [1, 8, 8, 8, 8, 8, 8, 8, 9, 16, 16, 16, 16, 16, 16, 16,
+                                                             17]
+    flat = CostCurve((1, 2, 4, 8), (10.0, 10.0, 9.8, 10.1))  # a GPU's: a 2% dip is noise, not worth the rows
+    assert [padded_rows(flat, n) for n in range(1, 9)] == list(range(1, 9))
+

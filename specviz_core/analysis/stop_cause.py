@@ -283,6 +283,8 @@ def method_notes(state: dict[str, Any]) -> list[str]:
     budget = state.get("budget")
     if isinstance(budget, dict) and budget.get("candidates"):  # nothing drafted: nothing to choose from
         out.append(budget_note(budget))
+    if state.get("padded_to"):
+        out.append(padding_note(state))
     route = state.get("route")
     if route in _ROUTES:
         bits = [f"Route: {_ROUTES[route]}."]
@@ -315,6 +317,16 @@ def method_notes(state: dict[str, Any]) -> list[str]:
             s += f"; the schedule moves it to {nxt} for the next cycle"
         out.append(s + ".")
     return out
+
+
+def padding_note(state: dict[str, Any]) -> str:
+    """Why a cycle's forward ran more rows than it verified (its ``state["padded_to"]``), in one sentence."""
+    run = int(state["padded_to"])
+    budget = state.get("budget")
+    n = 1 + int(budget["chosen"]) if isinstance(budget, dict) and "chosen" in budget else None
+    mine, theirs = (f"its {n}", f"one of {n}") if n else ("its verified rows", "a smaller one")
+    return (f"The forward ran {run} rows for {mine}: on this device a forward of {run} rows costs less than {theirs} "
+            "(the verify-cost curve). The padding rows see only themselves and no node sees them.")
 
 
 def budget_note(b: dict[str, Any]) -> str:

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from specviz_core.analysis.timing import CostCurve
+from specviz_core.analysis.timing import CostCurve, padded_rows
 from specviz_core.engine.acceptance import DECAY, AcceptanceStats
 from specviz_core.errors import SpecVizError
 from specviz_core.records import CycleRecord
@@ -88,15 +88,21 @@ def choose_budget(expected_tokens: Sequence[float], cycle_ms: Sequence[float]) -
 class CycleTimeModel:
     """Predicted ms of a cycle's forward plus what follows it, for a verify block of n rows."""
 
-    def __init__(self, curve: CostCurve, ema: float = 0.1) -> None:
+    def __init__(self, curve: CostCurve, ema: float = 0.1, pad: bool = True) -> None:
         self.curve = curve
         self.ema = ema
+        self.pad = pad
+        """The engine pads a block to the size that costs least at or above it (:func:`padded_rows`): price that."""
         self.scale = 1.0  # observed forward ms / the curve's ms, smoothed
         # Exponentially weighted sums for other_ms ~ a + b * n.
         self._w = self._n = self._nn = self._o = self._no = 0.0
 
+    def rows_run(self, rows: int) -> int:
+        """The rows a block of ``rows`` runs as (padded, when :attr:`pad`)."""
+        return padded_rows(self.curve, rows) if self.pad else rows
+
     def forward_ms(self, rows: int) -> float:
-        return self.scale * self.curve(rows)
+        return self.scale * self.curve(self.rows_run(rows))
 
     def other_ms(self, rows: int) -> float:
         if self._w == 0:
@@ -109,8 +115,9 @@ class CycleTimeModel:
     def __call__(self, rows: int) -> float:
         return self.forward_ms(rows) + self.other_ms(rows)
 
-    def observe(self, rows: int, forward_ms: float, other_ms: float) -> None:
-        predicted = self.curve(rows)
+    def observe(self, rows: int, forward_ms: float, other_ms: float, rows_run: int | None = None) -> None:
+        """Learn from a cycle of ``rows`` verified rows, its forward run as ``rows_run`` (padded), and its times."""
+        predicted = self.curve(rows_run or rows)
         if predicted > 0 and forward_ms > 0:
             self.scale += self.ema * (forward_ms / predicted - self.scale)
         k = 1.0 - self.ema
@@ -171,6 +178,7 @@ class BudgetController:
         """The method's own budget (``budget=paper``), kept while pending and said beside the choice."""
         self.min_ceiling = min(min_ceiling, max_budget)
         self.stats = AcceptanceStats(decay)
+        self._pad = True
         self.time: CycleTimeModel | None = CycleTimeModel(curve) if curve is not None else None
         self.probe = probe
         self.curve_source = "stored" if curve is not None else "measuring"
@@ -180,6 +188,22 @@ class BudgetController:
         self.n_cycles = 0
         self.chosen_total = 0
         self.ar_cycles = 0
+
+    @property
+    def pad(self) -> bool:
+        """Whether the engine pads its blocks (``DecodeConfig.pad_rows``): the cycle times are priced so."""
+        return self._pad
+
+    @pad.setter
+    def pad(self, value: bool) -> None:
+        self._pad = bool(value)
+        if self.time is not None:
+            self.time.pad = self._pad
+
+    @property
+    def curve(self) -> CostCurve | None:
+        """This device's verify-cost curve, once known."""
+        return self.time.curve if self.time is not None else None
 
     @property
     def pending(self) -> bool:
@@ -205,7 +229,7 @@ class BudgetController:
             return
         self.probe.step()
         if self.probe.done:
-            self.time = CycleTimeModel(CostCurve.from_dict(self.probe.curve))
+            self.time = CycleTimeModel(CostCurve.from_dict(self.probe.curve), pad=self._pad)
             self.curve_source = f"measured between cycles 0-{self.n_cycles - 1}"
             self.auto_from_cycle = self.n_cycles
 
@@ -284,7 +308,8 @@ class BudgetController:
         t = record.timings_ms
         rows = record.n_verified
         if self.time is not None and not record.state.get("from_prefill"):  # a forward was timed
-            self.time.observe(rows, t.get("forward", 0.0), sum(t.get(k, 0.0) for k in STAGES_AFTER_DRAFT))
+            self.time.observe(rows, t.get("forward", 0.0), sum(t.get(k, 0.0) for k in STAGES_AFTER_DRAFT),
+                              int(record.state.get("padded_to", rows)))
         chosen = rows - 1
         self._chosen_ema += 0.2 * (chosen - self._chosen_ema)
         self.n_cycles += 1
@@ -304,10 +329,19 @@ def make_controller(target: Any, max_budget: int, paper: int | None = None) -> B
     """A controller for ``target`` on its device: with its stored cost curve, or pending while a
     :class:`~specviz_core.engine.cost_curve.CurveProbe` measures one between the cycles (and stores it). A curve
     stored before every small size was measured is measured again: its gaps hid the kernels' bumps."""
-    from specviz_core.engine.cost_curve import CurveProbe, is_dense
+    from specviz_core.engine.cost_curve import CurveProbe
+
+    curve = stored_curve(target)
+    if curve is not None:
+        return BudgetController(curve, max_budget, paper=paper)
+    return BudgetController(None, max_budget, probe=CurveProbe(target), paper=paper)
+
+
+def stored_curve(target: Any) -> CostCurve | None:
+    """``target``'s verify-cost curve stored for its device and dtype, when every small size was measured (a
+    curve with gaps hid the kernels' bumps); else None."""
+    from specviz_core.engine.cost_curve import is_dense
     from specviz_core.runtime.cost_files import load_cost_curve
 
     stored = load_cost_curve(target.name, target.device, target.dtype)
-    if stored is not None and is_dense(stored):
-        return BudgetController(CostCurve.from_dict(stored), max_budget, paper=paper)
-    return BudgetController(None, max_budget, probe=CurveProbe(target), paper=paper)
+    return CostCurve.from_dict(stored) if stored is not None and is_dense(stored) else None

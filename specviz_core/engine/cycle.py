@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
+from specviz_core.analysis.timing import padded_rows
 from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.drafters.head import retap
 from specviz_core.engine.forward import verify_forward
@@ -31,6 +32,7 @@ from specviz_core.runtime.models import LoadedModel, synchronize
 from specviz_core.tree import DraftTree, VerifyBlock, flatten
 
 if TYPE_CHECKING:
+    from specviz_core.analysis.timing import CostCurve
     from specviz_core.engine.budget import BudgetController
 
 TOPK_SHOWN = 5
@@ -46,6 +48,9 @@ class DecodeConfig:
     seed: int = 0
     """Seed of the session's single ``torch.Generator``."""
     stop_on_eos: bool = True
+    pad_rows: bool = True
+    """Run a verify block as a bigger one where this device's cost curve says the bigger costs less (a CPU's
+    matrix kernels: :func:`~specviz_core.engine.forward.padded_rows`); the padding changes no logit."""
 
 
 class Engine:
@@ -59,8 +64,11 @@ class Engine:
         config: DecodeConfig = DecodeConfig(),
         clock: Callable[[], float] = time.perf_counter,
         budget: BudgetController | None = None,
+        pad_curve: CostCurve | None = None,
     ) -> None:
-        """``budget``: ``budget=auto``'s controller, which sizes every cycle's tree (None: the method's own budget)."""
+        """``budget``: ``budget=auto``'s controller, which sizes every cycle's tree (None: the method's own budget).
+        ``pad_curve``: this device's verify-cost curve, to pad blocks by (``DecodeConfig.pad_rows``) where there is no
+        controller; a controller pads by its own curve once it is known."""
         if not prompt_ids:
             raise SpecVizError("the prompt is empty")
         if config.max_new_tokens < 1:
@@ -77,6 +85,9 @@ class Engine:
         self.config = config
         self.clock = clock
         self.budget = budget
+        self.pad_curve = pad_curve
+        if budget is not None:
+            budget.pad = config.pad_rows
         self.prompt_ids = list(prompt_ids)
         self.ids: list[int] = list(prompt_ids)
         self.generator = torch.Generator(device="cpu").manual_seed(config.seed)
@@ -103,6 +114,14 @@ class Engine:
     @property
     def done(self) -> bool:
         return bool(self.stop_reason)
+
+    def rows_to_run(self, rows: int) -> int:
+        """The rows a verify block of ``rows`` runs as: padded where this device's curve says a bigger block costs
+        less (the controller's curve once known, else ``pad_curve``), else ``rows``."""
+        if not self.config.pad_rows:
+            return rows
+        curve = self.budget.curve if self.budget is not None else self.pad_curve
+        return padded_rows(curve, rows) if curve is not None else rows
 
     # -- the cycle ------------------------------------------------------------
     def _sync(self) -> None:
@@ -157,7 +176,10 @@ class Engine:
         else:
             if first_row is not None:  # a draft at cycle 0: the root is verified with its tree, as in every cycle
                 kv.crop(self.cache, cache_len)
-            logits = verify_forward(self.target, self.cache, block, cache_len)  # [n, V]
+            rows_run = self.rows_to_run(len(block.order))
+            if rows_run > len(block.order):
+                tree.state = dict(tree.state, padded_to=rows_run)
+            logits = verify_forward(self.target, self.cache, block, cache_len, rows_run)  # [n, V]
             self.n_forward += 1
         self._sync()
         t2 = self.clock()

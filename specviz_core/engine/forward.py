@@ -6,6 +6,7 @@ without importing each other.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from transformers import DynamicCache
 
@@ -15,16 +16,36 @@ from specviz_core.runtime.models import LoadedModel
 from specviz_core.tree import VerifyBlock
 
 
-def verify_forward(target: LoadedModel, cache: DynamicCache, block: VerifyBlock, cache_len: int) -> torch.Tensor:
-    """One target forward over a verify block on top of ``cache`` (which grows by n). Returns logits [n, V] in fp32."""
+def verify_forward(target: LoadedModel, cache: DynamicCache, block: VerifyBlock, cache_len: int,
+                   rows: int | None = None) -> torch.Tensor:
+    """One target forward over a verify block on top of ``cache`` (which grows by ``rows``, at least n). Returns
+    logits [n, V] in fp32.
+
+    ``rows`` > n pads the block with rows that see only themselves and that no real row sees, so the n rows' logits
+    and KV are what they would be alone: on a CPU a forward of 4 or 8 rows can cost less than one of 2 or 3 (the
+    matrix kernels' shapes, :func:`~specviz_core.analysis.timing.padded_rows`). The cycle's trim drops the padding
+    with every unkept row."""
     dev = target.device
-    positions = block.positions(cache_len)  # [n]
+    n = len(block.tokens)
+    pad = max(0, (rows or n) - n)
+    tokens, positions, mask = block.tokens, block.positions(cache_len), block.mask  # [n], [n], [n, n]
+    if pad:
+        tokens = np.concatenate([tokens, np.full(pad, tokens[0], dtype=tokens.dtype)])
+        positions = np.concatenate([positions, np.full(pad, positions[0], dtype=positions.dtype)])
+        mask = np.zeros((n + pad, n + pad), dtype=bool)
+        mask[:n, :n] = block.mask
+        mask[np.arange(n, n + pad), np.arange(n, n + pad)] = True
     out = target.model(
-        input_ids=torch.from_numpy(block.tokens).to(dev)[None],  # [1, n]
-        position_ids=torch.from_numpy(positions).to(dev)[None],  # [1, n]
-        # [1, 1, n, cache_len + n], or one such mask per layer type (sliding windows)
-        attention_mask=tree_masks(target.attention, block.mask, cache_len, target.dtype, dev, positions, positions),
+        input_ids=torch.from_numpy(tokens).to(dev)[None],  # [1, rows]
+        position_ids=torch.from_numpy(positions).to(dev)[None],  # [1, rows]
+        # [1, 1, rows, cache_len + rows], or one such mask per layer type (sliding windows)
+        attention_mask=tree_masks(target.attention, mask, cache_len, target.dtype, dev, positions, positions),
         **kv.cache_arg(target.model, cache),
         use_cache=True,
     )
-    return out.logits[0].float()
+    if pad:  # a draft head's tap keeps the real rows' features only
+        from specviz_core.drafters.head import retap
+
+        retap(target.model, rows=slice(0, n))
+    return out.logits[0, :n].float()
+

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from specviz_core.drafters import Drafter
-from specviz_core.engine.budget import make_controller
+from specviz_core.engine.budget import make_controller, stored_curve
 from specviz_core.engine.cycle import DecodeConfig, Engine
 from specviz_core.engine.selfcheck import SelfCheck, check_tree_support
 from specviz_core.recording.store import new_session_id
@@ -44,7 +44,9 @@ def build_engine(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence
     budget = make_controller(target, choice.cls.max_budget(choice.params), getattr(choice.params, "budget", None)) \
         if choice.auto else None
     cfg = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
-    return Engine(target, drafter, list(prompt_ids), cfg, budget=budget)
+    # With no controller, a block is still padded where this device's stored curve says a bigger one costs less.
+    return Engine(target, drafter, list(prompt_ids), cfg, budget=budget,
+                  pad_curve=stored_curve(target) if budget is None else None)
 
 
 def load_checked_model(name: str | None, device: str | None = None, dtype: str | None = None,
