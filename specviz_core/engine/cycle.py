@@ -50,7 +50,7 @@ class DecodeConfig:
     stop_on_eos: bool = True
     pad_rows: bool = True
     """Run a verify block as a bigger one where this device's cost curve says the bigger costs less (a CPU's
-    matrix kernels: :func:`~specviz_core.engine.forward.padded_rows`); the padding changes no logit."""
+    matrix kernels: :func:`~specviz_core.analysis.timing.padded_rows`); the padding changes no logit."""
 
 
 class Engine:
