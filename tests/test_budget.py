@@ -493,7 +493,7 @@ def test_auto_prices_each_budget_as_the_padded_block_it_runs_as(tiny, one_thread
     import dataclasses
 
     from specviz_core.analysis.stop_cause import method_notes
-    from specviz_core.analysis.timing import padded_rows
+    from specviz_core.analysis.timing import cycle_cost, padded_rows
 
     bumpy = CostCurve((1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64), (10.0, 20.0, 30.0, 18.0, 19.0, 24.0, 34.0, 17.0, 22.0,
                                                               40.0, 100.0))
@@ -512,7 +512,13 @@ def test_auto_prices_each_budget_as_the_padded_block_it_runs_as(tiny, one_thread
             assert any(run for _, run in ran), ran
             for r in records:  # the window says it, in the cycle's own numbers
                 if r.state.get("padded_to"):
-                    assert any(s.startswith(f"The forward ran {r.state['padded_to']} rows for its {r.n_verified}: ")
-                               for s in method_notes(r.state)), method_notes(r.state)
+                    run = r.state["padded_to"]
+                    said = method_notes(r.state, r.n_verified)
+                    assert any(s.startswith(f"The forward ran {run} rows, {run - r.n_verified} of them padding: on "
+                                            f"this device a forward of {run} rows costs less than one of "
+                                            f"{r.n_verified} ") for s in said), said
+                    cost = cycle_cost(r, bumpy)  # the time sentence prices what the forward ran
+                    assert cost.curve_ms == bumpy(run) and f"{r.n_verified}-row verify (run as {run}, padded)" \
+                        in cost.sentence
         else:
             assert not any(run for _, run in ran), ran

@@ -137,7 +137,7 @@ class SpinePanel(PanelMixin, QTextBrowser):
         nodes = rec.node_by_id
         head = f"<b>Cycle {rec.index}</b> · {name} · {rec.mode}"
         out = Explanation()
-        why = [c for c in [self._cause(rec, with_topk=not (spine.chain and spine.topk))] if c] + [html.escape(t) for t in method_notes(rec.state)]
+        why = [c for c in [self._cause(rec, with_topk=not (spine.chain and spine.topk))] if c] + [html.escape(t) for t in method_notes(rec.state, rec.n_verified)]
         time_note = self._time_note(rec)
         if time_note:
             why.append(f"<small>{html.escape(time_note)}</small>")

@@ -269,9 +269,10 @@ _PATHS = {"pure_spine": "spine tokens only", "spine_continuation": "spine, then 
           "pure_branch": "branch tokens only"}
 
 
-def method_notes(state: dict[str, Any]) -> list[str]:
+def method_notes(state: dict[str, Any], rows: int | None = None) -> list[str]:
     """What a cycle's method state says about why it drafted what it did, in plain sentences: Goose's route,
-    confidence, budget and path; transformers' reason for ending the draft and its schedule."""
+    confidence, budget and path; transformers' reason for ending the draft and its schedule. ``rows``: the rows the
+    cycle verified (root included), for the sentence on a padded forward."""
     out = []
     if state.get("from_prefill"):
         out.append("No forward of its own: the token comes from the prefill's last row (the prompt ran in one "
@@ -284,7 +285,7 @@ def method_notes(state: dict[str, Any]) -> list[str]:
     if isinstance(budget, dict) and budget.get("candidates"):  # nothing drafted: nothing to choose from
         out.append(budget_note(budget))
     if state.get("padded_to"):
-        out.append(padding_note(state))
+        out.append(padding_note(state, rows))
     route = state.get("route")
     if route in _ROUTES:
         bits = [f"Route: {_ROUTES[route]}."]
@@ -319,14 +320,17 @@ def method_notes(state: dict[str, Any]) -> list[str]:
     return out
 
 
-def padding_note(state: dict[str, Any]) -> str:
-    """Why a cycle's forward ran more rows than it verified (its ``state["padded_to"]``), in one sentence."""
+def padding_note(state: dict[str, Any], rows: int | None = None) -> str:
+    """Why a cycle's forward ran more rows than it verified (its ``state["padded_to"]``; ``rows``: the rows it
+    verified, root included), in one sentence."""
     run = int(state["padded_to"])
-    budget = state.get("budget")
-    n = 1 + int(budget["chosen"]) if isinstance(budget, dict) and "chosen" in budget else None
-    mine, theirs = (f"its {n}", f"one of {n}") if n else ("its verified rows", "a smaller one")
-    return (f"The forward ran {run} rows for {mine}: on this device a forward of {run} rows costs less than {theirs} "
-            "(the verify-cost curve). The padding rows see only themselves and no node sees them.")
+    if rows:
+        pad = run - rows
+        return (f"The forward ran {run} rows, {pad} of them padding: on this device a forward of {run} rows costs "
+                f"less than one of {rows} (the verify-cost curve). The padding rows see only themselves and no node "
+                "sees them.")
+    return (f"The forward ran {run} rows, some of them padding: on this device that costs less than the verified rows "
+            "alone (the verify-cost curve). The padding rows see only themselves and no node sees them.")
 
 
 def budget_note(b: dict[str, Any]) -> str:

@@ -128,6 +128,8 @@ class CycleCost:
     """In hindsight: the verify budget (draft nodes) at which the curve predicts this tree would have done best."""
     best_speedup: float | None = None
     sentence: str = ""
+    rows_run: int | None = None
+    """The rows the forward ran, when padded beyond ``rows`` (the record's ``state.padded_to``)."""
 
     @property
     def total_ms(self) -> float:
@@ -178,8 +180,11 @@ def cycle_cost(record: CycleRecord | CycleSummary, curve: Curve | None, ar_forwa
         u = float(curve(1))  # the curve against its own 1-token forward
         preds = [(kept_tokens(acc_rows, b + 1) * u / (draft + run_ms(curve, b + 1) + book), b) for b in range(1, rows)]
         best_x, best_b = max(preds, key=lambda p: (p[0], -p[1]))
-    cost = CycleCost(record.index, rows, tokens, draft, forward, book, t_ar,
-                     float(run_ms(curve, rows)) if curve is not None else None, best_b, best_x)
+    run = int(record.state.get("padded_to") or 0) if isinstance(record.state, dict) else 0
+    # The curve at what the forward ran: as recorded, else as the engine would pad it today.
+    curve_ms = (float(curve(run)) if run else run_ms(curve, rows)) if curve is not None else None
+    cost = CycleCost(record.index, rows, tokens, draft, forward, book, t_ar, curve_ms, best_b, best_x,
+                     rows_run=run or None)
     return _with_sentence(cost)
 
 
@@ -190,7 +195,8 @@ def _with_sentence(c: CycleCost) -> CycleCost:
     if c.rows <= 1:
         head = f"An AR cycle: one 1-row forward of {c.forward_ms:.1f} ms = {c.verify_x:.2f}x {unit}"
     else:
-        head = f"{c.rows}-row verify took {c.forward_ms:.1f} ms = {c.verify_x:.1f}x {unit}"
+        run = f" (run as {c.rows_run}, padded)" if c.rows_run and c.rows_run > c.rows else ""
+        head = f"{c.rows}-row verify{run} took {c.forward_ms:.1f} ms = {c.verify_x:.1f}x {unit}"
         if c.curve_ms is not None:
             head += f"; the cost curve says {c.curve_ms / c.ar_forward_ms:.1f}x"
     tail = (f"draft {c.draft_ms:.1f} ms and bookkeeping {c.bookkeeping_ms:.1f} ms add {c.overhead_x:.1f}x; "
