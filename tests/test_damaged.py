@@ -348,3 +348,35 @@ def test_check_counts_one_as_one(tmp_path, tiny_dir, capsys):
     code, report, _ = cli(capsys, "check", "--db", str(db))
     assert code == 0 and ": 1 cycle ok" in report and "is clean: 1 session, 1 cycle" in report, report
     assert "1 cycles" not in report and "1 sessions" not in report
+
+
+@pytest.mark.parametrize("keep", [0.6, 0.85])
+def test_a_truncated_file_is_salvaged_cycle_by_cycle(good, tmp_path, capsys, keep):
+    """A copy cut short is unreadable to SQLite as a whole; ``check --salvage`` writes every session and cycle still
+    whole in it to a new recording: each kept cycle equal to the original's (read from the good file by SQLite), the
+    sessions whose cycles were lost marked interrupted, and the loss said per session."""
+    cut = tmp_path / "cut.db"
+    data = good[0].read_bytes()
+    cut.write_bytes(data[: int(len(data) * keep)])
+    code, _, err = cli(capsys, "sessions", "--db", str(cut))
+    assert code != 0 and "damaged" in err  # SQLite refuses it as a whole
+    out = tmp_path / "salvaged.db"
+    code, text, err = cli(capsys, "check", "--db", str(cut), "--salvage", str(out))
+    assert code == 0 and not err, err
+    with Recording(good[0], read_only=True) as rec:
+        originals = {(s.id, c.index): c for s in rec.sessions() for c in rec.cycles(s.id)}
+        infos = {s.id: s for s in rec.sessions()}
+    with Recording(out, read_only=True) as rec:
+        kept = {(s.id, c.index): c for s in rec.sessions() for c in rec.cycles(s.id)}
+        salvaged = {s.id: s for s in rec.sessions()}
+    assert kept and set(kept) < set(originals)  # something kept, something lost
+    assert all(kept[k] == originals[k] for k in kept)
+    for sid, s in salvaged.items():
+        lost = [i for i in range(infos[sid].n_cycles) if (sid, i) not in kept]
+        assert (s.status == "interrupted") == bool(lost), (sid, lost)
+        line = next(x for x in text.splitlines() if x.startswith(f"session {sid} "))
+        assert f"{infos[sid].n_cycles - len(lost)} cycles kept" in line
+        if lost:
+            assert f"{len(lost)} lost" in line and "salvaged from a damaged recording" in s.stop_reason
+    code, _, err = cli(capsys, "check", "--db", str(cut), "--salvage", str(out))
+    assert code == 2 and "exists" in err  # never overwrites

@@ -20,13 +20,36 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--quick", action="store_true",
                    help="SQLite's quick check instead of its full integrity check (skips index consistency; faster "
                         "on large files)")
+    c.add_argument("--salvage", type=Path, default=None, metavar="OUT",
+                   help="write every session and cycle still readable in a damaged file (one cut short, or with bad "
+                        "pages) to the new recording OUT, and say what was kept and lost")
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    if args.salvage is not None:
+        return _salvage(args.db, args.salvage)
     report = check_recording(args.db, args.session, args.quick)
     for line in report_lines(report):
         print(line)
     return 0 if report.clean else 1
+
+
+def _salvage(db: Path, out: Path) -> int:
+    from specviz_core.cli.options import check_writable
+    from specviz_core.errors import SpecVizError
+    from specviz_core.recording.salvage import salvage, write_salvaged
+
+    if out.exists():
+        raise SpecVizError(f"{out} exists: --salvage writes a new recording; give another name")
+    check_writable(out)
+    found = salvage(db)
+    lines = write_salvaged(found, out)
+    for line in lines:
+        print(_safe(line))
+    n = sum(1 for _ in found.cycles)
+    print(f"salvaged {len(found.sessions)} sessions and {n} cycle rows from {db} ({found.pages} whole pages) into "
+          f"{out}" + (f"; {found.unreadable} rows could not be read" if found.unreadable else ""))
+    return 0
 
 
 def _safe(text: str) -> str:
