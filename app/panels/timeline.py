@@ -192,6 +192,7 @@ class TimelinePanel(PanelMixin, QWidget):
             row.addWidget(w)
         row.addWidget(self.strip, 1)
         row.addWidget(self.label)
+        row.addSpacing(16)  # "cycle 5 · 36 cycles" and "Filter:" are two things: in large fonts they ran together
         row.addWidget(self.filter_editor)
         row.addWidget(self.matches)
         self.filter_editor.changed.connect(self._filter_edited)

@@ -176,6 +176,7 @@ class SessionController(QObject):
         self._awaiting_session = True
         self._after_start = then
         self._set(activity=Activity.LOADING, detail="starting the session", progress=None, note="", paused=False)
+        self.session_status.emit("Starting a session: loading the model…")  # not "No session" while it loads
         self.engine.begin.emit(req, str(db), self.engine.ticket())
         return True
 
@@ -284,6 +285,9 @@ class SessionController(QObject):
         self.progress.emit(stage, fraction)
         if stage in ("ready", "cancelled"):
             return
+        if self._awaiting_session:  # the Run panel says what the session waits for (the model, the cost curve)
+            pct = f" ({fraction:.0%})" if fraction >= 0 else ""
+            self.session_status.emit(f"Starting a session: {stage}{pct}…")
         if self.state.activity in (Activity.LOADING, Activity.MEASURING):
             self._set(detail=stage, progress=None if fraction < 0 else fraction)
 

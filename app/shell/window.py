@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QProgressBar,
+    QStyle,
     QToolBar,
 )
 
@@ -40,6 +41,7 @@ from specviz_app.shell.actions.common import window_action
 from specviz_app.shell.actions.export import ExportActions
 from specviz_app.shell.actions.race import RaceActions
 from specviz_app.shell.actions.whatif import WhatIfActions
+from specviz_app.shell.elided_label import ElidedLabel, ElidingStatusBar
 from specviz_app.shell.layout import DockLayout
 from specviz_app.windows.train_head import stop_all as stop_head_training
 from specviz_core.viewer.lifecycle import Activity, SessionState, enabled_actions, status_text
@@ -92,13 +94,14 @@ class MainWindow(QMainWindow):
         self._dock("charts", self.charts, bottom)
         self.tabifyDockWidget(self.docks["spine"], self.docks["charts"])
         self.docks["spine"].raise_()
+        self.setStatusBar(ElidingStatusBar())  # before the toolbars add the cycle's facts to it
         self._build_actions()
         self._build_toolbars()
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
         self.progress.setVisible(False)
         self.statusBar().addPermanentWidget(self.progress)
-        self.state_label = QLabel()
+        self.state_label = ElidedLabel()
         """The lifecycle's line (a passing message from :meth:`QStatusBar.showMessage` covers it for a while)."""
         self.statusBar().addWidget(self.state_label, 1)
         # One line at a time: a passing message hides the lifecycle's line until it goes (Qt's own hiding of normal
@@ -151,6 +154,7 @@ class MainWindow(QMainWindow):
         c.sessions_changed.connect(self.sessions.refresh)
         self.model.session_opened.connect(self._on_session_opened)
         self.model.cycle_changed.connect(lambda rec: self._update_title())
+        self.model.session_closed.connect(self._update_title)  # Ctrl+R: no old cycle left in the status bar
 
     def _action(self, text: str, shortcut: str | QKeySequence | None, slot, tip: str = "") -> QAction:
         return window_action(self, text, shortcut, slot, tip)
@@ -223,6 +227,7 @@ class MainWindow(QMainWindow):
         self.speed.addItems(list(AUTOPLAY_SPEEDS))
         self.speed.setCurrentText(DEFAULT_SPEED)
         self.speed.setToolTip("Autoplay speed")
+        self._fit_speed()
         self.speed.currentTextChanged.connect(self.controller.set_autoplay_speed)
         tb.addWidget(self.speed)
         tb.addSeparator()
@@ -267,7 +272,10 @@ class MainWindow(QMainWindow):
             else:
                 self.progress.setRange(0, 100)
                 self.progress.setValue(int(state.progress * 100))
-            self.progress.setFormat(state.detail or state.phase)
+            # The bar's own text fits the bar (a long stage ran out of it); the status line and tooltip say it all.
+            room = max(40, self.progress.maximumWidth() - 16)
+            self.progress.setFormat(self.progress.fontMetrics().elidedText(
+                (state.detail or state.phase).replace("%", "%%"), Qt.TextElideMode.ElideRight, room))
             self.progress.setToolTip(status_text(state))
 
     def _on_recording(self, path: Path | None) -> None:
@@ -293,8 +301,16 @@ class MainWindow(QMainWindow):
             self.docks["sessions"].raise_()
 
     # -- layout ----------------------------------------------------------------------------------------------------
+    def _fit_speed(self) -> None:
+        """The autoplay speed box as wide as its longest choice in the font now (presentation mode's larger font cut
+        "2 cycles/s" to "2 cycles/")."""
+        fm = self.speed.fontMetrics()
+        arrow = self.speed.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        self.speed.setMinimumWidth(max(fm.horizontalAdvance(s) for s in AUTOPLAY_SPEEDS) + arrow + 2 * fm.height())
+
     def _on_presentation(self, on: bool) -> None:
         self.presentation_action.setChecked(on)
+        self._fit_speed()
         for panel in self.panels.values():
             panel.on_presentation_changed(on)
 

@@ -65,6 +65,7 @@ class ChartPlot(pg.PlotItem):
         self.titleLabel.item.document().setDefaultTextOption(opt)
         self._title_w = -1.0
         self.geometryChanged.connect(self._fit_title)
+        self.vb.sigResized.connect(self._fit_axis_labels)
 
     def itemChange(self, change, value):
         ret = super().itemChange(change, value)
@@ -123,6 +124,19 @@ class ChartPlot(pg.PlotItem):
         h = self.titleLabel.itemRect().height()  # pyqtgraph fixes the title row at 30 px: two lines need more
         self.titleLabel.setMaximumHeight(h)
         self.layout.setRowFixedHeight(0, h)
+
+    def _fit_axis_labels(self) -> None:
+        """A side axis's label shows only where the plot is tall enough for it: in a short plot (presentation mode
+        at 1280x720) it was cut to "s / forward"; the title says what the axis holds."""
+        for name in ("left", "right"):
+            axis = self.getAxis(name)
+            text = axis.labelText
+            if not text or not axis.isVisible():
+                continue
+            needed = axis.label.boundingRect().width()  # the label is drawn turned: its width runs up the plot
+            fits = needed <= self.vb.height()
+            if fits != axis.label.isVisible():
+                axis.showLabel(fits)
 
     def title_width(self) -> float:
         """How wide the title and keys are drawn (at most the plot's width)."""
