@@ -17,7 +17,7 @@ from helpers import tiny_llama
 from specviz_core.bench import report as bench_report
 from specviz_core.bench.runner import compare_to_ar
 from specviz_core.bench.specs import parse_method_specs
-from specviz_core.bench.suites import ALL, BUILTIN, load_suite, load_suites
+from specviz_core.bench.suites import ALL, BUILTIN, WORKLOADS, load_suite, load_suites
 from specviz_core.cli.commands import main
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime.cost_files import load_cost_curve
@@ -133,8 +133,12 @@ def test_builtin_suites_load_and_are_packaged(tiny_dir):
 
     m = load_model(str(tiny_dir))
     assert [s.name for s in load_suites("all")] == list(ALL) == ["code_editing", "summarising", "qa", "chat", "multi_turn"]
-    # quick (the prompts of the tables in docs/goose.md and docs/talon-stand.md) is built in but not in "all".
-    assert BUILTIN == ALL + ("quick",)
+    # quick (the prompts of the tables in docs/goose.md and docs/talon-stand.md) is built in but not in "all"; the
+    # workloads beyond it (translation, math, RAG over 1,000+ tokens, long news) are "workloads".
+    assert BUILTIN == ALL + WORKLOADS + ("quick",) and WORKLOADS == ("translation", "math", "rag", "news")
+    assert [s.name for s in load_suites("workloads")] == list(WORKLOADS)
+    assert all(len(p.encode(m)) > 1000 for p in load_suite("rag").prompts)  # a retrieved passage of 1,000+ tokens
+    assert all(len(p.encode(m)) > 900 for p in load_suite("news").prompts)
     suites = load_suites(",".join(BUILTIN))
     assert [p.id for p in suites[-1].prompts] == ["code_edit", "repeated_structure", "free_chat"]
     for s in suites:

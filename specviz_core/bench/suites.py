@@ -25,8 +25,14 @@ from specviz_core.runtime.models import LoadedModel, encode_prompt
 ALL = ("code_editing", "summarising", "qa", "chat", "multi_turn")
 #: The prefix of a built-in suite's held-out calibration prompts (``calibration/chat``), shipped beside it.
 CALIBRATION = "calibration/"
-#: Every built-in suite: ``all`` and ``quick`` (one short prompt of each kind, for a first look).
-BUILTIN = ALL + ("quick",)
+#: The workloads speculative decoding is benchmarked on beyond ``all`` (``--suite workloads``): translation, math
+#: reasoning, answers over a retrieved passage of 1,000+ tokens and summarising a long news article; prompts written
+#: for the project, none from a benchmark's files.
+WORKLOADS = ("translation", "math", "rag", "news")
+#: Every built-in suite: ``all``, ``workloads`` and ``quick`` (one short prompt of each kind, for a first look).
+BUILTIN = ALL + WORKLOADS + ("quick",)
+#: Names that stand for several suites.
+GROUPS = {"all": ALL, "workloads": WORKLOADS}
 
 
 @dataclass(frozen=True)
@@ -108,13 +114,13 @@ def load_suite(name_or_path: str) -> Suite:
             return parse_suite(json.loads(path.read_text(encoding="utf-8")), str(path))
         except (OSError, ValueError) as e:
             raise SpecVizError(f"cannot read the suite {path}: {e}") from None
-    raise SpecVizError(f"unknown suite {name_or_path!r} (built in: {', '.join(BUILTIN)}, all; calibration/NAME for "
-                       "NAME's held-out prompts; or a .json file)")
+    raise SpecVizError(f"unknown suite {name_or_path!r} (built in: {', '.join(BUILTIN)}, all, workloads; "
+                       "calibration/NAME for NAME's held-out prompts; or a .json file)")
 
 
 def load_suites(spec: str) -> list[Suite]:
-    """``all``, one name or path, or several separated by commas."""
-    names = list(ALL) if spec.strip() == "all" else [s.strip() for s in spec.split(",") if s.strip()]
+    """``all``, ``workloads``, one name or path, or several separated by commas (groups among them)."""
+    names = [n for part in spec.split(",") if part.strip() for n in GROUPS.get(part.strip(), (part.strip(),))]
     if not names:
         raise SpecVizError("no suite given")
     return [load_suite(n) for n in names]
