@@ -29,6 +29,8 @@ def add_commands(sub) -> None:
     src.add_argument("--db", type=Path, default=None, help="recording to open (default: your sessions.db, not opened)")
     src.add_argument("--demo", action="store_true", help=DEMO_HELP)
     g.add_argument("--session", default=None, help="session id to replay (default: the latest)")
+    g.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="CPU threads for live sessions' forwards (default: the cores other processes leave free)")
 
     s = sub.add_parser("screenshot", help="render one panel of a recorded cycle to a PNG or SVG, headless",
                        description="Render a recorded cycle the way the window shows it, without a screen.")
@@ -86,7 +88,9 @@ def add_race_parser(sub) -> None:
                        "finish line. Opens a window (Space pause, R restart, +/- slow motion, F11 full screen, "
                        "Ctrl+E GIF), or with --out writes an animated GIF for slides.")
     r.add_argument("--db", type=Path, required=True, help="the recording")
-    r.add_argument("sessions", nargs="+", metavar="SESSION", help="two to four session ids, the baseline (AR) first")
+    r.add_argument("sessions", nargs="*", metavar="SESSION",
+                   help="two to four session ids, the baseline (AR) first (default: the latest complete session's "
+                        "prompt: its AR session first, then the latest others of that prompt and model)")
     r.add_argument("--out", type=Path, default=None, help="write an animated GIF here instead of opening a window")
     r.add_argument("--fps", type=bounded_int(1, 30), default=10, help="GIF frames per second (default 10)")
     r.add_argument("--slowdown", type=finite_float(1 / 16, 64), default=1.0,
@@ -96,6 +100,10 @@ def add_race_parser(sub) -> None:
 
 
 def cmd_race(args: argparse.Namespace) -> int:
+    if not args.sessions:
+        from specviz_core.viewer.comparison import race_sessions
+
+        args.sessions = race_sessions(args.db)
     if not 2 <= len(args.sessions) <= 4:
         raise SpecVizError(f"a race has two to four sessions, got {len(args.sessions)}")
     size = parse_size(args.size, ((320, 180), (3840, 2160)))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ def make_app(argv: list[str] | None = None, theme: str = "system"):
 
     app = QApplication.instance()
     if app is None:
+        check_platform()
         quiet_platform_noise()
         app = QApplication(argv if argv is not None else sys.argv[:1])
         app.setApplicationName("SpecViz")
@@ -25,6 +27,60 @@ def make_app(argv: list[str] | None = None, theme: str = "system"):
     if app.windowIcon().isNull():
         app.setWindowIcon(app_icon())
     return app
+
+
+#: Where Qt opens windows without a screen: any of these needs no display.
+HEADLESS = ("offscreen", "minimal", "vnc", "eglfs", "linuxfb")
+
+
+def check_platform(environ: dict[str, str] | None = None, missing_libraries=None) -> None:
+    """Refuse, in one line that says what to do, to start Qt where it would abort with its own message (exit 134):
+    on Linux with no display, or with the X11 plugin's system libraries missing. ``missing_libraries``: for tests,
+    a stand-in for :func:`xcb_missing_libraries`."""
+    env = os.environ if environ is None else environ
+    platform = env.get("QT_QPA_PLATFORM", "").split(":")[0].strip()
+    if not sys.platform.startswith("linux") or platform in HEADLESS:
+        return
+    offscreen = ("without a screen, `specviz screenshot` and `specviz race --out` render offscreen "
+                 "(QT_QPA_PLATFORM=offscreen)")
+    if not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY"):
+        raise SpecVizError(f"no display to open the window on (DISPLAY and WAYLAND_DISPLAY are not set): run it on "
+                           f"a desktop, or over ssh -X; {offscreen}")
+    if platform == "wayland" or (not platform and env.get("WAYLAND_DISPLAY") and not env.get("DISPLAY")):
+        return
+    missing = (missing_libraries or xcb_missing_libraries)()
+    if missing:
+        packages = " ".join(debian_package(lib) for lib in missing)
+        raise SpecVizError(f"Qt cannot open a window here: its X11 (xcb) plugin needs system libraries this machine "
+                           f"lacks ({', '.join(missing)}): install them (Debian or Ubuntu: sudo apt install "
+                           f"{packages}); {offscreen}")
+
+
+def xcb_missing_libraries() -> list[str]:
+    """The shared libraries Qt's X11 platform plugin links to that the system cannot find (``ldd``), in order."""
+    import subprocess
+
+    import PySide6
+
+    plugin = Path(PySide6.__file__).parent / "Qt" / "plugins" / "platforms" / "libqxcb.so"
+    if not plugin.is_file():
+        return []
+    try:
+        out = subprocess.run(["ldd", str(plugin)], capture_output=True, text=True, timeout=20, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []  # no ldd: Qt will say what it lacks
+    found = [line.split("=>")[0].strip() for line in out.splitlines() if "not found" in line]
+    return list(dict.fromkeys(found))
+
+
+def debian_package(library: str) -> str:
+    """The Debian package that ships ``library`` by Debian's naming rule: ``libxcb-icccm.so.4`` is in
+    ``libxcb-icccm4``, ``libxkbcommon-x11.so.0`` in ``libxkbcommon-x11-0``."""
+    stem, _, version = library.partition(".so.")
+    version = version.split(".")[0]
+    if not version:
+        return stem
+    return f"{stem}-{version}" if stem[-1].isdigit() else f"{stem}{version}"
 
 
 #: What Qt's platform plugins say that is no news to the user: the offscreen plugin (every headless render) cannot

@@ -26,11 +26,12 @@ def write_crash_log(exc: BaseException | None = None) -> Path:
         folder = data_dir() / "logs"
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"specviz-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-        with path.open("a", encoding="utf-8") as fh:  # two errors in one second share a file
+        # Any text, even an argument of undecodable bytes (lone surrogates), is written: escaped, never an error.
+        with path.open("a", encoding="utf-8", errors="backslashreplace") as fh:  # two errors a second share a file
             fh.write(body + "\n")
     except OSError:
         path = Path(tempfile.gettempdir()) / f"specviz-{os.getpid()}.log"
-        with path.open("a", encoding="utf-8") as fh:
+        with path.open("a", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(body + "\n")
     return path
 

@@ -54,6 +54,37 @@ class Node:
     """The target's probability of this node's token given its parent; None for the root or unverified."""
 
 
+@dataclass(frozen=True, slots=True)
+class CycleDecisions:
+    """What a cycle decided from this machine's clock or load (``budget=auto``'s choice, the padded block size),
+    read from its record: a fork's re-run applies these instead of deciding again, so a recording re-runs exactly on
+    any machine (DESIGN.md section 4). Where the record holds them: ``state["budget"]`` (the choice, and
+    ``ceiling``, the budget the drafter was asked for), ``verify_order`` (the nodes kept) and ``state["padded_to"]``."""
+
+    ceiling: int | None
+    """The budget the drafter was asked to draft up to; None: its own tree."""
+    kept: frozenset[int] | None
+    """With ``budget=auto``: the node ids verified (root included); every other node it was offered, it cut. None:
+    no budget choice was made (the method's own or a fixed budget)."""
+    rows_run: int
+    """The rows the verify forward ran: the verified rows plus any padding."""
+    budget_state: dict[str, Any] | None
+    """The choice as the cycle's state records it (``state["budget"]``)."""
+
+    @classmethod
+    def of(cls, record: CycleRecord) -> CycleDecisions:
+        b = record.state.get("budget")
+        budget = b if isinstance(b, dict) else None
+        ceiling = budget.get("ceiling") if budget is not None else None
+        padded = record.state.get("padded_to")
+        return cls(
+            ceiling=int(ceiling) if isinstance(ceiling, int) and not isinstance(ceiling, bool) else None,
+            kept=frozenset(record.verify_order) if budget is not None else None,
+            rows_run=max(record.n_verified, int(padded) if isinstance(padded, int) else 0),
+            budget_state=dict(budget) if budget is not None else None,
+        )
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class CycleRecord:
     """Everything one decode cycle did. Shapes: n = number of verified nodes."""
@@ -102,6 +133,11 @@ class CycleRecord:
     def n_accepted(self) -> int:
         """Draft tokens accepted (the bonus token excluded)."""
         return len(self.accepted_path)
+
+    @property
+    def decisions(self) -> CycleDecisions:
+        """What this cycle decided from the machine's clock or load (see :class:`CycleDecisions`)."""
+        return CycleDecisions.of(self)
 
     @property
     def node_by_id(self) -> dict[int, Node]:

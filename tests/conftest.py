@@ -92,3 +92,19 @@ def window(qtbot, tmp_path, monkeypatch, tiny_dir):
     yield w
     w.close()
     gc.collect()  # here, on the UI thread, not in some later test's engine thread
+
+
+@pytest.fixture(autouse=True)
+def _curves_stay_with_their_test():
+    """A verify-cost curve a test measures for a tiny model stays with that test: stored in the suite's data folder,
+    it would pad and price the next test's sessions by it (which tests ran first would decide what a later one
+    sees). The default model's curve is kept: measuring it costs seconds, and it is the same model everywhere."""
+    from pathlib import Path
+
+    folder = Path(os.environ["SPECVIZ_DATA"]) / "cost_curves"
+    before = set(folder.glob("*.json")) if folder.is_dir() else set()
+    yield
+    if folder.is_dir():
+        for f in set(folder.glob("*.json")) - before:
+            if not f.name.startswith("SmolLM2-135M-Instruct__"):
+                f.unlink(missing_ok=True)

@@ -104,3 +104,25 @@ def tree_record(nodes: list[tuple[int, int, str, float, int, bool]], **state) ->
                        mask=np.eye(n, dtype=bool), positions=tuple(range(n)),
                        accepted_path=tuple(x.id for x in ns if x.id and x.accepted), bonus_token=1,
                        committed_ids=(1,), kv_keep=(0,), timings_ms={"forward": 60.0, "walk": 1.0}, state=state)
+
+
+#: Two float computations of the same value in different orders (another kernel, batch shape or CPU's vector
+#: width) differ by rounding that grows with the magnitudes involved and the reductions on the way: through a few
+#: layers, a few hundred units in the last place of the largest value (an Intel Xeon gave 3.0e-5 on values near 3
+#: in float32, 250 ulp, where the AMD CPU the test was written on gave under 1e-5). A real bug (a wrong mask, a
+#: wrong position) moves values by tenths.
+REORDER_ULPS = 1024
+
+
+def reorder_tol(*refs, dtype=None, ulps: int = REORDER_ULPS) -> float:
+    """An absolute tolerance for comparing floats computed in two orders: ``ulps`` units in the last place of the
+    largest magnitude among ``refs`` (tensors or arrays), in ``dtype`` (default: the first ref's)."""
+    import torch as _torch
+
+    scale = 1.0
+    for r in refs:
+        t = _torch.as_tensor(r).detach()
+        if t.numel():
+            scale = max(scale, float(t.abs().max()))
+    dt = dtype or _torch.as_tensor(refs[0]).dtype
+    return ulps * _torch.finfo(dt).eps * scale

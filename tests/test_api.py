@@ -81,20 +81,47 @@ def test_a_recorded_session_opens_as_the_window_opens_it(user_model, tmp_path, o
     assert replayed == s.output_ids
 
 
-def test_an_unfinished_recorded_session_is_marked_interrupted_on_close(user_model, tmp_path, one_thread):
+def test_a_session_the_caller_stops_between_cycles_is_recorded_complete(user_model, tmp_path, one_thread):
+    """``run(max_new_tokens=...)`` then ``close()`` (or the Session going away) ends the recorded session as
+    complete, ended by the caller; its repr says it is paused, not running; one cut inside a cycle is interrupted."""
+    import gc
+
     model, tok = user_model
     db = tmp_path / "api.db"
     s = specviz.Session(model, tok, method="goose", prompt=PROMPT, db=db, max_new_tokens=32)
-    s.step()
+    s.run(max_new_tokens=6)
+    assert not s.done and "paused" in repr(s) and "running" not in repr(s)
+    n = len(s.output_ids)
     s.close()
+    g = specviz.Session(model, tok, method="tr", prompt=PROMPT, db=db, max_new_tokens=32)
+    g.step()
+    del g
+    gc.collect()
+    c = specviz.Session(model, tok, method="pld", prompt=PROMPT, db=db, max_new_tokens=32)
+    real_step = c.engine.step
+
+    def interrupted_step():
+        real_step()
+        raise KeyboardInterrupt
+
+    c.engine.step = interrupted_step
+    with pytest.raises(KeyboardInterrupt):
+        c.step()
+    c.close()
     with Recording(db, read_only=True) as rec:
-        (info,) = rec.sessions()
-    assert info.status == "interrupted"
+        infos = {i.method: i for i in rec.sessions()}
+    assert infos["goose"].status == "complete" and infos["goose"].stop_reason == f"ended by the caller after {n} tokens"
+    assert infos["tr"].status == "complete"
+    assert infos["pld"].status == "interrupted"
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"method": "nope"}, "unknown method 'nope' (known: " + ", ".join(CARDS) + ")"),
-    ({"method": "goose", "budget": 0}, "budget must be at least 1"),
+    ({"method": "goose", "budget": 0}, "budget for goose must be auto, paper or a whole number from 2 to 1,024, got 0"),
+    ({"method": "goose", "budget": 1}, "budget for goose must be auto, paper or a whole number from 2 to 1,024, got 1"),
+    ({"method": "tr", "budget": 2.5}, "budget for tr must be auto, paper or a whole number from 1 to 1,024, got 2.5"),
+    ({"method": "tr", "budget": True}, "budget for tr must be auto, paper or a whole number from 1 to 1,024, got True"),
+    ({"method": "goose", "max_chain": 2.5}, "parameter max_chain must be a whole number, got 2.5"),
     ({"method": "goose", "wat": 1}, "unknown parameter 'wat' for method goose"),
     ({"method": "goose", "min_score": 2.0}, "parameter min_score must be at most 0.999"),
     ({"method": "draft_tree"}, "needs draft_model="),
@@ -107,6 +134,24 @@ def test_the_command_lines_checks_and_errors(user_model, kwargs, message):
     with pytest.raises(specviz.SpecVizError) as e:
         specviz.Session(model, tok, **kwargs)
     assert message in str(e.value)
+
+
+def test_a_tokenizer_of_another_vocabulary_is_refused(user_model):
+    """A tokenizer that cannot be the model's (here a word-level one of 40 tokens, for a 49,152-token model) is
+    refused in one line before anything decodes or is recorded."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    model, _ = user_model
+    words = {w: i for i, w in enumerate(["<unk>", "</s>"] + [f"w{i}" for i in range(38)])}
+    raw = Tokenizer(models.WordLevel(words, unk_token="<unk>"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    other = PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="<unk>", eos_token="</s>")
+    rows = model.get_output_embeddings().weight.shape[0]
+    with pytest.raises(specviz.SpecVizError) as e:
+        specviz.Session(model, other, method="pld", prompt="w1 w2 w3")
+    assert str(e.value) == (f"the model's tokenizer has {len(other):,} tokens but the model has a vocabulary of "
+                            f"{rows:,}: give the tokenizer that came with the model")
 
 
 def test_a_model_in_training_mode_is_refused(user_model):
@@ -229,3 +274,25 @@ def test_the_example_notebook_runs_in_a_real_kernel(tmp_path):
     assert "tokens per target forward" in html[1]
     with Recording(tmp_path / "runs.db", read_only=True) as rec:
         assert sorted(s.method for s in rec.sessions()) == ["goose", "hf_assisted"]
+
+
+def test_import_in_a_jupyter_kernel_without_ipywidgets_is_quiet():
+    """In a notebook kernel (ipykernel's shell loaded) with no ipywidgets, ``import specviz`` warns nothing (tqdm.auto,
+    imported by transformers' hub client, warned that it falls back to text bars)."""
+    code = (
+        "import sys, types, warnings\n"
+        "sys.modules['ipykernel.zmqshell'] = types.ModuleType('ipykernel.zmqshell')\n"
+        "import IPython\n"
+        "class ZMQInteractiveShell: pass\n"
+        "IPython.get_ipython = lambda: ZMQInteractiveShell()\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import specviz\n"
+        "print([f'{type(x.message).__name__}: {x.message}' for x in w])\n"
+    )
+    pytest.importorskip("IPython")
+    if __import__("importlib").util.find_spec("ipywidgets") is not None:
+        pytest.skip("ipywidgets is installed: tqdm has its bar and nothing to warn about")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+

@@ -64,10 +64,17 @@ def test_record_export_sessions_roundtrip(capsys, tiny_dir, tmp_path):
     (["--method", "ar", "--model", "/no/such/model"], "model path not found"),
     (["--method", "warp"], "unknown method"),
     (["--method", "tr", "--param", "depth=3"], "unknown parameter 'depth'"),
-    (["--method", "tr", "--param", "k=many"], "parameter k must be a int"),
-    (["--method", "tr", "--budget", "0"], "argument --budget: must be from 1 to 1,024, got 0"),
-    (["--method", "talon", "--budget", "1000000"], "must be from 1 to 1,024"),
-    (["--method", "tr", "--param", "budget=100000"], "parameter budget must be at most 1024"),
+    (["--method", "tr", "--param", "k=many"], "parameter k must be a whole number, got 'many'"),
+    # One check of budget, with the method's own bounds, whichever way it is given.
+    (["--method", "tr", "--budget", "0"], "budget for tr must be auto, paper or a whole number from 1 to 1,024, got 0"),
+    (["--method", "talon", "--budget", "1000000"], "budget for talon must be auto, paper or a whole number from 1 to "
+                                                   "1,024, got 1000000"),
+    (["--method", "tr", "--param", "budget=100000"], "budget for tr must be auto, paper or a whole number from 1 to "
+                                                     "1,024, got '100000'"),
+    (["--method", "goose", "--budget", "1"], "budget for goose must be auto, paper or a whole number from 2 to 1,024"),
+    (["--method", "goose", "--param", "budget=1"], "budget for goose must be auto, paper or a whole number from 2"),
+    (["--method", "tr", "--param", "budget=2.5"], "budget for tr must be auto, paper or a whole number from 1 to "
+                                                  "1,024, got '2.5'"),
     (["--method", "ar", "--temperature", "nan"], "argument --temperature: must be a finite number"),
     (["--method", "ar", "--temperature", "inf"], "must be a finite number"),
     (["--method", "talon", "--param", "mu=nan"], "parameter mu must be a finite number"),

@@ -96,3 +96,39 @@ def test_the_text_names_a_budget_that_is_not_the_default(capsys, sessions):
     cols = [line.split()[:3] for line in lines[1:4]]
     assert cols[0][1] == "ar" and cols[1][1:3] == ["tr", "budget=12"] and cols[2][1] == "tr"
     assert cols[2][2].isdigit()  # tokens follow the bare name
+
+
+def test_sessions_of_different_models_are_refused_by_compare_and_race(capsys, sessions, tiny_dir, tmp_path):
+    """A session of another model on the same prompt (here the same weights copied to another folder: another model
+    as far as a recording can tell) is refused in one line by compare and by race, before any ratio is printed."""
+    import shutil
+
+    from specviz_app.cli import main as app_main
+
+    db, ids = sessions
+    other = tmp_path / "other-model"
+    shutil.copytree(tiny_dir, other)
+    assert main(["record", "--method", "ar", "--model", str(other), "--prompt", PROMPT, "--max-new-tokens", "8",
+                 "--db", str(db), "--quiet"]) == 0
+    with Recording(db) as rec:
+        odd = next(s.id for s in rec.sessions() if s.model == str(other))
+    capsys.readouterr()
+    for argv in (["compare", "--db", str(db), ids[0], odd], ["race", "--db", str(db), ids[0], odd]):
+        assert app_main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == (f"specviz: error: sessions {ids[0]} and {odd} decode with different models ({tiny_dir} and "
+                       f"{other}): compare and race sessions of one model, so that the ratios compare methods")
+
+
+def test_race_without_sessions_takes_the_latest_prompts_ar_and_one_session_per_method(tiny_dir, tmp_path, capsys):
+    from specviz_core.viewer.comparison import race_sessions
+
+    db = tmp_path / "r.db"
+    for method, prompt in (("ar", PROMPT), ("tr", PROMPT), ("pld", "another prompt"), ("tr", PROMPT),
+                           ("pld", PROMPT)):
+        assert main(["record", "--method", method, "--model", str(tiny_dir), "--prompt", prompt,
+                     "--max-new-tokens", "8", "--db", str(db), "--quiet"]) == 0
+    with Recording(db) as rec:
+        by_order = [(s.method, s.prompt_text, s.id) for s in sorted(rec.sessions(), key=lambda s: s.created)]
+    ar, _, latest_tr, pld = (i for m, p, i in by_order if p == PROMPT)
+    assert race_sessions(db) == [ar, pld, latest_tr]

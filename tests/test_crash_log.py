@@ -25,6 +25,19 @@ def test_one_line_logs_the_whole_traceback(tmp_path, monkeypatch):
     assert "Traceback (most recent call last)" in text and "_raised" in text and "KeyError" in text
 
 
+def test_the_log_takes_any_text_even_undecodable_arguments(tmp_path, monkeypatch):
+    """An argument of bytes that were not UTF-8 (lone surrogates in sys.argv) is written escaped: the logger never
+    raises in turn."""
+    import sys
+
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
+    monkeypatch.setattr(sys, "argv", ["specviz", "record", "--prompt", "\udcff\udcfe bad"])
+    line = one_line(_raised(TypeError("text input must be of type str \udcff")))
+    log = tmp_path / "logs" / line.split("(details in ")[1].rstrip(")").rsplit("/", 1)[1]
+    text = log.read_text(encoding="utf-8")
+    assert "--prompt \\udcff\\udcfe bad" in text and "TypeError" in text
+
+
 def test_an_exception_escaping_a_slot_is_one_line_and_shown_in_the_window(window, qtbot, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
     hook = window_excepthook(window)

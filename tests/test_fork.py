@@ -68,6 +68,38 @@ def test_unchanged_fork_reproduces_the_parents_remaining_cycles(tiny, one_thread
     assert info.method == method and info.stats["fork_check"] == f"reproduced cycles 0-{cycle - 1}"
 
 
+@pytest.mark.parametrize("temperature,seed", [(0.0, 0), (0.8, 5)], ids=["greedy", "sampled"])
+@pytest.mark.parametrize("method", ["goose", "tr"])
+def test_a_default_budget_session_forks_exactly_on_another_machine(tiny, one_thread, tmp_path, monkeypatch, method,
+                                                                   temperature, seed):
+    """budget=auto's choices depend on the device's curve. A session recorded with one curve, forked where another
+    is stored (another machine) and with a clock that makes every forward slow (a busy one), re-runs its cycles
+    exactly: each cycle's recorded choice (draft ceiling, nodes kept, padding) is applied, not decided again. From
+    the fork's cycle on, the new machine decides (and the output stays plain greedy's)."""
+    from specviz_core.engine.cost_curve import measure_cost_curve
+    from specviz_core.runtime.cost_files import save_cost_curve
+
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
+    curve = measure_cost_curve(tiny, sizes=tuple(range(1, 17)) + (64,), cache_len=32, reps=1, warmup=0)
+    # Recorded where trees are cheap (8 rows cost less than 3: padding), forked where every row costs 30% more.
+    save_cost_curve(dict(curve, ms=[10.0 + (0.5 if n != 8 else -2.0) * n for n in curve["n"]]))
+    with Recording(tmp_path / "f.db", create=True) as rec:
+        pid = record(rec, tiny, method, temperature, seed)
+        parent = list(rec.cycles(pid))
+        assert any(len(c.verify_order) > 1 and "ceiling" in c.state["budget"] for c in parent)
+        save_cost_curve(dict(curve, ms=[10.0 * (1 + 0.3 * (n - 1)) for n in curve["n"]]))
+        cycle = len(parent) - 2
+        run = fork(rec, tiny, pid, cycle)
+        run.engine.clock = iter(range(0, 10**9, 10**6)).__next__  # a second and more between readings
+        for _ in run.run():
+            pass
+        assert run.mismatch is None, run.mismatch
+        child = list(rec.cycles(run.info.id))
+    assert [plain(c) for c in child[:cycle]] == [plain(c) for c in parent[:cycle]]
+    if temperature == 0:
+        assert run.engine.output_ids == hf_greedy(tiny, PROMPT, N)
+
+
 @pytest.mark.parametrize("parent,child", [
     (("pld", {}), {"method": "tr"}),
     (("tr", {"budget": 30}), {"params": {"budget": 6}}),

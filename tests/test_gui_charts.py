@@ -149,7 +149,7 @@ def test_tau_per_cycle_and_rolling_mean(panel):
     assert np.array_equal(curve_y(panel.chart("tau").c_tau)[:40], tau)
     assert np.allclose(curve_y(panel.chart("tau").c_tau_roll), rolling_mean(tau))
     assert np.array_equal(curve_x(panel.chart("tau").c_tau_roll), np.arange(40))
-    assert f"mean τ {tau.mean():.2f}" in panel.chart("tau").header_text()
+    assert f"{tau.mean():.2f} tokens/forward" in panel.chart("tau").header_text()
     assert "rolling mean (16)" in panel.chart("tau").header_text()
     assert panel.chart("tau").getAxis("left").labelText == "tokens / forward"
 
@@ -215,6 +215,16 @@ def test_spine_ratio_ema_and_bypass_markers(panel):
     open_session(panel, [summary(i, 2) for i in range(5)], method="tr")
     assert "spine" not in panel.shown and not panel.chart("spine").isVisible()  # no such chart for this method
     assert len(panel.chart("spine").s_bypass.data) == 0
+
+
+def test_the_tau_header_is_the_sessions_own_tokens_per_forward(panel):
+    """A cycle 0 that took its token from the prefill ran no forward: the header counts tokens per forward as the
+    session's header does (its n_tokens over its n_forward), not per cycle."""
+    ss = [summary(0, 0, state={"from_prefill": True}), summary(1, 2), summary(2, 3)]
+    open_session(panel, ss)
+    n_tokens = sum(len(s.committed_ids) for s in ss)  # 1 + 3 + 4
+    n_forward = 2
+    assert f"{n_tokens / n_forward:.2f} tokens/forward" in panel.chart("tau").header_text()
 
 
 def test_talon_delta_vs_tau(panel):

@@ -138,3 +138,22 @@ def test_headless_renders_print_nothing_but_what_they_mean_to(tmp_path, recorded
     assert p.returncode == 0 and p.stderr == "", p.stderr
     p = _specviz(["screenshot", "--db", str(db), "--panel", "window", "--out", "w.png"], tmp_path)
     assert p.returncode == 0 and p.stderr == "", p.stderr
+
+
+def test_no_display_or_missing_qt_libraries_is_one_line_saying_what_to_do():
+    """Where Qt would abort with its own message (exit 134), the window's start says what to install or set."""
+    import pytest
+
+    from specviz_app.gui import check_platform, debian_package
+    from specviz_core.errors import SpecVizError
+
+    with pytest.raises(SpecVizError, match=r"^no display to open the window on \(DISPLAY and WAYLAND_DISPLAY are not "
+                                           r"set\).*QT_QPA_PLATFORM=offscreen"):
+        check_platform({}, missing_libraries=lambda: [])
+    with pytest.raises(SpecVizError) as e:
+        check_platform({"DISPLAY": ":0"}, missing_libraries=lambda: ["libxcb-cursor.so.0", "libxkbcommon-x11.so.0"])
+    assert "(libxcb-cursor.so.0, libxkbcommon-x11.so.0): install them (Debian or Ubuntu: sudo apt install " \
+           "libxcb-cursor0 libxkbcommon-x11-0)" in str(e.value) and "QT_QPA_PLATFORM=offscreen" in str(e.value)
+    check_platform({"DISPLAY": ":0"}, missing_libraries=lambda: [])  # all there: Qt starts
+    check_platform({"QT_QPA_PLATFORM": "offscreen"}, missing_libraries=lambda: ["libx.so.1"])  # needs no display
+    assert debian_package("libxcb-icccm.so.4") == "libxcb-icccm4" and debian_package("libGL.so.1") == "libGL1"

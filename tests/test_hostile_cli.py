@@ -51,6 +51,8 @@ CASES: list[tuple[str, list[str]]] = [
     ("record --db folder", ["record", "--method", "ar", "--prompt", "hi", "--db", "{tmp}"]),
     ("record --db missing folder", ["record", "--method", "ar", "--prompt", "hi", "--db", "{tmp}/no/x.db"]),
     ("record --prompt empty", ["record", "--method", "ar", "--prompt", "", "--db", "{tmp}/x.db"]),
+    # bytes that are not UTF-8 reach Python as lone surrogates (os.fsdecode of the shell's $'\xff\xfe bad')
+    ("record --prompt not UTF-8", ["record", "--method", "ar", "--prompt", "\udcff\udcfe bad", "--db", "{tmp}/x.db"]),
     ("record --prompt-file missing", ["record", "--method", "ar", "--prompt-file", "{tmp}/none.txt"]),
     ("record --prompt-file folder", ["record", "--method", "ar", "--prompt-file", "{tmp}"]),
     ("record --prompt-file binary", ["record", "--method", "ar", "--prompt-file", "{tmp}/binary.txt"]),

@@ -38,11 +38,13 @@ def test_lanes_follow_the_recorded_clock():
     assert [len(s.tokens) for s in race.at(150.0)] == [1, 0]
     st = race.at(180.0)
     assert [len(s.tokens) for s in st] == [1, 2] and st[1].last_cycle == 2 and st[1].kinds == ("spine", "bonus")
-    assert st[1].tokens_per_s == pytest.approx(1000 * 2 / 180)
-    assert race.speedups(180.0)[1] == pytest.approx((2 / 180) / (1 / 180))
+    assert st[1].tokens_per_s == pytest.approx(1000 * 2 / 80)  # decoding time: the prefill's 100 ms excluded
+    assert race.speedups(180.0)[1] == pytest.approx((2 / 80) / (1 / 80))
     end = race.at(10_000.0)
     assert all(s.finished for s in end) and [s.finish_ms for s in end] == [250.0, 250.0]
-    assert end[0].tokens_per_s == pytest.approx(1000 * 3 / 250)
+    assert end[0].tokens_per_s == pytest.approx(1000 * 3 / 150)
+    # At the finish a lane's tokens/s is its session's own (what sessions and compare print).
+    assert [s.tokens_per_s for s in end] == pytest.approx([a.info.tokens_per_s, b.info.tokens_per_s])
     # Without the prefill the clocks start at the first cycle.
     assert make_race([a, b], include_prefill=False).duration_ms == 150.0
 

@@ -94,22 +94,40 @@ def test_a_given_ar_time_is_the_unit(recorded):
 
 
 def test_the_session_sentence_and_best_budget(recorded):
+    """The measured figures in units of a 1-token forward at the session's own pace (the median of its forwards
+    over the curve's for the same rows: the tiny model's forwards run far faster than the stand-in curve, as a
+    busy machine's run slower); the curve's predictions in the curve's own unit."""
     records, summaries = recorded
-    t_ar = line(1)
+    timed = [r for r in records if not r.state.get("from_prefill")]
+    ratios = sorted(r.timings_ms["forward"] / line(r.n_verified) for r in timed)
+    pace = (ratios[(len(ratios) - 1) // 2] + ratios[len(ratios) // 2]) / 2
+    t_ar, u = line(1) * pace, line(1)
     tokens = sum(len(r.committed_ids) for r in records)
     ms = sum(sum(r.timings_ms.values()) for r in records)
     forward = sum(r.timings_ms["forward"] for r in records) / len(records)
     s = session_cost(summaries, line)
     assert s.cycles == len(records) and s.tokens == tokens
     assert f"costs {forward / t_ar:.1f}x a 1-token forward" in s.sentence
-    assert f"{tokens / len(records):.2f} tokens per forward" in s.sentence
+    assert f"{tokens / len(timed):.2f} tokens per forward" in s.sentence  # the session's own tokens/forward
     assert f"= {tokens * t_ar / ms:.2f}x" in s.sentence
     curve_ms = sum(sum(r.timings_ms.values()) - r.timings_ms["forward"] + line(r.n_verified) for r in records)
-    assert f"the cost curve predicts {tokens * t_ar / curve_ms:.2f}x for these trees" in s.sentence
-    b, (tok, bms) = max(hindsight(records, t_ar).items(), key=lambda kv: (kv[1][0] / kv[1][1], -kv[0]))
+    assert f"the cost curve predicts {tokens * u / curve_ms:.2f}x for these trees" in s.sentence
+    b, (tok, bms) = max(hindsight(records, u).items(), key=lambda kv: (kv[1][0] / kv[1][1], -kv[0]))
     assert s.best is not None and s.best.budget == b
-    assert s.best.speedup == pytest.approx(tok * t_ar / bms)
-    assert f"budget {b}" in s.sentence and f"{tok * t_ar / bms:.2f}x" in s.sentence
+    assert s.best.speedup == pytest.approx(tok * u / bms)
+    assert f"budget {b}" in s.sentence and f"{tok * u / bms:.2f}x" in s.sentence
+
+
+def test_a_baseline_timed_under_another_load_is_not_the_unit(recorded):
+    """An AR baseline whose ms per token is more than 1.5x off this session's pace was timed under another load:
+    the sentence says so and keeps the session's own pace as the unit; one at the session's pace is the unit."""
+    records, summaries = recorded
+    paced = session_cost(summaries, line)
+    far = session_cost(summaries, line, paced.ar_forward_ms * 40, "the AR baseline")
+    assert far.ar_forward_ms == pytest.approx(paced.ar_forward_ms)
+    assert "ran" in far.ar_source and "under another load, so it is not the unit" in far.sentence
+    near = session_cost(summaries, line, paced.ar_forward_ms * 1.2, "the AR baseline")
+    assert near.ar_forward_ms == pytest.approx(paced.ar_forward_ms * 1.2) and near.ar_source == "the AR baseline"
 
 
 def test_old_recordings_without_accepted_rows_get_no_budget(recorded):

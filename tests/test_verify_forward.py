@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from helpers import make_engine, plain_logits, tiny_llama
+from helpers import make_engine, plain_logits, reorder_tol, tiny_llama
 from specviz_core.analysis.timing import CostCurve, padded_rows
 from specviz_core.engine.forward import verify_forward
 from specviz_core.runtime import kv
@@ -95,14 +95,15 @@ def test_trimmed_cache_equals_fresh_prefill(tiny, method, pad):
         fresh = prefill(tiny, e.ids)
         assert kv.cache_length(e.cache) == kv.cache_length(fresh) == len(e.ids) - 1
         for ours, ref in zip(e.cache.layers, fresh.layers):
-            torch.testing.assert_close(ours.keys, ref.keys, atol=1e-4, rtol=1e-4)
-            torch.testing.assert_close(ours.values, ref.values, atol=1e-4, rtol=1e-4)
+            torch.testing.assert_close(ours.keys, ref.keys, atol=reorder_tol(ref.keys), rtol=0)
+            torch.testing.assert_close(ours.values, ref.values, atol=reorder_tol(ref.values), rtol=0)
         # And the next token's logits through the trimmed cache match a plain forward.
         with torch.no_grad():
             out = tiny.model(input_ids=torch.tensor([[e.ids[-1]]]), position_ids=torch.tensor([[len(e.ids) - 1]]),
                              use_cache=True, **kv.cache_arg(tiny.model, e.cache))
         kv.crop(e.cache, len(e.ids) - 1)
-        torch.testing.assert_close(out.logits[0, -1], plain_logits(tiny, e.ids), atol=1e-4, rtol=1e-4)
+        ref = plain_logits(tiny, e.ids)
+        torch.testing.assert_close(out.logits[0, -1], ref, atol=reorder_tol(ref), rtol=0)
     assert trimmed_any, "no cycle dropped any KV: the test did not exercise trimming"
     if pad:  # the blocks did run padded, to the sizes BUMPY prices lowest
         assert padded and all(run == padded_rows(BUMPY, n) > n for n, run in padded), padded

@@ -125,14 +125,14 @@ class EngineWorker(QObject):
             req = checked.request
             key = (req.model, req.draft_model, req.device, req.dtype, req.method, tuple(sorted(req.params.items())))
             models = self.state.models.get(key[:4])
+
+            def progress(stage: str, fraction: float | None) -> None:
+                if self._tickets.cancelled(ticket):
+                    raise Cancelled
+                self.progress.emit(stage, -1.0 if fraction is None else fraction)
+
             if models is None:
                 self.progress.emit("loading the model", -1.0)
-
-                def progress(stage: str, fraction: float | None) -> None:
-                    if self._tickets.cancelled(ticket):
-                        raise Cancelled
-                    self.progress.emit(stage, -1.0 if fraction is None else fraction)
-
                 try:
                     models = load_models(checked, progress)
                 except Cancelled:
@@ -147,7 +147,12 @@ class EngineWorker(QObject):
             if fork is not None:
                 self.state.run = self.forks.run(fork, parent, checked, target, draft)
             else:
-                self.state.run = RecordedRun(prepare(checked, target, draft), recording)
+                try:  # a device's first budget=auto session measures its verify cost first (seconds, once)
+                    prepared = prepare(checked, target, draft, progress=progress)
+                except Cancelled:
+                    self.progress.emit("cancelled", 1.0)
+                    return
+                self.state.run = RecordedRun(prepared, recording)
             self.progress.emit("ready", 1.0)
             self.session_started.emit(self.state.run.info, target.tokenizer)
             if fork is not None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from specviz_core.analysis.cycle_summary import CycleSummary
 from specviz_core.analysis.metrics import SessionMetrics, session_metrics
+from specviz_core.errors import SpecVizError
 from specviz_core.records import SessionInfo
 
 
@@ -174,8 +175,16 @@ class Comparison:
 
 
 def compare(sessions: Sequence[tuple[SessionInfo, Sequence[CycleSummary]]]) -> Comparison:
+    """Sessions side by side: of one model and tokenizer (else their speed-ups would compare the models, not the
+    methods, and their tokens would not be the same text), else one clear error."""
     if len(sessions) < 2:
         raise ValueError("a comparison needs two sessions or more")
+    base = sessions[0][0]
+    for info, _ in sessions[1:]:
+        for what, a, b in (("model", base.model, info.model), ("tokenizer", base.tokenizer, info.tokenizer)):
+            if a != b:
+                raise SpecVizError(f"sessions {base.id} and {info.id} decode with different {what}s ({a} and {b}): "
+                                   f"compare and race sessions of one model, so that the ratios compare methods")
     return Comparison(tuple(Compared(info, tuple(s)) for info, s in sessions))
 
 

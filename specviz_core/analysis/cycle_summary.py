@@ -86,6 +86,12 @@ class CycleSummary:
         return len(self.committed_ids)
 
     @property
+    def ran_forward(self) -> bool:
+        """Whether the cycle ran a target forward of its own: a cycle 0 that took its token from the prefill's last
+        row did not (tokens per forward count the forwards, so that cycle's token is free)."""
+        return not self.state.get("from_prefill") and not self.damaged
+
+    @property
     def spine_broke(self) -> bool:
         return self.spine_broke_at is not None
 

@@ -254,6 +254,9 @@ def budget_words(stats: dict[str, Any]) -> str:
                                               "cost was measured"
         if start is None:
             return f"; budget: the paper's {b.get('paper')} while this device's verify cost is measured"
+        if b.get("curve") == "prior":
+            return (f"; budget chosen from a cautious prior (this device's verify cost not measured yet): "
+                    f"{b.get('mean_budget', 0.0):.1f} nodes a cycle (the paper's {b.get('paper')})")
         return (f"; budget chosen for this device: {b.get('mean_budget', 0.0):.1f} nodes a cycle{when} "
                 f"(the paper's {b.get('paper')})")
     if b.get("mode") == "fixed":

@@ -30,7 +30,8 @@ class LaneState:
     last_cycle: int
     """Tokens committed by the latest cycle (they are drawn highlighted); 0 before the first."""
     tokens_per_s: float
-    """Tokens so far over the lane's time so far (prefill included)."""
+    """Tokens so far over the lane's decoding time so far (its prefill excluded: at the finish, the session's own
+    tokens/s, the number ``sessions``, ``compare`` and the window show)."""
     finished: bool
     finish_ms: float
     """When the lane's last cycle ended (its finish line)."""
@@ -47,6 +48,8 @@ class Lane:
     """Per cycle: tokens committed by the end of it (cumulative)."""
     tokens: tuple[int, ...]
     kinds: tuple[str, ...]
+    start_ms: float = 0.0
+    """When decoding began: after the prefill, when the lane's clock includes it."""
 
     @classmethod
     def of(cls, s: Compared, include_prefill: bool = True) -> Lane:
@@ -59,7 +62,7 @@ class Lane:
             counts.append(n)
         tokens = tuple(tok for c in s.summaries for tok in c.committed_ids)
         kinds = tuple(k for c in s.summaries for k in c.committed_kinds)
-        return cls(s.label, tuple(ends), tuple(counts), tokens, kinds)
+        return cls(s.label, tuple(ends), tuple(counts), tokens, kinds, s.info.prefill_ms if include_prefill else 0.0)
 
     @property
     def finish_ms(self) -> float:
@@ -69,8 +72,8 @@ class Lane:
         k = bisect.bisect_right(self.ends_ms, ms)  # cycles ended by ``ms``
         n = self.counts[k - 1] if k else 0
         last = n - (self.counts[k - 2] if k >= 2 else 0) if k else 0
-        elapsed = min(ms, self.finish_ms)
-        tps = 1000.0 * n / elapsed if elapsed > 0 else 0.0
+        decoding = min(ms, self.finish_ms) - self.start_ms
+        tps = 1000.0 * n / decoding if decoding > 0 else 0.0
         return LaneState(self.tokens[:n], self.kinds[:n], last, tps, k == len(self.ends_ms), self.finish_ms)
 
 

@@ -345,6 +345,11 @@ def budget_note(b: dict[str, Any]) -> str:
         return (f"Budget: {paper_s} ({chosen} draft nodes verified): on this device a bigger tree costs next to "
                 "nothing more (a flat verify cost), so budget=auto keeps the method's own tree.")
     gain = b.get("gain_vs_ar")
+    if b.get("prior"):  # priced in units of a 1-row forward, by the device's prior: no ms to say
+        tail = f"; expected {b['expected_tokens']:.2f} tokens" if "expected_tokens" in b else ""
+        tail += f", {gain:.2f}x an AR step" if isinstance(gain, (int, float)) else ""
+        return (f"Budget chosen for this device (budget=auto) from a cautious prior, its verify cost not measured "
+                f"yet: {chosen} of {candidates} drafted nodes verified (the paper's budget: {paper}){tail}.")
     tail = f"; expected {b['expected_tokens']:.2f} tokens in {b['expected_ms']:.0f} ms" if "expected_tokens" in b else ""
     tail += f", {gain:.2f}x an AR step" if isinstance(gain, (int, float)) else ""
     paper_note = f"the paper's budget: {paper}" if paper else "the method alone verifies all"

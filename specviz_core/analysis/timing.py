@@ -244,9 +244,13 @@ class SessionCost:
     best: BudgetPoint | None = None
     sentence: str = ""
 
+    forwards: int = 0
+    """Of the cycles counted, those that ran a target forward of their own."""
+
     @property
     def tau(self) -> float:
-        return self.tokens / self.cycles if self.cycles else 0.0
+        """Tokens per target forward: the session's own number (``SessionInfo.mean_accepted``)."""
+        return self.tokens / self.forwards if self.forwards else 0.0
 
     @property
     def cycle_ms(self) -> float:
@@ -273,11 +277,20 @@ def session_cost(summaries: Iterable[CycleSummary], curve: Curve | None, ar_forw
                  ar_source: str = "") -> SessionCost:
     """The arithmetic of a whole session from its cycle summaries, with the curve's best budget and the sentence.
 
-    ``ar_forward_ms`` defaults to the curve's 1-row forward (then ``ar_source`` says so)."""
-    t_ar = _unit(curve, ar_forward_ms)
-    if ar_forward_ms is None or ar_forward_ms <= 0:
-        ar_source = "the cost curve's 1-token forward"
+    ``ar_forward_ms`` (an AR baseline's ms per token) is the unit when it was measured at this session's pace;
+    otherwise, and by default, the unit is the curve's 1-row forward at this session's pace (:func:`session_pace`):
+    figures timed under different loads are never put in one sentence (then ``ar_source`` says so)."""
     cyc = [s for s in summaries if not s.damaged and s.timings_ms and sum(s.timings_ms.values()) > 0]
+    pace = session_pace(cyc, curve) if curve is not None else None
+    given = ar_forward_ms is not None and ar_forward_ms > 0
+    if given and pace is not None and not same_load(float(ar_forward_ms), float(curve(1)) * pace):
+        ar_source = (f"a 1-token forward at this session's pace; {ar_source} ran {ar_forward_ms:.1f} ms a token "
+                     f"under another load, so it is not the unit")
+        ar_forward_ms = float(curve(1)) * pace
+    elif not given:
+        ar_source = "the cost curve's 1-token forward" + (" at this session's pace" if pace is not None else "")
+        ar_forward_ms = float(curve(1)) * pace if pace is not None else None
+    t_ar = _unit(curve, ar_forward_ms)
     n = len(cyc)
     if not n:
         return SessionCost(0, 0, 0.0, 0.0, 0.0, 0.0, t_ar, ar_source, 0.0, None,
@@ -293,8 +306,30 @@ def session_cost(summaries: Iterable[CycleSummary], curve: Curve | None, ar_forw
         budgets = _budgets(cyc, parts, curve, u)
         best = max(budgets, key=lambda p: (p.speedup, -p.budget)) if budgets else None
     cost = SessionCost(n, tokens, sum(s.n_verified for s in cyc) / n, draft / n, forward / n, book / n, t_ar,
-                       ar_source, measured, curve_x, budgets or [], best)
+                       ar_source, measured, curve_x, budgets or [], best, forwards=sum(s.ran_forward for s in cyc))
     return SessionCost(**{**asdict(cost), "budgets": cost.budgets, "best": best, "sentence": _session_sentence(cost)})
+
+
+#: Two figures timed more than this far apart relative to the device's curve were timed under different loads.
+LOAD_RATIO = 1.5
+
+
+def same_load(a_ms: float, b_ms: float) -> bool:
+    """Whether two timings of the same work (ms) are within :data:`LOAD_RATIO` of each other."""
+    return a_ms > 0 and b_ms > 0 and max(a_ms, b_ms) / min(a_ms, b_ms) <= LOAD_RATIO
+
+
+def session_pace(cyc: Sequence[CycleSummary], curve: Curve) -> float | None:
+    """How fast this session's forwards ran against the device's curve: the median over its cycles of the measured
+    forward ms over the curve's ms for the rows it ran (2.0: twice as slow, a busy machine). None without a timed
+    forward."""
+    ratios = sorted(
+        s.timings_ms["forward"] / float(curve(int(s.state.get("padded_to") or s.n_verified)))
+        for s in cyc if s.timings_ms.get("forward", 0.0) > 0 and s.ran_forward and float(curve(1)) > 0)
+    if not ratios:
+        return None
+    k = len(ratios)
+    return (ratios[(k - 1) // 2] + ratios[k // 2]) / 2
 
 
 def _budgets(cyc: list[CycleSummary], parts: list[tuple[float, float, float]], curve: Curve, t_ar: float
@@ -323,7 +358,7 @@ def _session_sentence(c: SessionCost) -> str:
     rows = round(c.mean_rows)
     verify_x, over_x = c.forward_ms / c.ar_forward_ms, (c.draft_ms + c.bookkeeping_ms) / c.ar_forward_ms
     what = "verify" if rows > 1 else "forward"
-    unit = "a 1-token forward" if c.ar_source.startswith("the cost curve") else "a plain decoding step"
+    unit = "a 1-token forward" if c.ar_source.startswith(("the cost curve", "a 1-token")) else "a plain decoding step"
     text = (f"A {rows}-row {what} costs {verify_x:.1f}x {unit} ({c.forward_ms:.1f} vs "
             f"{c.ar_forward_ms:.1f} ms: {c.ar_source}); draft and bookkeeping add {over_x:.1f}x; "
             f"{c.tau:.2f} tokens per forward: net {c.tau:.2f} / {verify_x + over_x:.2f} = {c.measured_speedup:.2f}x")

@@ -19,7 +19,14 @@ See ``docs/python.md``.
 
 from __future__ import annotations
 
+import warnings
 from importlib.metadata import PackageNotFoundError, version
+
+with warnings.catch_warnings():
+    # In a Jupyter kernel without ipywidgets, tqdm.auto (imported by transformers' hub client) warns at import that
+    # it falls back to text bars: nothing a SpecViz user asked about, and SpecViz draws no bar in a notebook.
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import tqdm.auto  # noqa: F401
 
 from specviz.capture import record
 from specviz.cycle import CAUSES, Cycle

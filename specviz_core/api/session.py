@@ -7,6 +7,7 @@ are yours (any device, dtype or ``device_map``; nothing is loaded again).
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,14 @@ from specviz_core.analysis.metrics import session_metrics
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
-from specviz_core.runtime.models import LoadedModel, check_same_tokenizer, encode_prompt, load_model
+from specviz_core.runtime import threads as cpu_threads
+from specviz_core.runtime.models import (
+    LoadedModel,
+    check_same_tokenizer,
+    check_tokenizer_fits,
+    encode_prompt,
+    load_model,
+)
 from specviz_core.session.factory import Prepared, build_engine, check_once, session_info
 from specviz_core.session.request import SessionRequest
 from specviz_core.session.run import RecordedRun
@@ -41,6 +49,7 @@ def wrap_model(model: Any, tokenizer: Any, role: str = "model") -> LoadedModel:
         raise SpecVizError(f"the {role}'s tokenizer must be a transformers tokenizer, got {type(tokenizer).__name__}")
     if getattr(model, "training", False):
         raise SpecVizError(f"the {role} is in training mode (dropout on): call {role}.eval() first")
+    check_tokenizer_fits(model, tokenizer, role)
     name = str(getattr(model.config, "_name_or_path", "") or "")
     path = name if name and Path(name).expanduser().is_dir() else ""
     try:
@@ -52,10 +61,22 @@ def wrap_model(model: Any, tokenizer: Any, role: str = "model") -> LoadedModel:
                        device=device, dtype=param.dtype)
 
 
-def load(name: str | None = None, device: str | None = None, dtype: str | None = None) -> tuple[Any, Any]:
+def _say_once(stage: str, fraction: float | None) -> None:
+    """The one-off measurement of this device's verify cost, told on standard error as it starts and ends."""
+    import sys
+
+    if fraction in (0.0, 1.0):
+        print(f"specviz: {stage}{': done' if fraction == 1.0 else ''}", file=sys.stderr, flush=True)
+
+
+def load(name: str | None = None, device: str | None = None, dtype: str | None = None,
+         threads: int | None = None) -> tuple[Any, Any]:
     """A model and its tokenizer as transformers objects: the embedded default model (SmolLM2-135M-Instruct,
     converted once into your cache), a model folder or a cached hub id, on ``device`` (default: the GPU when there
-    is one) in ``dtype``. For trying SpecViz; a model you loaded yourself works the same."""
+    is one) in ``dtype``; on the CPU with ``threads`` threads (default: the cores other processes leave free). For
+    trying SpecViz; a model you loaded yourself works the same."""
+    if threads is not None:
+        cpu_threads.request(threads)
     m = load_model(name, device=device, dtype=dtype)
     return m.model, m.tokenizer
 
@@ -68,14 +89,19 @@ class Session:
     names, bounds and errors as ``specviz record --param``; a tree method's ``budget`` is ``"auto"`` by default,
     chosen for this device, ``"paper"`` for the method's own, or a number); ``prompt`` a text (the model's chat template is used
     when it has one, unless ``chat_template=False``) or token ids. With ``db`` every cycle is recorded to that
-    SQLite file as it is decoded, in the format the window opens (``specviz gui --db``).
+    SQLite file as it is decoded, in the format the window opens (``specviz gui --db``). A model on the CPU runs
+    on ``threads`` CPU threads (default: the cores other processes leave free when the first session starts).
     """
 
     def __init__(self, model: Any, tokenizer: Any, method: str = "goose", prompt: str | Sequence[int] = "",
                  db: str | Path | None = None, *, draft_model: Any = None, draft_tokenizer: Any = None,
                  max_new_tokens: int = 128, temperature: float = 0.0, seed: int = 0,
-                 chat_template: bool | None = None, budget: int | str | None = None, **params: Any) -> None:
+                 chat_template: bool | None = None, budget: int | str | None = None, threads: int | None = None,
+                 **params: Any) -> None:
         self.target = wrap_model(model, tokenizer)
+        if threads is not None:
+            cpu_threads.request(threads)
+        cpu_threads.apply(self.target.device)  # a CPU model runs on the cores free now, or on ``threads``
         if isinstance(budget, str):  # "auto" (the default for a method with a budget) or "paper"
             params, budget = {**params, "budget": budget}, None
         is_text = isinstance(prompt, str)
@@ -105,7 +131,8 @@ class Session:
         else:
             used_chat = False
         self.engine = build_engine(self.target, self.choice, prompt_ids, draft=self.draft,
-                                   max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
+                                   max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                                   progress=_say_once)
         self.info: SessionInfo = session_info(self.target, self.choice, prompt_ids, prompt_text=str(text),
                                               temperature=temperature, seed=seed, max_new_tokens=max_new_tokens,
                                               draft=self.draft, chat_template=used_chat)
@@ -116,6 +143,8 @@ class Session:
         """Every cycle decoded so far, in order (cycle 0 first)."""
         self._summaries: list[CycleSummary] = []
         self._decode_s = 0.0
+        # Ended at garbage collection or exit too, so a notebook's session is not left "running" in the file.
+        self._finalizer = weakref.finalize(self, _end, self._run, self._recording, None)
 
     # -- decoding -------------------------------------------------------------------------------------------------
     @property
@@ -136,7 +165,7 @@ class Session:
         if self._run is not None:
             record, summary = self._run.step()
         else:
-            if not self.engine._prefilled:
+            if not self.engine.prefilled:
                 self.engine.prefill()
             record = self.engine.step()
             summary = summarize(record)
@@ -200,7 +229,7 @@ class Session:
                 ("tokens per target forward", f"{s['tokens_per_forward']:.2f}"),
                 ("draft acceptance", "—" if rate is None else f"{rate:.1%}"),
                 ("tokens/s", f"{s['tokens_per_s']:.1f}"),
-                ("state", f"ended: {s['stop_reason']}" if s["done"] else "running"),
+                ("state", f"ended: {s['stop_reason']}" if s["done"] else ("paused" if self.cycles else "ready")),
                 ("recording", s["recording"] or "none")]
         table = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{escape(str(v))}</td></tr>" for k, v in rows)
         chart = acceptance_svg([len(c.committed_ids) for c in self.cycles])
@@ -208,12 +237,12 @@ class Session:
 
     # -- the recording --------------------------------------------------------------------------------------------
     def close(self) -> None:
-        """End the session: a recording of an unfinished one is marked interrupted and closed."""
-        if self._run is not None and not self._run.writer.finished and not self._run.failed:
-            self._run.finish("interrupted", "closed before its end")
-        if self._recording is not None:
-            self._recording.close()
-            self._recording = None
+        """End the session and close its recording. One you stopped between cycles (``run(max_new_tokens=...)``,
+        ``step()``) is recorded as complete, ended by you; one cut inside a cycle (an error, Ctrl-C) stays
+        interrupted or failed. Also done when the Session is garbage-collected or Python exits."""
+        _end(self._run, self._recording, len(self.output_ids))
+        self._recording = None
+        self._finalizer.detach()
 
     def __enter__(self) -> Session:
         return self
@@ -222,9 +251,25 @@ class Session:
         self.close()
 
     def __repr__(self) -> str:
-        state = f"done: {self.stop_reason}" if self.done else "running"
+        state = f"done: {self.stop_reason}" if self.done else (
+            "paused: step() or run() goes on, close() ends it" if self.cycles else "ready: step() or run()")
         return (f"<specviz.Session {self.choice.method} on {self.target.name}: {len(self.cycles)} cycles, "
                 f"{len(self.output_ids)} tokens, {state}>")
+
+
+def _end(run: RecordedRun | None, recording: Recording | None, tokens: int | None) -> None:
+    """A session's recording ended and closed (see :meth:`Session.close`)."""
+    if run is not None and not run.writer.finished and not run.failed:
+        try:
+            if run.in_cycle:
+                run.finish("interrupted", "closed inside a cycle")
+            else:
+                n = tokens if tokens is not None else len(run.engine.output_ids)
+                run.finish("complete", f"ended by the caller after {n} tokens")
+        except SpecVizError:
+            pass  # the file cannot take it now: a reader marks the session interrupted
+    if recording is not None:
+        recording.close()
 
 
 __all__ = ["Session", "load", "wrap_model"]

@@ -52,8 +52,9 @@ def add_parser(sub: Any) -> None:
                    help="a parameter for every method that has it, e.g. budget=auto; repeatable")
     g = b.add_mutually_exclusive_group()
     g.add_argument("--suite", default=None,
-                   help="built-in suite (code_editing, summarising, qa, chat, multi_turn; quick: three short prompts), "
-                   "several with commas, 'all' (the first five), or a suite .json file (default: all)")
+                   help="built-in suite (code_editing, summarising, qa, chat, multi_turn; translation, math, rag, news; "
+                   "quick: three short prompts), several with commas, 'all' (the first five), 'workloads' (the next "
+                   "four), or a suite .json file (default: all)")
     g.add_argument("--prompt-file", type=Path, default=None, help="one prompt from a text file (or a suite .json file)")
     b.add_argument("--max-new-tokens", type=bounded_int(1, MAX_NEW_TOKENS), default=40, help="new tokens per prompt (default 40)")
     b.add_argument("--repeats", type=bounded_int(1, 1000), default=None,
@@ -68,7 +69,6 @@ def add_parser(sub: Any) -> None:
     add_minutes_arg(b, "the results of every prompt whose runs all finished")
     b.add_argument("--no-warmup", action="store_true", help="skip the warm-up run of every method")
     b.add_argument("--no-cost-curve", action="store_true", help="skip measuring the verify-cost curve")
-    b.add_argument("--threads", type=bounded_int(1, 1024), default=None, help="torch CPU threads (default: torch's own choice)")
     add_device_args(b)
     b.add_argument("--out", type=Path, default=None, help="write the results JSON here (required unless --report)")
     b.add_argument("--report", type=Path, default=None, metavar="RESULTS", help="no run: print the tables of this results file")
@@ -165,13 +165,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def set_threads(threads: int | None) -> None:
-    """``--threads``: torch's intra-op threads (None: torch's own choice)."""
-    if threads is not None:
-        if threads < 1:
-            raise SpecVizError("--threads must be at least 1")
-        import torch
+    """``--threads``: the CPU threads of the models this process loads (None: chosen for the machine)."""
+    from specviz_core.runtime import threads as cpu_threads
 
-        torch.set_num_threads(threads)
+    cpu_threads.request(threads)
 
 
 def _finish(res: dict[str, Any], args: argparse.Namespace) -> None:

@@ -55,8 +55,21 @@ def _methods_help() -> str:
     for mid, cls in CARDS.items():
         lines.append(f"  {mid:<{width}} {cls.description}")
         for f in param_specs(cls.params_cls):
+            if f.name == "budget" and isinstance(f.default, int):  # every tree method's default is auto
+                lines.append(f"      budget=auto     {f.metadata['help']} auto (the default): chosen each cycle "
+                             f"for this device; paper: the method's own, {f.default}; or a number.")
+                continue
             lines.append(f"      {f.name}={f.default!s:<8} {f.metadata['help']}")
     return "\n".join(lines)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("specviz")
+    except PackageNotFoundError:
+        return "(not installed)"
 
 
 def default_db() -> Path:
@@ -71,6 +84,7 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
         "With no command, opens the window on the default model with a demo prompt (F10 decodes a cycle).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument("--version", action="version", version=f"specviz {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     r = sub.add_parser(
@@ -201,7 +215,8 @@ def cmd_record(args: argparse.Namespace) -> int:
             if limit.passed():
                 stopped = f"{limit.reason} before sample {i + 1} of {args.samples}"
                 break
-            prepared = prepare(checked.with_seed(req.seed + i), target, draft, group_id=group, drafter=drafter)
+            prepared = prepare(checked.with_seed(req.seed + i), target, draft, group_id=group, drafter=drafter,
+                               progress=progress)
             drafter = prepared.engine.drafter
             bar = None
             if not args.quiet:  # before the session row exists: a Ctrl-C here leaves no session `running`
@@ -270,7 +285,7 @@ def record_request(args: argparse.Namespace) -> Any:
     return SessionRequest(
         method=method, prompt=prompt, model=args.model, draft_model=draft, params=params, budget=budget,
         max_new_tokens=max_new if max_new is not None else 128, temperature=temperature or 0.0, seed=args.seed or 0,
-        chat_template=False if args.no_chat_template else None, device=args.device, dtype=args.dtype,
+        chat_template=False if args.no_chat_template else None, device=args.device, dtype=args.dtype, threads=args.threads,
     )
 
 
@@ -375,6 +390,9 @@ def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None 
                 "train-head": cmd_train_head, "reproduce": cmd_reproduce}
     handlers.update(extra_handlers or {})
     try:
+        from specviz_core.runtime import threads
+
+        threads.request(getattr(args, "threads", None))
         return handlers[args.command](args)
     except SpecVizError as e:
         print(f"specviz: error: {' '.join(str(e).splitlines())}", file=sys.stderr)

@@ -37,15 +37,15 @@ def bounded_int(lo: int, hi: int) -> Callable[[str], int]:
 
 def budget_arg(text: str) -> int | str:
     """An argparse type for ``--budget``: ``auto`` (chosen for this device), ``paper`` (the method's own) or a
-    number of draft nodes from 1 to 1024."""
+    number of draft nodes, checked against the method's own bounds once the method is known
+    (:func:`specviz_core.methods.params.check_budget`, the same check as ``--param budget=``)."""
     word = text.strip().lower()
     if word in ("auto", "paper"):
         return word
     try:
-        int(text)
+        return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"auto, paper or a whole number from 1 to 1,024, got {text!r}") from None
-    return bounded_int(1, 1024)(text)
+        raise argparse.ArgumentTypeError(f"auto, paper or a whole number of draft nodes, got {text!r}") from None
 
 
 def finite_float(lo: float, hi: float) -> Callable[[str], float]:
@@ -146,12 +146,15 @@ def say_plan(args: argparse.Namespace, text: str) -> None:
 
 
 def add_device_args(p: argparse.ArgumentParser) -> None:
-    """``--device`` and ``--dtype``, the same for every command that loads a model."""
+    """``--device``, ``--dtype`` and ``--threads``, the same for every command that loads a model."""
     p.add_argument("--device", default=None, metavar="DEVICE",
                    help="auto (default: the GPU if any, else Apple MPS, else the CPU), cpu, cuda, cuda:N or mps; "
                         "a model larger than one GPU is spread over every GPU and the CPU")
     p.add_argument("--dtype", default=None, metavar="DTYPE",
                    help="auto (default: float16 on a GPU, float32 on the CPU), float32, bfloat16 or float16")
+    if not any("--threads" in a.option_strings for a in p._actions):
+        p.add_argument("--threads", type=bounded_int(1, 1024), default=None, metavar="N",
+                       help="CPU threads for the model's forwards (default: the cores other processes leave free)")
 
 
 def progress_bar(**kw: Any) -> Any:

@@ -21,10 +21,15 @@ sometimes no tree at all. Each cycle, with ``budget=auto``:
    (the optimism orders the nodes but does not buy rows: counted in the sum, it promised 1.5x
    the tokens a free-chat session accepted, and kept trees that made it slower than plain decoding)
 
-   with the cycle time predicted from the measured verify-cost curve (scaled online to the
-   forwards this session actually timed) plus the walk/trim/harvest/record-building time
-   (fitted online as a + b * rows). The other nodes are gated, so the tree view still shows
-   them. B = 0 verifies the root alone: an AR cycle, where speculation cannot pay here.
+   with the cycle time predicted from this device's measured verify-cost curve, priced at the size the block
+   runs as (padded: :func:`~specviz_core.analysis.timing.padded_rows`). B = 0 verifies the root alone: an AR
+   cycle, where speculation cannot pay here.
+
+The choice reads no clock: the curve is measured once per device and dtype, before a session needs it and never
+in its time (:func:`~specviz_core.engine.cost_curve.ensure_device_curve`), and until it is known a cautious prior
+for the device stands in (:func:`prior_curve`). So the same session decides the same way however busy the machine
+is (a seed fixes a sampled session's text), and what it decided is recorded with each cycle
+(:class:`~specviz_core.records.CycleDecisions`) for a fork's re-run to apply on any machine.
 
 Under greedy decoding the sum of path probabilities is the expected number of accepted
 draft tokens (exactly one child of an accepted node can match the target), so the
@@ -52,8 +57,6 @@ PAPER = "paper"
 #: A curve is flat when a forward over the largest tree costs at most this much more than a 1-row one (a GPU at
 #: these sizes): there ``auto`` keeps the method's own budget, tree for tree.
 FLAT = 1.10
-#: The cycle-time estimates ignore the draft's own time: it is spent before the choice.
-STAGES_AFTER_DRAFT = ("walk", "trim", "harvest", "build")
 
 
 def wants_auto(raw_params: dict[str, Any]) -> bool:
@@ -86,46 +89,23 @@ def choose_budget(expected_tokens: Sequence[float], cycle_ms: Sequence[float]) -
 
 
 class CycleTimeModel:
-    """Predicted ms of a cycle's forward plus what follows it, for a verify block of n rows."""
+    """Predicted ms of a cycle's verify forward for a block of n rows, from the device's curve alone (no clock: a
+    choice must not depend on how busy the machine was when it was made)."""
 
-    def __init__(self, curve: CostCurve, ema: float = 0.1, pad: bool = True) -> None:
+    def __init__(self, curve: CostCurve, pad: bool = True) -> None:
         self.curve = curve
-        self.ema = ema
         self.pad = pad
         """The engine pads a block to the size that costs least at or above it (:func:`padded_rows`): price that."""
-        self.scale = 1.0  # observed forward ms / the curve's ms, smoothed
-        # Exponentially weighted sums for other_ms ~ a + b * n.
-        self._w = self._n = self._nn = self._o = self._no = 0.0
 
     def rows_run(self, rows: int) -> int:
         """The rows a block of ``rows`` runs as (padded, when :attr:`pad`)."""
         return padded_rows(self.curve, rows) if self.pad else rows
 
     def forward_ms(self, rows: int) -> float:
-        return self.scale * self.curve(self.rows_run(rows))
-
-    def other_ms(self, rows: int) -> float:
-        if self._w == 0:
-            return 0.0
-        mean_n, mean_o = self._n / self._w, self._o / self._w
-        var = self._nn / self._w - mean_n ** 2
-        slope = max(0.0, (self._no / self._w - mean_n * mean_o) / var) if var > 1.0 else 0.0
-        return max(0.0, mean_o + slope * (rows - mean_n))
+        return self.curve(self.rows_run(rows))
 
     def __call__(self, rows: int) -> float:
-        return self.forward_ms(rows) + self.other_ms(rows)
-
-    def observe(self, rows: int, forward_ms: float, other_ms: float, rows_run: int | None = None) -> None:
-        """Learn from a cycle of ``rows`` verified rows, its forward run as ``rows_run`` (padded), and its times."""
-        predicted = self.curve(rows_run or rows)
-        if predicted > 0 and forward_ms > 0:
-            self.scale += self.ema * (forward_ms / predicted - self.scale)
-        k = 1.0 - self.ema
-        self._w = k * self._w + 1.0
-        self._n = k * self._n + rows
-        self._nn = k * self._nn + rows * rows
-        self._o = k * self._o + other_ms
-        self._no = k * self._no + rows * other_ms
+        return self.forward_ms(rows)
 
 
 @dataclass
@@ -144,45 +124,41 @@ class Choice:
     """Predicted forward + walk/trim/harvest ms."""
     gain_vs_ar: float
     """Expected tokens/ms over an AR cycle's (1 token, 1 row)."""
-    measuring: tuple[int, int] | None = None
-    """While no curve is known yet: (steps done, steps in all) of measuring it; the method's own tree was kept."""
+    prior: bool = False
+    """Priced with the device's cautious prior: no verify-cost curve was measured yet (:func:`prior_curve`)."""
     flat: bool = False
     """The curve is flat up to the largest tree: the method's own tree was kept."""
     paper: int | None = None
     """The method's own budget, said beside the choice."""
 
     def as_state(self) -> dict[str, Any]:
-        if self.measuring is not None:
-            return {"chosen": self.chosen, "candidates": self.candidates, "paper": self.ceiling,
-                    "measuring": list(self.measuring)}
         if self.flat:
             return {"chosen": self.chosen, "candidates": self.candidates, "paper": self.ceiling, "flat": True}
         return {"chosen": self.chosen, "candidates": self.candidates, "ceiling": self.ceiling,
                 "expected_tokens": round(self.expected_tokens, 3), "expected_ms": round(self.expected_ms, 3),
-                "gain_vs_ar": round(self.gain_vs_ar, 3), **({"paper": self.paper} if self.paper else {})}
+                "gain_vs_ar": round(self.gain_vs_ar, 3), **({"paper": self.paper} if self.paper else {}),
+                **({"prior": True} if self.prior else {})}
 
 
 class BudgetController:
     """``budget=auto``: chooses each cycle's budget from the cost curve and the running acceptance.
 
-    With no curve for this device yet (``curve=None``) it is *pending*: the cycles keep the method's own budget (the
-    paper's) while ``probe`` measures the curve one forward between cycles (:meth:`probe_step`); the choice starts
-    with the cycle after the curve is known."""
+    ``curve``: this device's measured verify-cost curve; None prices with the device's cautious prior
+    (:func:`prior_curve`) until one is measured."""
 
     def __init__(self, curve: CostCurve | None, max_budget: int, min_ceiling: int = 16, decay: float = DECAY,
-                 probe: Any = None, paper: int | None = None) -> None:
+                 paper: int | None = None, device: str = "cpu") -> None:
         if max_budget < 1:
             raise SpecVizError("budget=auto needs a maximum budget of at least 1")
         self.max_budget = max_budget
         self.paper = paper if paper is not None else max_budget
-        """The method's own budget (``budget=paper``), kept while pending and said beside the choice."""
+        """The method's own budget (``budget=paper``), said beside the choice."""
         self.min_ceiling = min(min_ceiling, max_budget)
         self.stats = AcceptanceStats(decay)
-        self._pad = True
-        self.time: CycleTimeModel | None = CycleTimeModel(curve) if curve is not None else None
-        self.probe = probe
-        self.curve_source = "stored" if curve is not None else "measuring"
-        self.auto_from_cycle: int | None = 0 if curve is not None else None
+        self.prior = curve is None
+        """Priced with the device's prior: no curve measured yet."""
+        self.time = CycleTimeModel(curve if curve is not None else prior_curve(device))
+        self.curve_source = "prior" if curve is None else "stored"
         self._chosen_ema = float(max_budget)
         self.last: Choice | None = None
         self.n_cycles = 0
@@ -192,46 +168,29 @@ class BudgetController:
     @property
     def pad(self) -> bool:
         """Whether the engine pads its blocks (``DecodeConfig.pad_rows``): the cycle times are priced so."""
-        return self._pad
+        return self.time.pad
 
     @pad.setter
     def pad(self, value: bool) -> None:
-        self._pad = bool(value)
-        if self.time is not None:
-            self.time.pad = self._pad
+        self.time.pad = bool(value) and not self.prior  # the prior has no kernel bumps to pad to
 
     @property
     def curve(self) -> CostCurve | None:
-        """This device's verify-cost curve, once known."""
-        return self.time.curve if self.time is not None else None
-
-    @property
-    def pending(self) -> bool:
-        """No verify-cost curve yet: the method's own budget holds."""
-        return self.time is None
+        """This device's measured verify-cost curve (None while the prior stands in)."""
+        return None if self.prior else self.time.curve
 
     @property
     def flat(self) -> bool:
         """The curve is flat up to the largest tree (:data:`FLAT`): the method's own budget is the choice."""
-        curve = self.time.curve if self.time is not None else None
-        return curve is not None and curve(self.max_budget + 1) <= FLAT * curve(1)
+        curve = self.time.curve
+        return curve(self.max_budget + 1) <= FLAT * curve(1)
 
     def draft_budget(self) -> int | None:
-        """The ceiling to draft up to this cycle: room to grow to twice the recent choice (None while pending: the
+        """The ceiling to draft up to this cycle: room to grow to twice the recent choice (None on a flat curve: the
         drafter drafts its own tree)."""
-        if self.pending or self.flat:
+        if self.flat:
             return None
         return int(min(self.max_budget, max(self.min_ceiling, 2 * self._chosen_ema + 4)))
-
-    def probe_step(self) -> None:
-        """While pending, one step of measuring the curve; the choice takes over once it is known."""
-        if not self.pending or self.probe is None:
-            return
-        self.probe.step()
-        if self.probe.done:
-            self.time = CycleTimeModel(CostCurve.from_dict(self.probe.curve), pad=self._pad)
-            self.curve_source = f"measured between cycles 0-{self.n_cycles - 1}"
-            self.auto_from_cycle = self.n_cycles
 
     def path_probs(self, tree: DraftTree) -> list[float]:
         """Optimistic probability that each node is on the accepted path (1 for the root, 0 for gated nodes): the
@@ -257,14 +216,9 @@ class BudgetController:
         return pp, mean_pp
 
     def fit(self, tree: DraftTree, ceiling: int | None = None, room: int | None = None) -> Choice:
-        """Gate every verified node but the best B; returns the choice (B may be 0: an AR cycle). While pending,
-        nothing is gated: the drafter's own tree is verified. ``room``: the tokens the session may still commit; a
-        node at depth ``room`` or deeper can add none (the cycle is cut there), so it is never worth its row."""
-        if self.time is None:
-            n = sum(1 for i in range(1, len(tree)) if not tree.gated[i])
-            done = (self.probe.done_steps, self.probe.total) if self.probe is not None else (0, 0)
-            self.last = Choice(n, n, self.paper, 0.0, 0.0, 1.0, measuring=done)
-            return self.last
+        """Gate every verified node but the best B; returns the choice (B may be 0: an AR cycle). ``room``: the
+        tokens the session may still commit; a node at depth ``room`` or deeper can add none (the cycle is cut
+        there), so it is never worth its row."""
         if self.flat:  # a bigger tree costs (nearly) nothing more: the method's own tree, every node of it
             n = sum(1 for i in range(1, len(tree)) if not tree.gated[i])
             self.last = Choice(n, n, self.paper, 0.0, 0.0, 1.0, flat=True)
@@ -298,19 +252,14 @@ class BudgetController:
         ar_rate = 1.0 / cycle_ms[0] if cycle_ms[0] > 0 else 0.0
         rate = expected[b] / cycle_ms[b] if cycle_ms[b] > 0 else 0.0
         self.last = Choice(b, len(cand), ceiling if ceiling is not None else self.max_budget, expected[b],
-                           cycle_ms[b], rate / ar_rate if ar_rate > 0 else 1.0, paper=self.paper)
+                           cycle_ms[b], rate / ar_rate if ar_rate > 0 else 1.0, paper=self.paper, prior=self.prior)
         return self.last
 
     def observe(self, record: CycleRecord, greedy: bool = False) -> None:
-        """Learn from a finished cycle: acceptance of its nodes (under greedy decoding also of those it cut: see
-        :meth:`AcceptanceStats.observe`), and its timings."""
+        """Learn from a finished cycle the acceptance of its nodes (under greedy decoding also of those it cut: see
+        :meth:`AcceptanceStats.observe`); never its timings, so a busy machine decides as a quiet one does."""
         self.stats.observe(record, greedy)
-        t = record.timings_ms
-        rows = record.n_verified
-        if self.time is not None and not record.state.get("from_prefill"):  # a forward was timed
-            self.time.observe(rows, t.get("forward", 0.0), sum(t.get(k, 0.0) for k in STAGES_AFTER_DRAFT),
-                              int(record.state.get("padded_to", rows)))
-        chosen = rows - 1
+        chosen = record.n_verified - 1
         self._chosen_ema += 0.2 * (chosen - self._chosen_ema)
         self.n_cycles += 1
         self.chosen_total += chosen
@@ -321,20 +270,30 @@ class BudgetController:
         return {"mode": AUTO, "paper": self.paper, "cycles": self.n_cycles,
                 "mean_budget": self.chosen_total / self.n_cycles if self.n_cycles else 0.0,
                 "ar_cycles": self.ar_cycles, "max_budget": self.max_budget, "curve": self.curve_source,
-                "auto_from_cycle": self.auto_from_cycle,
-                "forward_scale": round(self.time.scale, 3) if self.time is not None else None}
+                "auto_from_cycle": 0}
+
+
+#: A CPU's verify cost, cautiously: a block of 2 or more rows costs 1.5x a 1-row forward, then 5% more a row (a
+#: 2-core EPYC measured 1.39-1.55x for 2-4 rows and 3% a row beyond, DESIGN.md section 6). Pessimistic on purpose:
+#: until this device's curve is measured, a tree must earn its rows clearly.
+PRIOR_CPU = (1.5, 0.05)
+#: A GPU's: nearly flat at these sizes (0.5% a row), after a 10% step.
+PRIOR_GPU = (1.1, 0.005)
+
+
+def prior_curve(device: Any = "cpu") -> CostCurve:
+    """The cautious verify-cost curve ``budget=auto`` prices with on ``device`` until its own is measured (in units
+    of a 1-row forward)."""
+    step, slope = PRIOR_GPU if str(device).startswith(("cuda", "mps", "xpu")) else PRIOR_CPU
+    sizes = (1, 2, 16, 32, 64, 128, 256)
+    return CostCurve(sizes, tuple(1.0 if n == 1 else step + slope * (n - 1) for n in sizes))
 
 
 def make_controller(target: Any, max_budget: int, paper: int | None = None) -> BudgetController:
-    """A controller for ``target`` on its device: with its stored cost curve, or pending while a
-    :class:`~specviz_core.engine.cost_curve.CurveProbe` measures one between the cycles (and stores it). A curve
-    stored before every small size was measured is measured again: its gaps hid the kernels' bumps."""
-    from specviz_core.engine.cost_curve import CurveProbe
-
-    curve = stored_curve(target)
-    if curve is not None:
-        return BudgetController(curve, max_budget, paper=paper)
-    return BudgetController(None, max_budget, probe=CurveProbe(target), paper=paper)
+    """A controller for ``target`` on its device: with its stored cost curve, or the device's prior
+    (:func:`prior_curve`) where none is stored yet (a session's set-up measures one first:
+    :func:`~specviz_core.engine.cost_curve.ensure_device_curve`)."""
+    return BudgetController(stored_curve(target), max_budget, paper=paper, device=str(target.device))
 
 
 def stored_curve(target: Any) -> CostCurve | None:

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
+from specviz_core.runtime import threads
 from specviz_core.runtime.cost_files import FORMAT_VERSION, device_key, load_cost_curve, save_cost_curve
 from specviz_core.runtime.models import LoadedModel, synchronize
 from specviz_core.tree import VerifyBlock
@@ -37,7 +38,7 @@ from specviz_core.tree import VerifyBlock
 #: make the curve jagged (on a 2-core EPYC, 3 rows cost 130 ms and 4 rows 96 ms: interpolating over 2..4 or 4..8
 #: hid it, and ``budget=auto`` kept choosing blocks of 3 and 7 rows that cost a third more than it predicted).
 SIZES = tuple(range(1, 17)) + (20, 24, 28, 32, 40, 48, 64, 96, 128)
-#: The curve measured between a session's cycles when none is stored yet: every size up to 16 too, fewer above.
+#: The curve measured once per device before a session needs it: every size up to 16 too, fewer above.
 QUICK_SIZES = tuple(range(1, 17)) + (24, 32, 48, 64, 128)
 #: A stored curve measured at fewer small sizes (before they were all measured) is measured again.
 DENSE_UP_TO = 16
@@ -79,12 +80,15 @@ def measure_cost_curve(
     warmup: int = 2,
     progress: Callable[[int, int], None] | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    keep: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Time one verify forward of each size on top of a ``cache_len``-token cache; returns the stored dict."""
+    """Time one verify forward of each size on top of a ``cache_len``-token cache; returns the stored dict.
+    ``keep``: given the curve so far after every timed round (so an interrupted measurement keeps what it timed)."""
     from specviz_core.engine.forward import verify_forward
     from specviz_core.runtime import kv
 
     dev = target.device
+    load = threads.machine_load()  # other processes' running threads: a curve measured under load says so
     cache_len = max(1, min(cache_len, target.context_length - max(sizes) - 1))
     g = torch.Generator().manual_seed(0)
     prompt = torch.randint(3, min(target.vocab_size, 20000), (1, cache_len), generator=g)
@@ -103,9 +107,11 @@ def measure_cost_curve(
             if r >= warmup:
                 times[k].append((clock() - t0) * 1000.0)
             kv.crop(cache, cache_len)
+        if keep is not None and r >= warmup:
+            keep(curve_dict(target, sizes, times, cache_len, r + 1 - warmup, load=load))
         if progress is not None:
             progress(r + 1, warmup + reps)
-    return curve_dict(target, sizes, times, cache_len, reps)
+    return curve_dict(target, sizes, times, cache_len, reps, load=load)
 
 
 def curve_dict(target: LoadedModel, sizes: Sequence[int], times: Sequence[Sequence[float]], cache_len: int,
@@ -121,65 +127,21 @@ def curve_dict(target: LoadedModel, sizes: Sequence[int], times: Sequence[Sequen
         "ms_min": [round(min(t), 3) for t in times], **extra,
     }
 
-class CurveProbe:
-    """The quick verify-cost curve measured one forward at a time, between a session's cycles: how ``budget=auto``
-    starts on a device with no curve yet without making the first session wait. It keeps its own cache (random
-    tokens, ``cache_len`` of them), so the session's own cache, tokens and drafter are never touched; each
-    :meth:`step` times one verify forward of one size (the sizes round-robin, as :func:`measure_cost_curve` does).
-    When every size has its repeats, :attr:`curve` is the stored dict (saved, as a measured one is)."""
+def ensure_device_curve(target: LoadedModel, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """This device's verify-cost curve for ``target``, measured once (the quick sizes, in seconds) when none is
+    stored: before a ``budget=auto`` session needs it, never in a session's own time. Each timed round is stored as
+    it finishes, so a measurement cut short is kept, and the next session uses it rather than measuring again."""
+    curve = load_cost_curve(target.name, target.device, target.dtype)
+    if curve is not None and is_dense(curve):
+        return curve
 
-    def __init__(self, target: LoadedModel, sizes: Sequence[int] = QUICK_SIZES, reps: int = 2, warmup: int = 1,
-                 cache_len: int = 256, clock: Callable[[], float] = time.perf_counter) -> None:
-        self.target, self.sizes, self.reps, self.warmup, self.clock = target, tuple(sizes), reps, warmup, clock
-        self.cache_len = max(1, min(cache_len, target.context_length - max(self.sizes) - 1))
-        self.cache: DynamicCache | None = None
-        self.times: list[list[float]] = [[] for _ in self.sizes]
-        self.plan = [(r, k) for r in range(warmup + reps) for k in range(len(self.sizes))]
-        self.done_steps = 0
-        self.curve: dict[str, Any] | None = None
+    def keep(partial: dict[str, Any]) -> None:
+        try:
+            save_cost_curve(partial)
+        except OSError:
+            pass  # a read-only data folder: this session has the curve anyway
 
-    @property
-    def total(self) -> int:
-        """Steps in all: building the cache, then one forward per (round, size)."""
-        return 1 + len(self.plan)
-
-    @property
-    def done(self) -> bool:
-        return self.curve is not None
-
-    @torch.no_grad()
-    def step(self) -> None:
-        """One step: the probe's cache first, then one timed forward; the curve once the last is timed."""
-        from specviz_core.engine.forward import verify_forward
-        from specviz_core.runtime import kv
-
-        if self.done:
-            return
-        dev, target = self.target.device, self.target
-        if self.cache is None:
-            g = torch.Generator().manual_seed(0)
-            prompt = torch.randint(3, min(target.vocab_size, 20000), (1, self.cache_len), generator=g)
-            out = target.model(input_ids=prompt.to(dev), use_cache=True, **kv.cache_arg(target.model, DynamicCache()))
-            self.cache = kv.returned_cache(out)
-        else:
-            r, k = self.plan[self.done_steps - 1]
-            block = _chain_block(self.sizes[k], target.vocab_size)
-            synchronize(dev)
-            t0 = self.clock()
-            verify_forward(target, self.cache, block, self.cache_len)
-            synchronize(dev)
-            if r >= self.warmup:
-                self.times[k].append((self.clock() - t0) * 1000.0)
-            kv.crop(self.cache, self.cache_len)
-        self.done_steps += 1
-        if self.done_steps == self.total:
-            self.cache = None
-            self.curve = curve_dict(target, self.sizes, self.times, self.cache_len, self.reps,
-                                    measured_between_cycles=True)
-            try:
-                save_cost_curve(self.curve)
-            except OSError:
-                pass  # a read-only data folder: this session has the curve anyway
+    return measure_cost_curve(target, QUICK_SIZES, reps=2, warmup=1, progress=progress, keep=keep)
 
 
 def ensure_cost_curve(target: LoadedModel, quick: bool = True, force: bool = False,

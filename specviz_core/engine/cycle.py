@@ -26,8 +26,9 @@ from specviz_core.drafters.head import retap
 from specviz_core.engine.forward import verify_forward
 from specviz_core.engine.verify import children_rows, greedy_walk, sampling_walk
 from specviz_core.errors import SpecVizError
-from specviz_core.records import CycleRecord, Node
+from specviz_core.records import CycleDecisions, CycleRecord, Node
 from specviz_core.runtime import kv
+from specviz_core.runtime import threads as cpu_threads
 from specviz_core.runtime.models import LoadedModel, synchronize
 from specviz_core.tree import DraftTree, VerifyBlock, flatten
 
@@ -98,6 +99,8 @@ class Engine:
         self.prefill_ms = 0.0
         self.eos = set(target.eos_token_ids) if config.stop_on_eos else set()
         self._prefilled = False
+        self.decided: dict[int, CycleDecisions] = {}
+        """Decisions to apply instead of making them, by cycle index (:meth:`reuse_decisions`)."""
         self._first_row: tuple[torch.Tensor, torch.Tensor | None] | None = None
         """The prefill's last row of logits [1, V] (fp32), and a draft head's features of it, until cycle 0 uses or
         drops them."""
@@ -114,6 +117,16 @@ class Engine:
     @property
     def done(self) -> bool:
         return bool(self.stop_reason)
+
+    @property
+    def prefilled(self) -> bool:
+        """Whether the prompt is in the cache (:meth:`prefill` ran)."""
+        return self._prefilled
+
+    def reuse_decisions(self, records: Iterator[CycleRecord] | list[CycleRecord]) -> None:
+        """Re-run these recorded cycles as they decided: each one's draft ceiling, the nodes ``budget=auto`` kept and
+        the rows its forward ran are applied, never decided again from this machine's curve (a fork's re-run)."""
+        self.decided = {r.index: r.decisions for r in records}
 
     def rows_to_run(self, rows: int) -> int:
         """The rows a verify block of ``rows`` runs as: padded where this device's curve says a bigger block costs
@@ -156,14 +169,21 @@ class Engine:
 
         t0 = self.clock()
         max_depth = self.target.context_length - 1 - cache_len
-        ceiling = self.budget.draft_budget() if self.budget is not None else None
+        decided = self.decided.get(self.cycle_index)
+        if decided is not None:
+            ceiling = decided.ceiling
+        else:
+            ceiling = self.budget.draft_budget() if self.budget is not None else None
         room = cfg.max_new_tokens - len(self.output_ids)
         tree = self.drafter.draft(
             DraftContext(ids=list(self.ids), cache_len=cache_len, max_depth=max_depth,
                          generator=self.generator, temperature=cfg.temperature, budget=ceiling, room=room)
         )
         _gate_deeper_than(tree, max_depth)
-        if self.budget is not None:  # keep the best B nodes for this hardware; gate the rest
+        if decided is not None and decided.kept is not None:  # the recorded choice, applied as it was made
+            _keep_only(tree, decided.kept)
+            tree.state = dict(tree.state, budget=decided.budget_state)
+        elif self.budget is not None:  # keep the best B nodes for this hardware; gate the rest
             tree.state = dict(tree.state, budget=self.budget.fit(tree, ceiling, room).as_state())
         block = flatten(tree)
         t1 = self.clock()
@@ -176,7 +196,8 @@ class Engine:
         else:
             if first_row is not None:  # a draft at cycle 0: the root is verified with its tree, as in every cycle
                 kv.crop(self.cache, cache_len)
-            rows_run = self.rows_to_run(len(block.order))
+            n_rows = len(block.order)
+            rows_run = max(n_rows, decided.rows_run) if decided is not None else self.rows_to_run(n_rows)
             if rows_run > len(block.order):
                 tree.state = dict(tree.state, padded_to=rows_run)
             logits = verify_forward(self.target, self.cache, block, cache_len, rows_run)  # [n, V]
@@ -229,11 +250,6 @@ class Engine:
         record = record.replace(timings_ms=dict(record.timings_ms, build=(self.clock() - t5) * 1000.0))
         if self.budget is not None:
             self.budget.observe(record, greedy=self.config.temperature <= 0)
-            if self.budget.pending:  # budget=auto with no curve yet: measure a piece of it, off the session's cache
-                t6 = self.clock()
-                self.budget.probe_step()
-                self._sync()
-                record = record.replace(timings_ms=dict(record.timings_ms, curve=(self.clock() - t6) * 1000.0))
         self.cycle_index += 1
         return record
 
@@ -241,6 +257,9 @@ class Engine:
         """What a finished session records (``stats``): the drafter's counters and, for a method with a budget,
         how it was chosen (``budget=auto`` for this device, the paper's, or a fixed number) beside the paper's."""
         stats = dict(self.drafter.stats())
+        choice = cpu_threads.current() if self.target.device.type == "cpu" else None
+        if choice is not None:  # what the forwards ran on: a figure measured with 1 thread is not one with 2
+            stats["threads"] = choice.as_json()
         if self.budget is not None:
             stats["budget"] = self.budget.summary()
         else:
@@ -359,6 +378,15 @@ def _row_stats(logits: torch.Tensor, probs: torch.Tensor, block: VerifyBlock) ->
                         top.indices.double(), top.values.double()], dim=1).cpu().numpy()  # [n, 2 + 2k]
     return RowStats(packed[:, 0].astype(np.int64), packed[:, 1], packed[:, 2:2 + k].astype(np.int64),
                     packed[:, 2 + k:])
+
+
+def _keep_only(tree: DraftTree, kept: frozenset[int]) -> None:
+    """Gate every node a recorded ``budget=auto`` choice cut (an AR cycle when it kept the root alone)."""
+    for i in range(1, len(tree)):
+        if i not in kept:
+            tree.gated[i] = True
+    if len(kept) == 1:
+        tree.mode = "ar"
 
 
 def _gate_deeper_than(tree: DraftTree, max_depth: int) -> None:

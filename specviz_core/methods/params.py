@@ -43,6 +43,58 @@ def parse_kv(items: Iterable[str]) -> dict[str, str]:
     return out
 
 
+_KIND_WORDS = {int: "a whole number", float: "a number", bool: "true or false", str: "a text"}
+
+
+def _typed(kind: type, value: Any) -> Any:
+    """``value`` (a string from the command line, or a Python value from the API or the window) as ``kind``; a
+    fraction is not a whole number and a bool is not a number (ValueError)."""
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+            return value.strip().lower() in ("1", "true", "yes", "on")
+        raise ValueError(value)
+    if kind in (int, float):
+        if isinstance(value, bool):
+            raise ValueError(value)
+        number = float(value.strip()) if isinstance(value, str) else value
+        if not isinstance(number, (int, float)):
+            raise TypeError(value)
+        if kind is int:
+            if isinstance(number, float) and not number.is_integer():
+                raise ValueError(value)
+            return int(number)
+        return float(number)
+    return kind(value)
+
+
+def budget_bounds(params_cls: type) -> tuple[int, int]:
+    """The numbers a method's ``budget`` takes: its own minimum (Goose counts the root: 2) to its maximum."""
+    meta = params_cls.__dataclass_fields__["budget"].metadata
+    return int(meta.get("minimum") or 1), int(meta.get("maximum") or 1024)
+
+
+def budget_words(method: str, params_cls: type) -> str:
+    """What ``budget`` takes, in one phrase the command line, the API and the window all say."""
+    lo, hi = budget_bounds(params_cls)
+    return f"auto, paper or a whole number from {lo:,} to {hi:,}"
+
+
+def check_budget(method: str, params_cls: type, value: Any) -> int:
+    """``budget`` as a number of draft nodes, checked against the method's own bounds; the one check behind
+    ``--budget``, ``--param budget=``, ``Session(budget=...)`` and the Run panel (the words ``auto`` and ``paper``
+    are taken before it: :func:`specviz_core.engine.budget.split_auto`)."""
+    lo, hi = budget_bounds(params_cls)
+    try:
+        n = _typed(int, value)
+    except (TypeError, ValueError, OverflowError):
+        n = None
+    if n is None or not lo <= n <= hi:
+        raise SpecVizError(f"budget for {method} must be {budget_words(method, params_cls)}, got {value!r}")
+    return n
+
+
 def parse_params(method: str, params_cls: type, raw: dict[str, str | Any]) -> Any:
     """Build a params dataclass from ``key=value`` strings (or typed values), checking every one."""
     fields = {f.name: f for f in dataclasses.fields(params_cls)}
@@ -53,17 +105,14 @@ def parse_params(method: str, params_cls: type, raw: dict[str, str | Any]) -> An
             raise SpecVizError(f"unknown parameter {key!r} for method {method} (known: {known})")
         f = fields[key]
         kind = type(f.default)
+        if key == "budget" and kind is int:
+            values[key] = check_budget(method, params_cls, value)
+            continue
         try:
-            if isinstance(value, str) and kind is bool:
-                if value.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
-                    raise ValueError(value)
-                v: Any = value.lower() in ("1", "true", "yes", "on")
-            elif isinstance(value, str) and kind in (int, float):
-                v = kind(float(value)) if kind is int and float(value).is_integer() else kind(value)
-            else:
-                v = kind(value)
+            v: Any = _typed(kind, value)
         except (TypeError, ValueError, OverflowError):
-            raise SpecVizError(f"parameter {key} must be a {kind.__name__}, got {value!r}") from None
+            raise SpecVizError(f"parameter {key} must be {_KIND_WORDS.get(kind, 'a ' + kind.__name__)}, "
+                               f"got {value!r}") from None
         if isinstance(v, float) and not math.isfinite(v):
             raise SpecVizError(f"parameter {key} must be a finite number, got {value!r}")
         lo, hi = f.metadata.get("minimum"), f.metadata.get("maximum")

@@ -12,10 +12,12 @@ import logging
 import os
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import torch
 
 from specviz_core.errors import SpecVizError
+from specviz_core.runtime import threads
 from specviz_core.runtime.attention import AttentionPattern, attention_pattern, prepare_model
 from specviz_core.runtime.devices import (  # noqa: F401 - re-exported: callers import them from here
     DEVICES,
@@ -116,6 +118,7 @@ def load_model(
     path = resolve_model_path(name, progress)
     dev = pick_device(device)
     dt = pick_dtype(dev, dtype)
+    threads.apply(dev)  # the CPU threads for the cores free now (or the user's number)
     plan = plan_memory(path, dev, dt)
     progress(f"Loading {path.name} ({plan.describe()})", None)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -152,6 +155,20 @@ def load_model(
     return LoadedModel(model=model, tokenizer=tok, name=name or DEFAULT_MODEL, path=str(path), device=dev, dtype=dt)
 
 
+def check_tokenizer_fits(model: Any, tokenizer: Any, role: str = "model") -> None:
+    """Refuse a tokenizer whose vocabulary cannot be the model's: more tokens than the model has rows for (ids past
+    its embedding), or fewer than half (models pad their vocabulary a little for the kernels, never to twice it)."""
+    try:
+        n = len(tokenizer)
+        emb = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+        rows = int(emb.weight.shape[0]) if emb is not None else int(model.config.vocab_size)
+    except (TypeError, AttributeError):
+        return  # not a transformers tokenizer or model: the engine's own checks say what is wrong
+    if n > rows or 2 * n < rows:
+        raise SpecVizError(f"the {role}'s tokenizer has {n:,} tokens but the {role} has a vocabulary of {rows:,}: "
+                           f"give the tokenizer that came with the {role}")
+
+
 def check_same_tokenizer(target: LoadedModel, draft: LoadedModel) -> None:
     """A draft model must speak the target's vocabulary, token for token."""
     tv, dv = target.tokenizer.get_vocab(), draft.tokenizer.get_vocab()
@@ -164,10 +181,22 @@ def check_same_tokenizer(target: LoadedModel, draft: LoadedModel) -> None:
         )
 
 
+def check_text(text: str, what: str = "the prompt") -> None:
+    """Refuse text that is not text: bytes that were not UTF-8, smuggled in as lone surrogates (a shell's
+    ``$'\\xff'``, a file read with ``surrogateescape``), which a tokenizer cannot encode."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        bad = text[e.start:e.end].encode("utf-8", "surrogateescape").hex(" ")
+        raise SpecVizError(f"{what} is not valid UTF-8 text (bytes {bad} at character {e.start}): give it as "
+                           "text, or in a UTF-8 file with --prompt-file") from None
+
+
 def encode_prompt(model: LoadedModel, text: str, chat_template: bool | None = None) -> tuple[list[int], bool]:
     """Token ids of the prompt; the chat template is used by default when the model has one."""
     if not text or not text.strip():
         raise SpecVizError("the prompt is empty")
+    check_text(text)
     use_chat = model.has_chat_template if chat_template is None else (chat_template and model.has_chat_template)
     tok = model.tokenizer
     if use_chat:

@@ -15,6 +15,7 @@ from specviz_core.engine.cycle import DecodeConfig, Engine
 from specviz_core.engine.selfcheck import SelfCheck, check_tree_support
 from specviz_core.recording.store import new_session_id
 from specviz_core.records import SessionInfo
+from specviz_core.runtime import threads as cpu_threads
 from specviz_core.runtime.models import (
     DEFAULT_MODEL,
     LoadedModel,
@@ -36,17 +37,37 @@ class Prepared:
 
 def build_engine(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence[int], *,
                  draft: LoadedModel | None = None, max_new_tokens: int = 128, temperature: float = 0.0,
-                 seed: int = 0, drafter: Drafter | None = None) -> Engine:
+                 seed: int = 0, drafter: Drafter | None = None,
+                 progress: Callable[[str, float | None], None] | None = None) -> Engine:
     """An engine for ``choice`` on ``prompt_ids``. ``drafter``: reuse one (its tables persist across
-    the samples of a group), else a new one; with ``budget=auto`` a budget controller is attached."""
+    the samples of a group), else a new one; with ``budget=auto`` a budget controller is attached, priced by this
+    device's verify-cost curve, measured first (once per device, in seconds, told to ``progress``) when none is
+    stored, so no session pays for it in its own time."""
     if drafter is None:
         drafter = choice.cls(choice.params, target, draft)
+    if choice.auto:
+        ensure_curve(target, progress)
     budget = make_controller(target, choice.cls.max_budget(choice.params), getattr(choice.params, "budget", None)) \
         if choice.auto else None
     cfg = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
     # With no controller, a block is still padded where this device's stored curve says a bigger one costs less.
     return Engine(target, drafter, list(prompt_ids), cfg, budget=budget,
                   pad_curve=stored_curve(target) if budget is None else None)
+
+
+#: What the one-off measurement of a device's verify cost is called where it shows.
+MEASURING_CURVE = "Measuring this device's verify cost, once (seconds; budget=auto prices trees with it)"
+
+
+def ensure_curve(target: LoadedModel, progress: Callable[[str, float | None], None] | None = None) -> None:
+    """``target``'s verify-cost curve on its device stored, measuring it now if there is none (each round kept)."""
+    from specviz_core.engine.cost_curve import ensure_device_curve
+
+    if stored_curve(target) is not None:
+        return
+    say = progress or (lambda s, f: None)
+    say(MEASURING_CURVE, 0.0)
+    ensure_device_curve(target, lambda done, total: say(MEASURING_CURVE, done / total))
 
 
 def load_checked_model(name: str | None, device: str | None = None, dtype: str | None = None,
@@ -112,12 +133,16 @@ def session_info(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence
 
 
 def prepare(checked: CheckedRequest, target: LoadedModel, draft: LoadedModel | None = None,
-            group_id: str | None = None, drafter: Drafter | None = None) -> Prepared:
+            group_id: str | None = None, drafter: Drafter | None = None,
+            progress: Callable[[str, float | None], None] | None = None) -> Prepared:
     """A session ready to decode: the prompt encoded, the engine built, the session row filled in."""
     req = checked.request
+    if req.threads is not None:
+        cpu_threads.request(req.threads)
+    cpu_threads.apply(target.device)
     prompt_ids, used_chat = encode_prompt(target, req.prompt, req.chat_template)
     engine = build_engine(target, checked.choice, prompt_ids, draft=draft, max_new_tokens=req.max_new_tokens,
-                          temperature=req.temperature, seed=req.seed, drafter=drafter)
+                          temperature=req.temperature, seed=req.seed, drafter=drafter, progress=progress)
     info = session_info(target, checked.choice, prompt_ids, prompt_text=req.prompt, temperature=req.temperature,
                         seed=req.seed, max_new_tokens=req.max_new_tokens, draft=draft, chat_template=used_chat,
                         group_id=group_id)

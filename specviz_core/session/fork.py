@@ -89,7 +89,8 @@ class Mismatch:
 
     def message(self) -> str:
         return (f"cycle {self.cycle} did not reproduce: its {self.what} differ (recorded {self.recorded}, re-run "
-                f"{self.regenerated}); another machine, device, dtype or SpecViz version can change the numbers")
+                f"{self.regenerated}); the model computed something else: another device, dtype, model file or "
+                "SpecViz version can change the numbers")
 
 
 class ForkMismatch(SpecVizError):
@@ -155,6 +156,7 @@ class ForkedRun(RecordedRun):
         super().__init__(prepared, recording)
         self.parent = parent
         self.recorded = recorded
+        self.engine.reuse_decisions(recorded)  # what the parent's clock decided is applied, not decided again
         self.fork_cycle = len(recorded)
         self.checked = checked
         self.draft = draft
@@ -189,18 +191,20 @@ class ForkedRun(RecordedRun):
 
     def _rerun(self) -> CycleRecord:
         e = self.engine
-        if not e._prefilled:
+        if not e.prefilled:
             self.writer.set_prefill_ms(e.prefill())
         record = e.step()
         if self.mismatch is None:
             self.mismatch = cycle_difference(self.recorded[record.index], record)
+        if record.index + 1 == self.fork_cycle:
+            e.decided = {}  # from the fork's cycle on, its own settings decide
         return record
 
     def _decode(self) -> CycleRecord:
         if self._pending is not None:
             record, self._pending = self._pending, None
             return record
-        if not self.engine._prefilled:
+        if not self.engine.prefilled:
             self.writer.set_prefill_ms(self.engine.prefill())
         if not self.switched:
             self._switch()

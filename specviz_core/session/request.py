@@ -55,8 +55,6 @@ def check_method(method: str, raw_params: dict[str, Any] | None = None, budget: 
     cls = method_class(method)
     raw, auto = split_auto(method, cls.params_cls, dict(raw_params or {}))
     if budget is not None:
-        if budget < 1:
-            raise SpecVizError(f"budget must be at least 1, got {budget}")
         if "budget" not in cls.params_cls.__dataclass_fields__:
             raise SpecVizError(f"method {method} has no budget")
         raw["budget"] = budget
@@ -81,12 +79,19 @@ class SessionRequest:
     """None: use the model's chat template if it has one."""
     device: str | None = None
     dtype: str | None = None
+    threads: int | None = None
+    """CPU threads for the model's forwards; None: the cores other processes leave free."""
 
     def check(self) -> CheckedRequest:
         """Validate everything that needs no model."""
+        from specviz_core.runtime.models import check_text
+        from specviz_core.runtime.threads import check_threads
+
         choice = check_method(self.method, self.params, self.budget)
+        check_threads(self.threads)
         if not self.prompt or not self.prompt.strip():
             raise SpecVizError("the prompt is empty")
+        check_text(self.prompt)
         if not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS:
             raise SpecVizError(f"max new tokens must be from 1 to {MAX_NEW_TOKENS:,}, got {self.max_new_tokens}")
         if not math.isfinite(self.temperature) or self.temperature < 0:

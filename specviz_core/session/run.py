@@ -36,8 +36,11 @@ class RecordedRun:
         self.writer: SessionWriter = recording.new_session(prepared.info)
         self.info = prepared.info
         self.failed = False
+        self.in_cycle = False
+        """A cycle was started and not stored (an exception or Ctrl-C left it)."""
 
     def step(self) -> RecordedCycle:
+        self.in_cycle = True
         try:
             record = self._decode()
             summary = summarize(record)
@@ -50,13 +53,14 @@ class RecordedRun:
         except Exception as e:
             self._fail(f"{type(e).__name__}: {e}")
             raise
+        self.in_cycle = False
         if self.engine.done:
             self.finish("complete", self.engine.stop_reason)
         return RecordedCycle(record, summary)
 
     def _decode(self) -> CycleRecord:
         """The next cycle's record (the prefill first)."""
-        if not self.engine._prefilled:
+        if not self.engine.prefilled:
             self.writer.set_prefill_ms(self.engine.prefill())
         return self.engine.step()
 

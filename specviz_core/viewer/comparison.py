@@ -29,6 +29,32 @@ def load_comparison(db: Path, ids: Sequence[str]) -> tuple[Comparison, TokenText
     return compare(pairs), load_token_text(pairs[0][0].tokenizer)
 
 
+def race_sessions(db: Path, most: int = 4) -> list[str]:
+    """The sessions a race takes when none are named: the latest complete session's prompt and model, its latest
+    AR session first (the baseline), then the latest others of that prompt, one per method (forks left out), up to
+    ``most``."""
+    with Recording(db, read_only=True) as rec:
+        done = [s for s in rec.sessions() if s.status == "complete"]
+    if not done:
+        raise SpecVizError(f"{db} has no complete session to race: record some first (specviz record ... --db {db})")
+    latest = max(done, key=lambda s: s.created)
+    same = sorted((s for s in done if s.prompt_ids == latest.prompt_ids and s.model == latest.model
+                   and s.parent_session is None),  # a fork re-ran part of another session: not a method's own race
+                  key=lambda s: s.created, reverse=True)
+    ar = next((s for s in same if s.method == "ar"), None)
+    if ar is None:
+        raise SpecVizError(f"no AR session of the latest prompt in {db} to race against: record one "
+                           f"(specviz record --method ar ...) or name the sessions")
+    picked, methods = [ar.id], {"ar"}
+    for s in same:
+        if s.method not in methods and len(picked) < most:
+            picked.append(s.id)
+            methods.add(s.method)
+    if len(picked) < 2:
+        raise SpecVizError(f"only an AR session of the latest prompt in {db}: record another method on it to race")
+    return picked
+
+
 def stored_curve_of(info: SessionInfo) -> CostCurve | None:
     """The stored verify-cost curve of a recorded session's model, device and dtype, or None: what a race's lane
     behind the baseline explains itself with."""

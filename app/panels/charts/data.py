@@ -64,8 +64,8 @@ class ChartData:
 
     # -- growth ------------------------------------------------------------------
     _SERIES = ("tau", "committed", "ms", "n_verified", "tau_rolling", "tps", "tps_rolling", "tau_cum",
-               "spine_ratio", "ema_p_s", "delta", "steps", "draft_ms", "forward_ms", "book_ms", *SCHEDULE)
-    _SUMMED = ("tau", "committed", "ms", "steps")
+               "spine_ratio", "ema_p_s", "delta", "steps", "draft_ms", "forward_ms", "book_ms", "forwards", *SCHEDULE)
+    _SUMMED = ("tau", "committed", "ms", "steps", "forwards")
 
     def _reserve(self, n: int) -> None:
         if n <= self._cap:
@@ -109,6 +109,7 @@ class ChartData:
         f["committed"][sl] = np.fromiter((len(s.committed_ids) for s in summaries), float, m)
         f["ms"][sl] = np.fromiter((s.cycle_ms for s in summaries), float, m)
         f["n_verified"][sl] = np.fromiter((s.n_verified for s in summaries), float, m)
+        f["forwards"][sl] = np.fromiter((s.ran_forward for s in summaries), float, m)
         damaged = np.fromiter((bool(s.damaged) for s in summaries), bool, m)
         # The time breakdown (:func:`specviz_core.analysis.timing.split_timings`): bookkeeping is all but draft and forward.
         f["draft_ms"][sl] = np.fromiter((s.timings_ms.get("draft", 0.0) for s in summaries), float, m)
@@ -134,9 +135,10 @@ class ChartData:
             self._sums[name][n0 + 1: n1 + 1] = self._sums[name][n0] + np.cumsum(vals)
         i = np.arange(n0, n1)
         lo = np.maximum(0, i + 1 - self.window)
-        s_tau, s_com, s_ms, s_steps = (self._sums[k] for k in self._SUMMED)
+        s_tau, s_com, s_ms, s_steps, s_fwd = (self._sums[k] for k in self._SUMMED)
         f["tau_rolling"][sl] = (s_tau[i + 1] - s_tau[lo]) / (i + 1 - lo)
-        f["tau_cum"][sl] = s_tau[i + 1] / (i + 1)
+        with np.errstate(divide="ignore", invalid="ignore"):  # tokens per forward so far: the session's own number
+            f["tau_cum"][sl] = np.where(s_fwd[i + 1] > 0, s_com[i + 1] / s_fwd[i + 1], np.nan)
         ms = f["ms"][sl]
         with np.errstate(divide="ignore", invalid="ignore"):
             f["tps"][sl] = np.where(ms > 0, f["committed"][sl] / ms * 1000.0, 0.0)
@@ -225,7 +227,11 @@ class ChartData:
 
     @property
     def mean_tau(self) -> float:
-        return float(self._sums["tau"][self.n] / self.n) if self.n else 0.0
+        """Tokens committed per target forward: the session's one number (``SessionInfo.mean_accepted``), the one
+        the Run panel, ``sessions`` and ``compare`` show (a cycle 0 that took its token from the prefill ran no
+        forward of its own)."""
+        forwards = self._sums["forwards"][self.n] if self.n else 0.0
+        return float(self._sums["committed"][self.n] / forwards) if forwards > 0 else 0.0
 
 
 def cost_points(curve: object) -> list[tuple[int, float]] | None:

@@ -35,7 +35,7 @@ class TauPlot(Chart):
         # Step mode "right" draws y[i] from x[i] to x[i+1]: bars centred on each cycle, the last one repeated.
         self.c_tau.setData(np.arange(d.n + 1) - 0.5, np.append(tau, tau[-1])) if d.n else self.c_tau.setData([], [])
         self.c_tau_roll.setData(np.arange(d.n, dtype=float), d.series("tau_rolling"))
-        self.set_header(f"accepted tokens per cycle · mean τ {d.mean_tau:.2f}" if d.n else "accepted tokens per cycle (τ)")
+        self.set_header(f"accepted tokens per cycle · {d.mean_tau:.2f} tokens/forward" if d.n else "accepted tokens per cycle (τ)")
 
     def cycle_text(self, inputs: ChartInputs, i: int) -> str:
         d = inputs.data

@@ -150,8 +150,14 @@ class RunPanel(PanelMixin, QWidget):
         self.dtype.addItems(list(DTYPES))
         self.dtype.setToolTip("auto: float16 on a GPU, float32 on the CPU (where half precision is slow and makes "
                               "near-ties common)")
+        self.threads = QSpinBox()
+        self.threads.setRange(0, 1024)
+        self.threads.setSpecialValueText("auto")
+        self.threads.setToolTip("CPU threads for the model's forwards. auto: the cores other processes leave free "
+                                "when the session starts (on a busy machine, fewer threads are much faster)")
         form.addRow("Device", self.device)
         form.addRow("Dtype", self.dtype)
+        form.addRow("Threads", self.threads)
         self.settings.addWidget(model_box)
 
         method_box = QGroupBox("Method")
@@ -288,6 +294,7 @@ class RunPanel(PanelMixin, QWidget):
             seed=self.seed.value(), chat_template=None if self.chat_template.isChecked() else False,
             device=None if self.device.currentText() == "auto" else self.device.currentText(),
             dtype=None if self.dtype.currentText() == "auto" else self.dtype.currentText(),
+            threads=self.threads.value() or None,
         )
         if req.model is not None and not Path(req.model).expanduser().exists() and "/" not in req.model:
             raise SpecVizError(f"no model folder {req.model!r}: choose a local folder with Browse…")
@@ -327,8 +334,8 @@ class RunPanel(PanelMixin, QWidget):
             if self._locked and self.picker.entries:  # a session ended (it may have used a new folder): list again
                 self.picker.refresh(force=True)
         self._locked = locked
-        for w in (self.model, self.draft_model, self.device, self.dtype, self.method, self.prompt, self.chat_template,
-                  self.temperature, self.seed, self.max_new_tokens, self.db, self.paste_call,
+        for w in (self.model, self.draft_model, self.device, self.dtype, self.threads, self.method, self.prompt,
+                  self.chat_template, self.temperature, self.seed, self.max_new_tokens, self.db, self.paste_call,
                   *self._param_widgets.values()):
             w.setEnabled(not locked)
 
