@@ -53,6 +53,22 @@ def test_counts_come_from_the_record(qtbot):
                                   f"kept root + 1 accepted, dropped {small.n_verified - 2} rejected")
 
 
+def test_a_narrow_panel_says_the_counts_in_numbers_rather_than_cut_words(qtbot):
+    """Where the sentence does not fit, the numbers do: never "dropped 54 rejec…"."""
+    from PySide6.QtGui import QFont, QFontMetrics
+
+    rec = bfs_goose_cycle(60, cache_len=125, spine_accepted=3, branch_accepted=2)
+    view = make_view(qtbot, model_for(single_cycle_source(rec)))
+    bold = QFont(view.font())
+    bold.setBold(True)
+    fm = QFontMetrics(bold)
+    full = view.counts_text()
+    assert view.fitted_counts_text(fm, fm.horizontalAdvance(full)) == full
+    short = "cache 125 → 131: kept 6, dropped 54"
+    assert view.fitted_counts_text(fm, fm.horizontalAdvance(full) - 1) == short
+    assert view.fitted_counts_text(fm, fm.horizontalAdvance(short)) == short
+
+
 def test_kept_and_dropped_cells(qtbot):
     rec = bfs_goose_cycle(60)
     model = model_for(single_cycle_source(rec))

@@ -74,6 +74,7 @@ def budget_auto_summary(suite_rows: list[dict[str, Any]], rows: list[dict[str, A
             continue
         best = max(fixed, key=lambda f: f["tokens_per_s"])
         paper = next((f for f in fixed if choice.get(f["method"], (None, None))[1] in ("paper", None)), None)
+        held = held_out_vs_best_fixed(r["suite"], r["method"], [f["method"] for f in fixed], rows or [])
         out.append({
             "suite": r["suite"], "method": config, "auto": r["method"], "auto_tokens_per_s": r["tokens_per_s"],
             "auto_tau": r["tau"], "auto_vs_ar": r.get("speedup_vs_ar"),
@@ -83,5 +84,30 @@ def budget_auto_summary(suite_rows: list[dict[str, Any]], rows: list[dict[str, A
             # The paper's fixed budget (the row before auto was the default): as the summary has always said it.
             "fixed_tokens_per_s": paper["tokens_per_s"] if paper else None, "fixed_tau": paper["tau"] if paper else None,
             "gain": round(r["tokens_per_s"] / paper["tokens_per_s"], 4) if paper else None,
+            **held,
         })
     return out
+
+
+def held_out_vs_best_fixed(suite: str, auto: str, fixed: list[str], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``auto`` against the best fixed budget picked on other rounds than the one compared: for each round k, the
+    fixed budget whose suite tokens/s (the mean over the suite's prompts) is highest over the other rounds, against
+    ``auto`` in round k; the mean ratio over the rounds. The best of several noisy rows picked and compared on the
+    same rounds is biased upward (the winner is partly the luckiest); picked on one round and compared on another,
+    it is not. Empty with fewer than two rounds."""
+    runs: dict[str, list[list[float]]] = {}
+    for r in rows:
+        if r.get("suite") == suite and r.get("method") in (auto, *fixed) and r.get("tokens_per_s_runs"):
+            runs.setdefault(r["method"], []).append([float(x) for x in r["tokens_per_s_runs"]])
+    if auto not in runs or not any(m in runs for m in fixed):
+        return {}
+    n = min(len(x) for prompts in runs.values() for x in prompts)
+    if n < 2 or len({len(p) for p in runs.values()}) != 1:
+        return {}
+    rate = {m: [sum(p[k] for p in prompts) / len(prompts) for k in range(n)] for m, prompts in runs.items()}
+    ratios, picked = [], []
+    for k in range(n):
+        pick = max((m for m in fixed if m in rate), key=lambda m: sum(rate[m][j] for j in range(n) if j != k))
+        picked.append(pick)
+        ratios.append(rate[auto][k] / rate[pick][k] if rate[pick][k] > 0 else 0.0)
+    return {"vs_best_fixed_held_out": round(sum(ratios) / n, 4), "best_fixed_held_out": picked}

@@ -82,9 +82,18 @@ def target_checks(res: dict[str, Any]) -> list[tuple[str, bool | None, str]]:
                         f"--suite code_editing --max-new-tokens {GOOSE_OVER_HF_TOKENS} measures it"))
     compared = [b for b in res.get("budget_auto", []) if b.get("vs_best_fixed") is not None]
     if compared:
-        v, b = min((b["vs_best_fixed"], b) for b in compared)
+        held = [b for b in compared if b.get("vs_best_fixed_held_out") is not None]
+        if held:  # the budget picked on other rounds than the one compared: no winner's luck in it
+            b = min(held, key=lambda b: b["vs_best_fixed_held_out"])
+            v = b["vs_best_fixed_held_out"]
+            detail = (f"lowest {v:.2f}x ({b['auto']} on {b['suite']} against the fixed budget picked on the other "
+                      f"rounds: {', '.join(dict.fromkeys(b['best_fixed_held_out']))})")
+        else:
+            b = min(compared, key=lambda b: b["vs_best_fixed"])
+            v = b["vs_best_fixed"]
+            detail = f"lowest {v:.2f}x ({b['auto']} on {b['suite']} against {b['best_fixed']})"
         out.append((f"budget=auto at least {AUTO_VS_BEST_FIXED:.2f}x the best fixed budget on every suite",
-                    v >= AUTO_VS_BEST_FIXED, f"lowest {v:.2f}x ({b['auto']} on {b['suite']} against {b['best_fixed']})"))
+                    v >= AUTO_VS_BEST_FIXED, detail))
         floors = [(b["auto_vs_ar"], b["suite"], b["auto"]) for b in compared if b.get("auto_vs_ar")]
         if floors:
             v, s, m = min(floors)
@@ -190,14 +199,17 @@ def markdown(res: dict[str, Any], chart: str | None = None) -> str:
     if res.get("budget_auto"):
         out += ["", "### budget=auto against fixed budgets", "",
                 "Each tree method's default (`budget=auto`, chosen for this device) against the same method at "
-                "fixed budgets measured in the same rounds: the paper's, and the best of them in hindsight.", ""]
+                "fixed budgets measured in the same rounds: the paper's, and the best of them in hindsight "
+                "(picked and compared on the same rounds: biased towards the fixed budget, whose winner is partly the "
+                "luckiest), and held out (the budget picked on the other rounds, compared on each round in turn).",
+                ""]
         out += _table(["suite", "method", "auto: tau", "auto: tok/s", "vs AR", "paper's: tok/s", "best fixed",
-                       "best fixed: tok/s", "auto / best"],
+                       "best fixed: tok/s", "auto / best", "auto / best, held out"],
                       [[b["suite"], f"`{b['method']}`", f"{b['auto_tau']:.2f}", f"{b['auto_tokens_per_s']:.1f}",
                         _x(b.get("auto_vs_ar")),
                         f"{b['fixed_tokens_per_s']:.1f}" if b.get("fixed_tokens_per_s") else "-",
                         f"`{b.get('best_fixed', '-')}`", f"{b.get('best_fixed_tokens_per_s', 0.0):.1f}",
-                        _x(b.get("vs_best_fixed"))] for b in res["budget_auto"]])
+                        _x(b.get("vs_best_fixed")), _x(b.get("vs_best_fixed_held_out"))] for b in res["budget_auto"]])
         auto_rows = [r for r in res.get("rows", []) if r.get("budget")]
         if auto_rows:
             out += ["", "Budgets chosen by `budget=auto` (mean draft nodes verified per cycle; cycles that fell back to AR):", ""]

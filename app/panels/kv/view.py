@@ -99,6 +99,20 @@ class KVView(PanelMixin, QWidget):
         dropped_s = f"{dropped} rejected" if dropped else "none"
         return f"cache {before:,} → {after:,} positions: kept {kept_s}, dropped {dropped_s}"
 
+    def fitted_counts_text(self, fm: QFontMetrics, width: int) -> str:
+        """The counts line at ``width``: in words where it fits, else in numbers (a narrow dock cut the words to
+        "dropped 59 rejec…"), elided only when even that does not fit."""
+        c = self.counts()
+        if c is None:
+            return ""
+        full = self.counts_text()
+        if fm.horizontalAdvance(full) <= width:
+            return full
+        before, after, kept, dropped = c
+        short = f"cache {before:,} → {after:,}: kept {kept}, dropped {dropped}"
+        return short if fm.horizontalAdvance(short) <= width else fm.elidedText(short, Qt.TextElideMode.ElideRight,
+                                                                                  width)
+
     def strip_subtitles(self) -> tuple[str, str, str]:
         """The line under each strip's name: cache lengths and the block's slots."""
         c = self.counts()
@@ -229,8 +243,8 @@ class KVView(PanelMixin, QWidget):
         bold.setBold(True)
         p.setFont(bold)
         p.setPen(text)
-        p.drawText(QPointF(MARGIN, MARGIN + fm.ascent()), QFontMetrics(bold).elidedText(
-            self.counts_text(), Qt.TextElideMode.ElideRight, self.width() - 2 * MARGIN))
+        p.drawText(QPointF(MARGIN, MARGIN + fm.ascent()), self.fitted_counts_text(QFontMetrics(bold),
+                                                                               self.width() - 2 * MARGIN))
         p.setFont(self.font())
         self._paint_legend(p, lay, MARGIN + lh, fm, text)
 
