@@ -235,3 +235,10 @@ def test_the_head_loss_cause_compares_how_much_the_outputs_repeat_their_context(
                             "(45% of tokens follow the previous token as it was followed before, against 10% where "
                             "the head wins): a: head 2.00, tables 3.00, 60% / 70%")
     assert "no more than" in head_loss_cause([("a", 0.1, 0.1), ("b", 0.5, 0.5)], [(2.0, 3.0), (2.0, 1.0)])
+
+
+def test_a_small_change_is_never_shown_as_none():
+    """The claims' figures say a change's sign and size where it decides the verdict: +0.37% is not '+0%'."""
+    from specviz_core.bench.reproduce.claims import _pct
+
+    assert [_pct(x) for x in (0.0, 0.0037, -0.0002, 0.012, -0.25)] == ["0%", "+0.4%", "-0.02%", "+1%", "-25%"]

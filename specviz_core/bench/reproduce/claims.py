@@ -127,7 +127,15 @@ def prompts_of(target: LoadedModel, suites: Sequence[Suite]) -> list[tuple[str, 
 
 
 def _pct(x: float) -> str:
-    return f"{x:+.0%}"
+    """A relative change in whole percents, with as many decimals as it takes not to read as none: a claim judged on
+    the sign showed "+0%" beside "does not hold" for +0.37%."""
+    if x == 0 or abs(x) >= 0.01:
+        return f"{x:+.0%}" if x else "0%"
+    for digits in (1, 2, 3):
+        text = f"{x:+.{digits}%}"
+        if text.strip("+-0.%"):
+            return text
+    return f"{x:+.1e}"
 
 
 def _gain(a: Sequence[float], b: Sequence[float]) -> float:
