@@ -64,20 +64,30 @@ def normalize(lines: list[str], keep_padding: bool = False) -> list[str]:
 @pytest.mark.parametrize("method,extra", CASES, ids=[c[0] for c in CASES])
 @pytest.mark.default_model
 def test_record_matches_golden(method, extra, temperature, tmp_path, capsys):
+    got = normalize(record_and_export(method, temperature, extra, tmp_path, capsys))
+    check_golden(got, GOLDEN / f"{method}-T{temperature}.jsonl.gz")
+
+
+def record_and_export(method: str, temperature: float, extra: list[str], tmp_path, capsys) -> list[str]:
+    """``specviz record`` on one thread (the same kernels, so the same bits, on any core count), then ``export``:
+    the export's lines."""
     n = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread: the same kernels, so the same bits, on any core count
     try:
         db = tmp_path / "g.db"
-        rc = main(["record", "--method", method, "--prompt", PROMPT, "--max-new-tokens", "32", "--temperature", str(temperature), "--seed", "3",
-                   "--device", "cpu", "--db", str(db), "--quiet", *extra])
+        rc = main(["record", "--method", method, "--prompt", PROMPT, "--max-new-tokens", "32", "--temperature",
+                   str(temperature), "--seed", "3", "--device", "cpu", "--threads", "1", "--db", str(db), "--quiet",
+                   *extra])
         assert rc == 0
         out = tmp_path / "g.jsonl"
         assert main(["export", "--db", str(db), "--out", str(out)]) == 0
     finally:
         torch.set_num_threads(n)
     capsys.readouterr()
-    got = normalize(out.read_text(encoding="utf-8").splitlines())
-    path = GOLDEN / f"{method}-T{temperature}.jsonl.gz"
+    return out.read_text(encoding="utf-8").splitlines()
+
+
+def check_golden(got: list[str], path: Path) -> None:
+    """``got`` against the golden export at ``path`` (written instead with SPECVIZ_UPDATE_GOLDEN=1)."""
     if os.environ.get("SPECVIZ_UPDATE_GOLDEN"):
         with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as fh:
             fh.write("\n".join(got) + "\n")
@@ -105,26 +115,9 @@ def test_budget_auto_records_its_choices_as_the_golden_export(method, temperatur
     target = load_model(device="cpu")
     save_cost_curve({"version": 1, "model": target.name, "device": "cpu", "dtype": "float32", "cache_len": 256,
                      "reps": 1, "n": list(AUTO_CURVE_MS), "ms": list(AUTO_CURVE_MS.values())})
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        db = tmp_path / "g.db"
-        rc = main(["record", "--method", method, "--prompt", PROMPT, "--max-new-tokens", "32", "--temperature",
-                   str(temperature), "--seed", "3", "--device", "cpu", "--db", str(db), "--quiet"])
-        assert rc == 0
-        out = tmp_path / "g.jsonl"
-        assert main(["export", "--db", str(db), "--out", str(out)]) == 0
-    finally:
-        torch.set_num_threads(n)
-    capsys.readouterr()
-    got = normalize(out.read_text(encoding="utf-8").splitlines(), keep_padding=True)
+    got = normalize(record_and_export(method, temperature, [], tmp_path, capsys), keep_padding=True)
     assert any(json.loads(line).get("state", {}).get("budget", {}).get("ceiling") for line in got[1:])
-    path = GOLDEN / f"{method}-auto-T{temperature}.jsonl.gz"
-    if os.environ.get("SPECVIZ_UPDATE_GOLDEN"):
-        with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as fh:
-            fh.write("\n".join(got) + "\n")
-    want = gzip.open(path, "rt", encoding="utf-8").read().splitlines()
-    compare(got, want)
+    check_golden(got, GOLDEN / f"{method}-auto-T{temperature}.jsonl.gz")
 
 
 def compare(got: list[str], want: list[str]) -> None:
