@@ -19,7 +19,7 @@ def heads(tmp_path, monkeypatch):
 def _set(panel, method: str, drafter: str | None = None) -> None:
     panel.method.setCurrentIndex(panel.method.findData(method))
     if drafter is not None:
-        panel._param_widgets["drafter"].setCurrentText(drafter)
+        panel.param_widgets["drafter"].setCurrentText(drafter)
 
 
 def test_the_offer_shows_for_talon_without_a_head_only(window, tiny_dir):

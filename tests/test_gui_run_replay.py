@@ -54,7 +54,7 @@ def test_replaying_a_talon_session_shows_talon_and_its_parameters_read_only(wind
     assert rp.prompt.toPlainText() == info.prompt_text
     assert (rp.temperature.value(), rp.seed.value(), rp.max_new_tokens.value()) == (0.7, 11, 77)
     assert not rp.chat_template.isChecked() and rp.dtype.currentText() == "bfloat16"
-    editors = [rp.method, rp.model, rp.prompt, rp.temperature, *rp._param_widgets.values()]
+    editors = [rp.method, rp.model, rp.prompt, rp.temperature, *rp.param_widgets.values()]
     assert not any(w.isEnabled() for w in editors), "read-only in replay"
     assert rp.from_replay.isVisible()
     # The action: the same settings, now editable, for a new live session.

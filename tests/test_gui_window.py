@@ -80,7 +80,7 @@ def assert_panels_show(w, rec) -> None:
 def test_selecting_a_mask_row_selects_the_tree_node(qtbot, window):
     w = window
     w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("tr"))
-    w.run_panel._param_widgets["budget"].setValue(80)  # TR's paper budget: trees whatever the timings
+    w.run_panel.param_widgets["budget"].setValue(80)  # TR's paper budget: trees whatever the timings
     w.controller.step()
     qtbot.waitUntil(lambda: w.model.n_cycles == 1, timeout=60000)
     rec = w.model.record
@@ -117,7 +117,7 @@ def test_run_then_pause_stops_within_one_cycle(qtbot, window):
 def test_run_to_breakpoint_stops_on_a_matching_cycle(qtbot, window):
     w = window
     w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("tr"))
-    w.run_panel._param_widgets["budget"].setValue(80)  # TR's paper budget: trees whatever the timings
+    w.run_panel.param_widgets["budget"].setValue(80)  # TR's paper budget: trees whatever the timings
     kind = w.run_panel.breakpoint_editor.kind
     kind.setCurrentIndex(kind.findData("accepted_ge"))
     w.run_panel.breakpoint_editor.k.setValue(1)
@@ -149,8 +149,8 @@ def test_bad_input_shows_a_message_not_a_traceback(qtbot, window, prompt, model,
 def test_bad_parameter_value_from_the_form_is_refused(qtbot, window):
     w = window
     w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("goose"))
-    w.run_panel._param_widgets["max_chain"].setValue(50)  # longer than max_extended_chain
-    w.run_panel._param_widgets["max_extended_chain"].setValue(20)
+    w.run_panel.param_widgets["max_chain"].setValue(50)  # longer than max_extended_chain
+    w.run_panel.param_widgets["max_extended_chain"].setValue(20)
     w.controller.step()
     qtbot.wait(200)
     if w.run_panel.message.isVisible():
@@ -309,7 +309,7 @@ def test_budget_auto_from_the_form(qtbot, window):
     w = window
     rp = w.run_panel
     rp.method.setCurrentIndex(rp.method.findData("goose"))
-    spin = rp._param_widgets["budget"]
+    spin = rp.param_widgets["budget"]
     assert spin.text() == "auto" and "The paper's budget: 60" in spin.toolTip()
     req = rp.request()
     assert req.request.params["budget"] == "auto" and req.choice.auto
@@ -370,8 +370,8 @@ def test_device_dtype_and_bounds_from_the_run_panel(qtbot, window):
     rp.dtype.setCurrentText("float32")
     rp.method.setCurrentIndex(rp.method.findData("talon"))
     mu = next(f for f in dataclasses.fields(METHODS["talon"].params_cls) if f.name == "mu")
-    assert rp._param_widgets["mu"].maximum() == mu.metadata["maximum"] == 1.0
-    assert rp._param_widgets["budget"].maximum() == 1024
+    assert rp.param_widgets["mu"].maximum() == mu.metadata["maximum"] == 1.0
+    assert rp.param_widgets["budget"].maximum() == 1024
     req = rp.request().request
     assert (req.device, req.dtype) == ("cpu", "float32")
     w.controller.step()

@@ -91,7 +91,7 @@ def test_the_window_replays_without_torch_and_loads_it_for_a_live_session(tmp_pa
         panel = window.run_panel
         assert [panel.method.itemData(i) for i in range(panel.method.count())] == list(CARDS)
         panel.method.setCurrentIndex(panel.method.findData("talon"))
-        assert "mu" in panel._param_widgets
+        assert "mu" in panel.param_widgets
         app.processEvents()
         assert not {"torch", "transformers"} & set(sys.modules)
         panel.device.fill_devices()

@@ -73,6 +73,11 @@ class TimelineStrip(QWidget):
             return -1
         return int(np.clip(x / max(self.width(), 1) * n, 0, n - 1))
 
+    @property
+    def matching(self) -> int:
+        """Cycles the filter matches."""
+        return int(self._match.sum())
+
     def paintEvent(self, e: QPaintEvent) -> None:
         p = QPainter(self)
         n = len(self._committed)
@@ -253,6 +258,6 @@ class TimelinePanel(PanelMixin, QWidget):
         self.label.setText(f"cycle {self.model.index} · {n} cycle{'s' * (n != 1)}{damaged}" if n and self.model.index >= 0
                            else f"{n} cycle{'s' * (n != 1)}")
         if self.model.filter.kind != "all":
-            self.matches.setText(f"{int(self.strip._match.sum())} match")
+            self.matches.setText(f"{self.strip.matching} match")
         else:
             self.matches.setText("")

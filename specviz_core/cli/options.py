@@ -152,9 +152,8 @@ def add_device_args(p: argparse.ArgumentParser) -> None:
                         "a model larger than one GPU is spread over every GPU and the CPU")
     p.add_argument("--dtype", default=None, metavar="DTYPE",
                    help="auto (default: float16 on a GPU, float32 on the CPU), float32, bfloat16 or float16")
-    if not any("--threads" in a.option_strings for a in p._actions):
-        p.add_argument("--threads", type=bounded_int(1, 1024), default=None, metavar="N",
-                       help="CPU threads for the model's forwards (default: the cores other processes leave free)")
+    p.add_argument("--threads", type=bounded_int(1, 1024), default=None, metavar="N",
+                   help="CPU threads for the model's forwards (default: the cores other processes leave free)")
 
 
 def progress_bar(**kw: Any) -> Any:

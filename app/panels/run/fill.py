@@ -30,10 +30,10 @@ def fill_from_session(panel: Any, info: SessionInfo) -> None:
     if i != panel.method.currentIndex():
         panel.method.setCurrentIndex(i)  # rebuilds the editors, at their defaults
     elif info.method in CARDS:
-        panel._rebuild_params()
+        panel.rebuild_params()
     if info.method in CARDS:
         for name, value in info.params.items():
-            w = panel._param_widgets.get(name)
+            w = panel.param_widgets.get(name)
             if w is not None:
                 set_param_value(w, value)
     panel.prompt.setPlainText(info.prompt_text)
@@ -47,9 +47,9 @@ def fill_from_session(panel: Any, info: SessionInfo) -> None:
 def fill_from_generate_call(panel: Any, call: Any) -> None:
     """Show a mapped generate() call: method (parameters at their defaults, then the call's), draft, decoding."""
     panel.method.setCurrentIndex(panel.method.findData(call.method))
-    panel._rebuild_params()
+    panel.rebuild_params()
     for name, value in call.params.items():
-        set_param_value(panel._param_widgets[name], value)
+        set_param_value(panel.param_widgets[name], value)
     if call.draft_model:
         panel.draft_model.setEditText(SAME_AS_TARGET if call.draft_model == "default" else call.draft_model)
     if call.max_new_tokens:

@@ -71,7 +71,7 @@ class RunPanel(PanelMixin, QWidget):
 
     def __init__(self, db_path: Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._param_widgets: dict[str, QWidget] = {}
+        self.param_widgets: dict[str, QWidget] = {}
         outer = QVBoxLayout(self)
         outer.setContentsMargins(6, 6, 6, 6)
 
@@ -190,7 +190,7 @@ class RunPanel(PanelMixin, QWidget):
         self.model.currentTextChanged.connect(self._offer_timer.start)
         defaults = QPushButton("Defaults")
         defaults.setToolTip("Put every parameter of this method back to its published default")
-        defaults.clicked.connect(self._rebuild_params)
+        defaults.clicked.connect(self.rebuild_params)
         mform.addWidget(defaults, 0, Qt.AlignmentFlag.AlignRight)
         self.settings.addWidget(method_box)
 
@@ -231,10 +231,10 @@ class RunPanel(PanelMixin, QWidget):
         self.settings.addWidget(dec_box)
         self.settings.addStretch(1)
 
-        self.method.currentIndexChanged.connect(self._rebuild_params)
+        self.method.currentIndexChanged.connect(self.rebuild_params)
         self.method.setCurrentIndex(max(0, self.method.findData(DEFAULT_METHOD)))
         self._locked = True
-        self._rebuild_params()
+        self.rebuild_params()
         self.set_locked(False)
 
     # -- building -----------------------------------------------------------------
@@ -244,10 +244,10 @@ class RunPanel(PanelMixin, QWidget):
         b.clicked.connect(signal.emit)
         return b
 
-    def _rebuild_params(self) -> None:
+    def rebuild_params(self) -> None:
         while self.params_form.rowCount():
             self.params_form.removeRow(0)
-        self._param_widgets.clear()
+        self.param_widgets.clear()
         cls = CARDS.get(self.method.currentData())
         self.picker.set_method(self.method.currentData())
         if cls is None:  # a replayed session's method this version does not have
@@ -268,10 +268,10 @@ class RunPanel(PanelMixin, QWidget):
             label = QLabel(f.name)
             label.setToolTip(tip)
             self.params_form.addRow(label, w)
-            self._param_widgets[f.name] = w
-        if not self._param_widgets:
+            self.param_widgets[f.name] = w
+        if not self.param_widgets:
             self.params_form.addRow(QLabel("This method has no parameters."))
-        drafter = self._param_widgets.get("drafter")
+        drafter = self.param_widgets.get("drafter")
         if isinstance(drafter, QComboBox):
             drafter.currentTextChanged.connect(self._refresh_head_offer)
         self._refresh_head_offer()
@@ -285,7 +285,7 @@ class RunPanel(PanelMixin, QWidget):
     def request(self) -> CheckedRequest:
         """The session the settings describe; raises SpecVizError with a message for the user."""
         draft = self.draft_model.currentText().strip()
-        params = {name: param_value(w) for name, w in self._param_widgets.items()}
+        params = {name: param_value(w) for name, w in self.param_widgets.items()}
         req = SessionRequest(
             method=self.method.currentData(), prompt=self.prompt.toPlainText(),
             model=self.model_name(),
@@ -336,7 +336,7 @@ class RunPanel(PanelMixin, QWidget):
         self._locked = locked
         for w in (self.model, self.draft_model, self.device, self.dtype, self.threads, self.method, self.prompt,
                   self.chat_template, self.temperature, self.seed, self.max_new_tokens, self.db, self.paste_call,
-                  *self._param_widgets.values()):
+                  *self.param_widgets.values()):
             w.setEnabled(not locked)
 
     def show_replay(self, info: SessionInfo) -> None:
@@ -392,7 +392,7 @@ class RunPanel(PanelMixin, QWidget):
 
     def param_values(self) -> dict[str, object]:
         """The parameters as the editors show them."""
-        return {name: param_value(w) for name, w in self._param_widgets.items()}
+        return {name: param_value(w) for name, w in self.param_widgets.items()}
 
     def apply_actions(self, enabled: dict[str, bool]) -> None:
         """The buttons' enabled states, as the session's lifecycle decides them
