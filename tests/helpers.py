@@ -10,8 +10,8 @@ from specviz_core.drafters import METHODS
 from specviz_core.engine.cycle import Engine
 from specviz_core.records import CycleRecord, Node
 from specviz_core.runtime.models import LoadedModel
-from specviz_core.session.factory import build_engine
 from specviz_core.session.request import check_method
+from specviz_core.session.session import Session
 
 TIE_GAP = 1e-3
 
@@ -78,6 +78,13 @@ def compare_greedy(m: LoadedModel, prompt: list[int], ours: list[int], ref: list
 
 def make_engine(m: LoadedModel, method: str, prompt: list[int], n: int, draft: LoadedModel | None = None,
                 temperature: float = 0.0, seed: int = 0, reuse=None, **params) -> Engine:
+    """The engine of :func:`make_session` (no recording)."""
+    return make_session(m, method, prompt, n, draft, temperature, seed, reuse, **params).engine
+
+
+def make_session(m: LoadedModel, method: str, prompt: list[int], n: int, draft: LoadedModel | None = None,
+                 temperature: float = 0.0, seed: int = 0, reuse=None, recording=None, info=None, **params) -> Session:
+    """A session of ``method`` on token ids, recorded to ``recording`` (under ``info`` when given) if one is."""
     # The method's own trees unless a test asks for budget=auto (the default, which chooses from this machine's
     # timings: its own tests are in test_budget.py).
     if "budget" in METHODS[method].params_cls.__dataclass_fields__:
@@ -85,8 +92,8 @@ def make_engine(m: LoadedModel, method: str, prompt: list[int], n: int, draft: L
     choice = check_method(method, params)
     if choice.cls.needs_draft_model and draft is None:
         draft = m
-    return build_engine(m, choice, prompt, draft=draft, max_new_tokens=n, temperature=temperature, seed=seed,
-                        drafter=reuse)
+    return Session(m, choice, prompt, draft=draft, max_new_tokens=n, temperature=temperature, seed=seed,
+                   drafter=reuse, recording=recording, info=info)
 
 
 def run(m: LoadedModel, method: str, prompt: list[int], n: int, **kw) -> tuple[list[int], list]:

@@ -11,8 +11,6 @@ import torch
 torch.set_num_threads(1)
 from specviz_core import tree as tree_mod
 from specviz_core.runtime.models import encode_prompt, load_model
-from specviz_core.session.factory import build_engine
-from specviz_core.session.request import check_method
 
 m = load_model(None, device="cpu")
 TEXT = "Rename x to total:\n\ndef f(x):\n    x = x + 1\n    x = x * 2\n    return x\n\nThen explain the change in two sentences."
@@ -33,13 +31,13 @@ def session(method, on):
     import tempfile
 
     from specviz_core.recording.store import Recording
-    from specviz_core.session.factory import prepare
     from specviz_core.session.request import SessionRequest
-    from specviz_core.session.run import RecordedRun
+    from specviz_core.session.session import Session
     d = tempfile.mkdtemp()
     with Recording(os.path.join(d, "o.db"), create=True) as rec:
-        run = RecordedRun(prepare(SessionRequest(method=method, prompt=TEXT, max_new_tokens=64, chat_template=True).check(), m), rec)
-        run.writer.set_prefill_ms(run.engine.prefill())
+        run = Session.start(SessionRequest(method=method, prompt=TEXT, max_new_tokens=64, chat_template=True).check(), m,
+                            recording=rec)
+        run.prefill()
         t0 = time.perf_counter()
         recs = [c.record for c in run.run()]  # decode, summarize (the stop cause, headroom) and store every cycle
         dt = time.perf_counter() - t0

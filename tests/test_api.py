@@ -98,13 +98,13 @@ def test_a_session_the_caller_stops_between_cycles_is_recorded_complete(user_mod
     del g
     gc.collect()
     c = specviz.Session(model, tok, method="pld", prompt=PROMPT, db=db, max_new_tokens=32)
-    real_step = c.engine.step
+    real_step = c.session.engine.step
 
     def interrupted_step():
         real_step()
         raise KeyboardInterrupt
 
-    c.engine.step = interrupted_step
+    c.session.engine.step = interrupted_step
     with pytest.raises(KeyboardInterrupt):
         c.step()
     c.close()
@@ -124,7 +124,7 @@ def test_a_session_the_caller_stops_between_cycles_is_recorded_complete(user_mod
     ({"method": "goose", "max_chain": 2.5}, "parameter max_chain must be a whole number, got 2.5"),
     ({"method": "goose", "wat": 1}, "unknown parameter 'wat' for method goose"),
     ({"method": "goose", "min_score": 2.0}, "parameter min_score must be at most 0.999"),
-    ({"method": "draft_tree"}, "needs draft_model="),
+    ({"method": "draft_tree"}, "needs a draft model (--draft-model; draft_model= in Python)"),
     ({"method": "goose", "temperature": -1.0}, "temperature must be a finite number >= 0"),
     ({"method": "goose", "prompt": []}, "the prompt is empty"),
 ])

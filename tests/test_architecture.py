@@ -70,7 +70,7 @@ def test_no_import_cycle():
 
 
 def test_core_runs_without_qt_loaded():
-    code = "import sys, specviz_core.cli, specviz_core.session.run, specviz_core.recording.store, " \
+    code = "import sys, specviz_core.cli, specviz_core.session.session, specviz_core.recording.store, " \
            "specviz_core.viewer.session_model; " \
            "assert not any(m.startswith(('PySide6', 'pyqtgraph')) for m in sys.modules), 'Qt imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
@@ -86,3 +86,51 @@ def test_every_package_is_listed_for_the_wheel():
     # The core's api/ folder is the Python API, installed as ``specviz`` and not as a subpackage of the core.
     found = {"specviz" if p == "specviz_core.api" else p for p in found}
     assert listed == found
+
+
+def engine_private_names() -> set[str]:
+    """The private members of :class:`~specviz_core.engine.cycle.Engine`: its ``_`` methods and ``self._`` fields."""
+    import ast
+
+    tree = ast.parse((ROOT / "specviz_core" / "engine" / "cycle.py").read_text(encoding="utf-8"))
+    engine = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Engine")
+    names = {n.name for n in engine.body if isinstance(n, ast.FunctionDef) and n.name.startswith("_")
+             and not n.name.startswith("__")}
+    names |= {n.attr for n in ast.walk(engine) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+              and n.value.id == "self" and n.attr.startswith("_")}
+    return names
+
+
+def test_nothing_outside_the_engine_reads_its_private_members():
+    """Every face drives the engine through the one Session and the engine's public members: no module outside
+    ``specviz_core/engine`` (tests included) reads or sets one of its ``_`` members."""
+    import ast
+
+    private = engine_private_names()
+    assert {"_prefilled", "_first_row"} <= private  # the scan sees the engine's own fields
+    reach = []
+    for folder in ("specviz_core", "app", "resources", "tests"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if (ROOT / "specviz_core" / "engine") in path.parents:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Attribute) and node.attr in private and not (
+                        isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                    reach.append(f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}")
+    assert reach == []
+
+
+def test_one_place_builds_an_engine():
+    """``build_engine`` has one caller, the core Session: the API, the command line, the benchmarks, the window's
+    jobs and a fork all decode through that object."""
+    import ast
+
+    calls: dict[str, list[str]] = {"build_engine": [], "Engine": []}
+    for folder in ("specviz_core", "app", "tests"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call):
+                    name = getattr(node.func, "id", getattr(node.func, "attr", ""))
+                    if name in calls:
+                        calls[name].append(str(path.relative_to(ROOT)))
+    assert calls == {"build_engine": ["specviz_core/session/session.py"], "Engine": ["specviz_core/session/factory.py"]}

@@ -410,16 +410,17 @@ def test_with_no_curve_yet_the_session_set_up_measures_one_before_the_first_cycl
                                                                                one_thread):
     """No stored curve: building a budget=auto session measures this device's curve first (told to ``progress``,
     stored round by round), so no cycle pays for it; the next session finds it stored and measures nothing."""
-    from specviz_core.session.factory import MEASURING_CURVE, build_engine
+    from specviz_core.session.factory import MEASURING_CURVE
     from specviz_core.session.request import check_method
+    from specviz_core.session.session import Session
 
     monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
     prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7] * 2
     assert load_cost_curve("tiny", "cpu") is None
     said = []
-    e = build_engine(tiny, check_method("goose", {"budget": "auto"}), prompt, max_new_tokens=40,
-                     progress=lambda stage, f: said.append((stage, f)))
+    e = Session(tiny, check_method("goose", {"budget": "auto"}), prompt, max_new_tokens=40,
+                progress=lambda stage, f: said.append((stage, f))).engine
     stored = load_cost_curve("tiny", "cpu")
     assert stored is not None and stored["reps"] == 2 and stored["threads"] >= 1
     assert said[0] == (MEASURING_CURVE, 0.0) and said[-1] == (MEASURING_CURVE, 1.0) and len(said) >= 3
@@ -428,8 +429,8 @@ def test_with_no_curve_yet_the_session_set_up_measures_one_before_the_first_cycl
     assert e.output_ids == hf_greedy(tiny, prompt, 40)
     assert not any("curve" in r.timings_ms for r in records)
     said.clear()
-    build_engine(tiny, check_method("goose", {"budget": "auto"}), prompt, max_new_tokens=8,
-                 progress=lambda stage, f: said.append((stage, f)))
+    Session(tiny, check_method("goose", {"budget": "auto"}), prompt, max_new_tokens=8,
+            progress=lambda stage, f: said.append((stage, f)))
     assert said == []
 
 

@@ -80,7 +80,7 @@ def test_record_export_sessions_roundtrip(capsys, tiny_dir, tmp_path):
     (["--method", "talon", "--param", "mu=nan"], "parameter mu must be a finite number"),
     (["--method", "ar", "--seed", str(2**63)], "argument --seed: must be from 0 to"),
     (["--method", "ar", "--max-new-tokens", "10000000000"], "argument --max-new-tokens: must be from 1"),
-    (["--method", "draft_tree"], "needs --draft-model"),
+    (["--method", "draft_tree"], "needs a draft model (--draft-model"),
 ])
 def test_bad_arguments(capsys, tmp_path, argv, needle):
     try:

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import make_engine
+from helpers import make_session
 from specviz_core.cli.commands import main
 from specviz_core.errors import DamagedCycle, DamagedRecording
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
-from specviz_core.session.run import Prepared, RecordedRun
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import RecordingSource
 
@@ -51,11 +50,10 @@ def good(tmp_path_factory, tiny):
     sids = []
     with Recording(path, create=True) as rec:
         for method, n in (("tr", 24), ("ar", 6)):
-            engine = make_engine(tiny, method, PROMPT, n)
             info = SessionInfo(id=f"{method}session", model="tiny", tokenizer="", method=method, params={},
                                prompt_ids=tuple(PROMPT), prompt_text="3 4 5 6", temperature=0.0, seed=0,
                                device="cpu", dtype="float32", max_new_tokens=n)
-            run = RecordedRun(Prepared(engine, info), rec)
+            run = make_session(tiny, method, PROMPT, n, recording=rec, info=info)
             for _ in run.run():
                 pass
             sids.append(info.id)

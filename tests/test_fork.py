@@ -14,10 +14,9 @@ import pytest
 from helpers import compare_greedy, hf_greedy
 from specviz_core.cli.commands import main
 from specviz_core.recording.store import SCHEMA_VERSION, Recording
-from specviz_core.session.factory import Prepared, build_engine, session_info
-from specviz_core.session.fork import ForkedRun, ForkMismatch, fork_request, load_prefix, prepare_fork
+from specviz_core.session.fork import Fork, ForkMismatch, fork_request
 from specviz_core.session.request import check_method
-from specviz_core.session.run import RecordedRun
+from specviz_core.session.session import Session
 
 _rng = random.Random(3)
 _PAT = [_rng.randrange(96) for _ in range(5)]
@@ -26,20 +25,16 @@ N = 40
 
 
 def record(rec: Recording, m, method: str, temperature: float = 0.0, seed: int = 0, **params) -> str:
-    choice = check_method(method, params)
-    engine = build_engine(m, choice, PROMPT, max_new_tokens=N, temperature=temperature, seed=seed)
-    info = session_info(m, choice, PROMPT, prompt_text="tiny", temperature=temperature, seed=seed, max_new_tokens=N)
-    run = RecordedRun(Prepared(engine, info), rec)
+    run = Session(m, check_method(method, params), PROMPT, max_new_tokens=N, temperature=temperature, seed=seed,
+                  prompt_text="tiny", recording=rec)
     for _ in run.run():
         pass
-    return info.id
+    return run.info.id
 
 
-def fork(rec: Recording, m, parent_id: str, cycle: int, anyway: bool = False, **changes) -> ForkedRun:
+def fork(rec: Recording, m, parent_id: str, cycle: int, anyway: bool = False, **changes) -> Fork:
     parent = rec.session(parent_id)
-    checked = fork_request(parent, **changes)
-    prepared = prepare_fork(parent, checked, cycle, m)
-    return ForkedRun(prepared, rec, parent, load_prefix(rec, parent, cycle), checked, anyway=anyway)
+    return Fork.start(rec, parent, cycle, fork_request(parent, **changes), m, anyway=anyway)
 
 
 def plain(c):

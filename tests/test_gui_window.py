@@ -13,8 +13,8 @@ from PySide6.QtCore import Qt
 from specviz_core.engine.cycle import Engine
 from specviz_core.recording.store import Recording
 from specviz_core.runtime.models import load_model
-from specviz_core.session.factory import prepare
 from specviz_core.session.request import SessionRequest
+from specviz_core.session.session import Session
 from specviz_core.viewer.filters import CycleFilter
 from specviz_core.viewer.sources import LiveSource, RecordingSource
 
@@ -181,8 +181,8 @@ def long_recording(tmp_path_factory, tiny_dir):
     (replay does not care how the cycles were made, and decoding 1,000 would take minutes on a loaded CPU)."""
     target = load_model(str(tiny_dir), device="cpu")
     path = tmp_path_factory.mktemp("long") / "long.db"
-    prepared = prepare(SessionRequest(method="tr", prompt="Count: 1 2 3 4 5 6 7 8 9 10", max_new_tokens=3000,
-                                      params={"budget": 20}).check(), target)
+    prepared = Session.start(SessionRequest(method="tr", prompt="Count: 1 2 3 4 5 6 7 8 9 10", max_new_tokens=3000,
+                                            params={"budget": 20}).check(), target)
     engine: Engine = prepared.engine
     engine.eos = set()  # a random model says EOS now and then; this session must be long
     engine.prefill()

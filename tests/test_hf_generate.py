@@ -244,15 +244,14 @@ def test_recorded_sessions_export_valid_records(pair, tmp_path, one_thread, meth
 
     from specviz_core.recording.export import export_jsonl
     from specviz_core.recording.store import Recording
-    from specviz_core.session.factory import prepare
     from specviz_core.session.request import SessionRequest
-    from specviz_core.session.run import RecordedRun
+    from specviz_core.session.session import Session
 
     target, assistant = pair
     req = SessionRequest(method=method, prompt="w1 w2 w3 w1 w2 w3 w1 w2", draft_model="assistant",
                          max_new_tokens=24, chat_template=False)
     with Recording(tmp_path / "r.db", create=True) as rec:
-        run_ = RecordedRun(prepare(req.check(), target, assistant if method == "hf_universal" else None), rec)
+        run_ = Session.start(req.check(), target, assistant if method == "hf_universal" else None, recording=rec)
         list(run_.run())
         out = io.StringIO()
         export_jsonl(rec, None, out)

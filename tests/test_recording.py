@@ -16,13 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import make_engine
+from helpers import make_session
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.export import export_jsonl
 from specviz_core.recording.rows import pack_mask, unpack_mask
 from specviz_core.recording.store import SCHEMA_VERSION, Recording, new_session_id
 from specviz_core.records import SessionInfo
-from specviz_core.session.run import Prepared, RecordedRun
 
 
 def info_for(prompt, method="tr") -> SessionInfo:
@@ -33,11 +32,10 @@ def info_for(prompt, method="tr") -> SessionInfo:
 
 def record_tiny(tiny, path: Path, method="tr"):
     prompt = [3, 4, 5, 6, 3, 4, 5, 6, 3, 4]
-    engine = make_engine(tiny, method, prompt, 30)
     with Recording(path, create=True) as rec:
-        run = RecordedRun(Prepared(engine, info_for(prompt, method)), rec)
+        run = make_session(tiny, method, prompt, 30, recording=rec, info=info_for(prompt, method))
         live = [c.record for c in run.run()]
-    return run.info.id, live, engine
+    return run.info.id, live, run.engine
 
 
 def digest(p: Path) -> str:
@@ -99,17 +97,15 @@ def test_export_has_the_documented_fields(tiny, tmp_path):
 KILL_SCRIPT = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {tests!r})
-    from helpers import tiny_llama, make_engine
+    from helpers import tiny_llama, make_session
     from specviz_core.recording.store import Recording, new_session_id
     from specviz_core.records import SessionInfo
-    from specviz_core.session.run import Prepared, RecordedRun
     m = tiny_llama()
     prompt = [3, 4, 5, 6, 3, 4]
-    e = make_engine(m, "ar", prompt, 200)
     info = SessionInfo(id="victim", model="tiny", tokenizer="tiny", method="ar", params={{}}, prompt_ids=tuple(prompt),
                        prompt_text="", temperature=0.0, seed=0, device="cpu", dtype="float32", max_new_tokens=200)
     rec = Recording(sys.argv[1], create=True)
-    run = RecordedRun(Prepared(e, info), rec)
+    run = make_session(m, "ar", prompt, 200, recording=rec, info=info)
     for i, c in enumerate(run.run()):
         if i == 5:
             print("ready", flush=True)
@@ -256,9 +252,8 @@ def test_ctrl_c_inside_a_cycle_write_leaves_counts_and_rows_in_step(tiny, tmp_pa
     """Issue 15.10: the INSERT and the counters are one transaction, even when interrupted between them."""
     path = tmp_path / "r.db"
     prompt = [3, 4, 5, 6, 3, 4, 5, 6, 3, 4]
-    engine = make_engine(tiny, "tr", prompt, 30)
     with Recording(path, create=True) as rec:
-        run = RecordedRun(Prepared(engine, info_for(prompt, "tr")), rec)
+        run = make_session(tiny, "tr", prompt, 30, recording=rec, info=info_for(prompt, "tr"))
         run.step()
         real = rec.db.conn
         rec.db.conn = _InterruptOnCounterUpdate(real)
@@ -276,9 +271,8 @@ def test_a_locked_database_fails_the_session_once_without_blaming_the_user(tiny,
     monkeypatch.setattr(Recording, "busy_timeout_s", 0.2)
     path = tmp_path / "r.db"
     prompt = [3, 4, 5, 6, 3, 4, 5, 6, 3, 4]
-    engine = make_engine(tiny, "tr", prompt, 30)
     with Recording(path, create=True) as rec:
-        run = RecordedRun(Prepared(engine, info_for(prompt, "tr")), rec)
+        run = make_session(tiny, "tr", prompt, 30, recording=rec, info=info_for(prompt, "tr"))
         cycles = run.run()
         next(cycles)
         blocker = sqlite3.connect(path)
@@ -330,9 +324,8 @@ def test_a_copy_of_the_db_alone_holds_the_committed_cycles(tiny, tmp_path):
 
     path = tmp_path / "r.db"
     prompt = [3, 4, 5, 6, 3, 4, 5, 6, 3, 4]
-    engine = make_engine(tiny, "ar", prompt, 3 * CHECKPOINT_EVERY)
     with Recording(path, create=True) as rec:
-        run = RecordedRun(Prepared(engine, info_for(prompt, "ar")), rec)
+        run = make_session(tiny, "ar", prompt, 3 * CHECKPOINT_EVERY, recording=rec, info=info_for(prompt, "ar"))
         reader = sqlite3.connect(path)  # another process's view of the file, open all along
         reader.execute("SELECT COUNT(*) FROM cycles").fetchall()
         for _ in range(CHECKPOINT_EVERY + 3):

@@ -9,13 +9,12 @@ import sys
 
 import pytest
 
-from helpers import make_engine
+from helpers import make_session
 from specviz_core.analysis.timing import cycle_cost, session_cost
 from specviz_core.engine.cost_curve import measure_cost_curve
 from specviz_core.recording.store import Recording, new_session_id
 from specviz_core.records import SessionInfo
 from specviz_core.runtime.cost_files import load_cost_curve, save_cost_curve
-from specviz_core.session.run import Prepared, RecordedRun
 
 PROMPT = [3, 4, 5, 6, 3, 4, 5, 6, 3, 4]
 
@@ -32,7 +31,7 @@ def recorded(tiny, tmp_path_factory):
                        prompt_ids=tuple(PROMPT), prompt_text="", temperature=0.0, seed=0, device="cpu",
                        dtype="float32", max_new_tokens=40)
     with Recording(path, create=True) as rec:
-        run = RecordedRun(Prepared(make_engine(tiny, "tr", PROMPT, 40), info), rec)
+        run = make_session(tiny, "tr", PROMPT, 40, recording=rec, info=info)
         list(run.run())
     with Recording(path, read_only=True) as rec:
         records = list(rec.cycles(info.id))

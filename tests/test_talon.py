@@ -203,7 +203,7 @@ def test_table_drafter_records_draft_steps(tiny):
 def test_model_drafter_without_draft_model_is_one_clear_error(capsys, tmp_path):
     code = main(["record", "--method", "talon", "--param", "drafter=model", "--prompt", "hi", "--db", str(tmp_path / "x.db")])
     err = capsys.readouterr().err
-    assert code == 2 and "needs --draft-model with drafter=model" in err and "Traceback" not in err
+    assert code == 2 and "needs a draft model (--draft-model; draft_model= in Python) with drafter=model" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("drafter", ["table", "model-other"])

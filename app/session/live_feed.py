@@ -24,7 +24,7 @@ class LiveFeed(QObject):
         self._timer.timeout.connect(self.show_latest)
 
     def append(self, cycle) -> bool:
-        """Add a decoded cycle (a :class:`~specviz_core.session.run.RecordedCycle`) to the live session shown; False
+        """Add a decoded cycle (a :class:`~specviz_core.session.session.RecordedCycle`) to the live session shown; False
         (and nothing done) when the model shows no live session."""
         if not isinstance(self.model.source, LiveSource):
             return False

@@ -20,10 +20,10 @@ from specviz_core.crash import one_line
 from specviz_core.errors import SpecVizError
 from specviz_core.records import SessionInfo
 from specviz_core.runtime.models import LoadedModel
-from specviz_core.session.factory import load_models, prepare
-from specviz_core.session.fork import ForkedRun, ForkMismatch
+from specviz_core.session.factory import load_models
+from specviz_core.session.fork import Fork, ForkMismatch
 from specviz_core.session.request import CheckedRequest
-from specviz_core.session.run import RecordedCycle, RecordedRun
+from specviz_core.session.session import RecordedCycle, Session
 from specviz_core.viewer.filters import CycleFilter
 
 #: Tokens decoded by plain AR to measure the baseline speed on the session's prompt.
@@ -148,11 +148,10 @@ class EngineWorker(QObject):
                 self.state.run = self.forks.run(fork, parent, checked, target, draft)
             else:
                 try:  # a device's first budget=auto session measures its verify cost first (seconds, once)
-                    prepared = prepare(checked, target, draft, progress=progress)
+                    self.state.run = Session.start(checked, target, draft, recording=recording, progress=progress)
                 except Cancelled:
                     self.progress.emit("cancelled", 1.0)
                     return
-                self.state.run = RecordedRun(prepared, recording)
             self.progress.emit("ready", 1.0)
             self.session_started.emit(self.state.run.info, target.tokenizer)
             if fork is not None:
@@ -285,7 +284,7 @@ class EngineWorker(QObject):
         """After a failed check: go on from the re-run state, or end the fork as failed."""
         try:
             run = self.state.run
-            if isinstance(run, ForkedRun) and not run.writer.finished:
+            if isinstance(run, Fork) and not run.finished:
                 if go_on:
                     run.continue_anyway()
                     self._rerun(ticket)
@@ -314,7 +313,7 @@ class EngineWorker(QObject):
         self.busy_changed.emit(True)
         done, last, how = 0, -1, "paused"
         try:
-            while not run.engine.done and not self._tickets.paused(ticket):
+            while not run.done and not self._tickets.paused(ticket):
                 cycle = run.step()
                 self._report(cycle)
                 done, last = done + 1, cycle.record.index
@@ -325,7 +324,7 @@ class EngineWorker(QObject):
                     how = "steps"
                     break
             else:
-                how = "finished" if run.engine.done else "paused"
+                how = "finished" if run.done else "paused"
         except ForkMismatch as e:  # a fork stepped through its re-run cycles: the user chooses
             how = "paused"
             self.fork_mismatch.emit(str(e))
@@ -338,13 +337,13 @@ class EngineWorker(QObject):
         finally:
             self.busy_changed.emit(False)
         self.run_ended.emit(how, last)
-        if run.writer.finished:
+        if run.finished:
             self.session_finished.emit(self.state.final_info(run))
 
     def _rerun(self, ticket: Ticket) -> None:
         """Re-run a fork's cycles before its fork cycle, with a progress bar; stops at the first difference."""
         run = self.state.run
-        assert isinstance(run, ForkedRun)
+        assert isinstance(run, Fork)
         self.busy_changed.emit(True)
         try:
             for cycle in self.forks.rerun(run, lambda: self._tickets.paused(ticket), self.progress.emit):
@@ -360,7 +359,7 @@ class EngineWorker(QObject):
             self.error.emit(f"the fork failed: {one_line(e)}")
         finally:
             self.busy_changed.emit(False)
-        if run.writer.finished:
+        if run.finished:
             self.session_finished.emit(self.state.final_info(run))
 
     def _report(self, cycle: RecordedCycle) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from specviz.cycle import Cycle
-from specviz_core.analysis.cycle_summary import CycleSummary, summarize
+from specviz_core.analysis.cycle_summary import CycleSummary
 from specviz_core.analysis.metrics import session_metrics
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
@@ -23,22 +23,12 @@ from specviz_core.runtime.models import (
     LoadedModel,
     check_same_tokenizer,
     check_tokenizer_fits,
-    encode_prompt,
     load_model,
 )
-from specviz_core.session.factory import Prepared, build_engine, check_once, session_info
+from specviz_core.session.factory import check_once
 from specviz_core.session.request import SessionRequest
-from specviz_core.session.run import RecordedRun
-
-#: The command line's words in the core's messages, and what they are called here.
-_API_WORDS = (("--draft-model", "draft_model="), ("--budget", "budget="), ("--param", "a keyword argument"))
-
-
-def _api_error(e: SpecVizError) -> SpecVizError:
-    text = str(e)
-    for cli, api in _API_WORDS:
-        text = text.replace(cli, api)
-    return SpecVizError(text)
+from specviz_core.session.session import Session as CoreSession
+from specviz_core.session.session import encode_request
 
 
 def wrap_model(model: Any, tokenizer: Any, role: str = "model") -> LoadedModel:
@@ -91,6 +81,9 @@ class Session:
     when it has one, unless ``chat_template=False``) or token ids. With ``db`` every cycle is recorded to that
     SQLite file as it is decoded, in the format the window opens (``specviz gui --db``). A model on the CPU runs
     on ``threads`` CPU threads (default: the cores other processes leave free when the first session starts).
+
+    ``session`` is the core's session that ``specviz record`` and the window run too; this class adds what Python
+    needs: models you already have, cycles as :class:`specviz.Cycle`, a summary, a notebook picture.
     """
 
     def __init__(self, model: Any, tokenizer: Any, method: str = "goose", prompt: str | Sequence[int] = "",
@@ -99,23 +92,15 @@ class Session:
                  chat_template: bool | None = None, budget: int | str | None = None, threads: int | None = None,
                  **params: Any) -> None:
         self.target = wrap_model(model, tokenizer)
-        if threads is not None:
-            cpu_threads.request(threads)
-        cpu_threads.apply(self.target.device)  # a CPU model runs on the cores free now, or on ``threads``
-        if isinstance(budget, str):  # "auto" (the default for a method with a budget) or "paper"
-            params, budget = {**params, "budget": budget}, None
         is_text = isinstance(prompt, str)
-        prompt_ids = None if is_text else [int(t) for t in prompt]  # type: ignore[union-attr]
-        if prompt_ids is not None and not prompt_ids:
+        ids = None if is_text else [int(t) for t in prompt]  # type: ignore[union-attr]
+        if ids is not None and not ids:
             raise SpecVizError("the prompt is empty")
-        text = prompt if is_text else tokenizer.decode(prompt_ids)
-        request = SessionRequest(method=method, prompt=str(text) or " ", draft_model="given" if draft_model is not None
+        text = str(prompt if is_text else tokenizer.decode(ids))
+        checked = SessionRequest(method=method, prompt=text or " ", draft_model="given" if draft_model is not None
                                  else None, params=dict(params), budget=budget, max_new_tokens=max_new_tokens,
-                                 temperature=temperature, seed=seed, chat_template=chat_template)
-        try:
-            checked = request.check()
-        except SpecVizError as e:
-            raise _api_error(e) from None
+                                 temperature=temperature, seed=seed, chat_template=chat_template,
+                                 threads=threads).check()
         self.choice = checked.choice
         self.draft = None
         if draft_model is not None and self.choice.wants_draft_model:
@@ -126,49 +111,41 @@ class Session:
         for m in {id(self.target): self.target, id(self.draft): self.draft}.values():
             if m is not None:
                 check_once(m)
-        if prompt_ids is None:
-            prompt_ids, used_chat = encode_prompt(self.target, str(prompt), chat_template)
-        else:
-            used_chat = False
-        self.engine = build_engine(self.target, self.choice, prompt_ids, draft=self.draft,
-                                   max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
-                                   progress=_say_once)
-        self.info: SessionInfo = session_info(self.target, self.choice, prompt_ids, prompt_text=str(text),
-                                              temperature=temperature, seed=seed, max_new_tokens=max_new_tokens,
-                                              draft=self.draft, chat_template=used_chat)
+        prompt_ids, used_chat = encode_request(checked, self.target, ids)
         self.db = Path(db) if db is not None else None
-        self._recording = Recording(self.db, create=True) if self.db is not None else None
-        self._run = RecordedRun(Prepared(self.engine, self.info), self._recording) if self._recording else None
+        recording = Recording(self.db, create=True) if self.db is not None else None
+        try:
+            self.session = CoreSession(self.target, self.choice, prompt_ids, draft=self.draft,
+                                       max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                                       prompt_text=text, chat_template=used_chat, recording=recording,
+                                       progress=_say_once)
+        except BaseException:
+            if recording is not None:
+                recording.close()
+            raise
+        self.info: SessionInfo = self.session.info
         self.cycles: list[Cycle] = []
         """Every cycle decoded so far, in order (cycle 0 first)."""
         self._summaries: list[CycleSummary] = []
         self._decode_s = 0.0
         # Ended at garbage collection or exit too, so a notebook's session is not left "running" in the file.
-        self._finalizer = weakref.finalize(self, _end, self._run, self._recording, None)
+        self._finalizer = weakref.finalize(self, _end, self.session)
 
     # -- decoding -------------------------------------------------------------------------------------------------
     @property
     def done(self) -> bool:
         """Whether the session has ended (its ``stop_reason`` says why)."""
-        return self.engine.done
+        return self.session.done
 
     @property
     def stop_reason(self) -> str:
-        return self.engine.stop_reason
+        return self.session.stop_reason
 
     def step(self) -> Cycle:
         """Decode one cycle (the first includes the prompt's prefill) and return it (its record, with why it
         stopped)."""
-        if self.done:
-            raise SpecVizError(f"the session has ended ({self.stop_reason}): start another Session")
         t0 = time.perf_counter()
-        if self._run is not None:
-            record, summary = self._run.step()
-        else:
-            if not self.engine.prefilled:
-                self.engine.prefill()
-            record = self.engine.step()
-            summary = summarize(record)
+        record, summary = self.session.step()
         self._decode_s += time.perf_counter() - t0
         cycle = Cycle.of(record, self.target.tokenizer)
         self.cycles.append(cycle)
@@ -180,20 +157,20 @@ class Session:
         session's own limit still holds); the cycles decoded by this call."""
         if max_new_tokens is not None and max_new_tokens < 1:
             raise SpecVizError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
-        start, out = len(self.engine.output_ids), []
-        while not self.done and (max_new_tokens is None or len(self.engine.output_ids) - start < max_new_tokens):
+        start, out = len(self.output_ids), []
+        while not self.done and (max_new_tokens is None or len(self.output_ids) - start < max_new_tokens):
             out.append(self.step())
         return out
 
     # -- what it produced -----------------------------------------------------------------------------------------
     @property
     def prompt_ids(self) -> list[int]:
-        return list(self.engine.prompt_ids)
+        return self.session.prompt_ids
 
     @property
     def output_ids(self) -> list[int]:
         """The tokens committed after the prompt (what ``generate`` returns after the prompt)."""
-        return list(self.engine.output_ids)
+        return self.session.output_ids
 
     @property
     def text(self) -> str:
@@ -204,7 +181,7 @@ class Session:
         """The session so far in numbers: tokens, target forwards, tokens per forward, draft acceptance, tokens/s,
         and the acceptance metrics (per position, stop causes, headroom) that ``specviz sessions --metrics`` prints."""
         n = len(self.output_ids)
-        forwards = self.engine.n_forward
+        forwards = self.session.n_forward
         metrics = session_metrics(self._summaries).to_json()
         metrics["decode_cycles"] = metrics.pop("cycles")  # the prefill's token is a cycle, not a decode step
         return {
@@ -215,7 +192,7 @@ class Session:
             "tokens_per_forward_prefill_counted": n / (forwards + 1) if n else 0.0,
             "tokens_per_s": n / self._decode_s if self._decode_s > 0 else 0.0,
             "recording": str(self.db) if self.db is not None else None, "session_id": self.info.id,
-            "budget": self.engine.session_stats().get("budget"),
+            "budget": self.session.stats().get("budget"),
         }
 
     def _repr_html_(self) -> str:
@@ -240,9 +217,7 @@ class Session:
         """End the session and close its recording. One you stopped between cycles (``run(max_new_tokens=...)``,
         ``step()``) is recorded as complete, ended by you; one cut inside a cycle (an error, Ctrl-C) stays
         interrupted or failed. Also done when the Session is garbage-collected or Python exits."""
-        _end(self._run, self._recording, len(self.output_ids))
-        self._recording = None
-        self._finalizer.detach()
+        self._finalizer()
 
     def __enter__(self) -> Session:
         return self
@@ -257,19 +232,11 @@ class Session:
                 f"{len(self.output_ids)} tokens, {state}>")
 
 
-def _end(run: RecordedRun | None, recording: Recording | None, tokens: int | None) -> None:
+def _end(session: CoreSession) -> None:
     """A session's recording ended and closed (see :meth:`Session.close`)."""
-    if run is not None and not run.writer.finished and not run.failed:
-        try:
-            if run.in_cycle:
-                run.finish("interrupted", "closed inside a cycle")
-            else:
-                n = tokens if tokens is not None else len(run.engine.output_ids)
-                run.finish("complete", f"ended by the caller after {n} tokens")
-        except SpecVizError:
-            pass  # the file cannot take it now: a reader marks the session interrupted
-    if recording is not None:
-        recording.close()
+    session.end()
+    if session.recording is not None:
+        session.recording.close()
 
 
 __all__ = ["Session", "load", "wrap_model"]

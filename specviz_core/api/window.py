@@ -83,7 +83,7 @@ def recording_of(what: Any, session: str | None = None) -> tuple[Path, str | Non
             for c in s.cycles:
                 writer.append(c, summarize(c))
             writer.finish("complete" if s.done else "interrupted", s.stop_reason or "opened before its end",
-                          s.engine.session_stats())
+                          s.session.stats())
     return db, session or sessions[0].info.id
 
 

@@ -13,8 +13,8 @@ from specviz_core.bench import hf as bench_hf
 from specviz_core.bench.aggregate import STAGES
 from specviz_core.bench.specs import MethodSpec
 from specviz_core.runtime.models import LoadedModel
-from specviz_core.session.factory import Prepared, build_engine, session_info
 from specviz_core.session.request import check_method
+from specviz_core.session.session import Session
 
 
 @dataclass
@@ -80,24 +80,15 @@ def run_engine(target: LoadedModel, draft: LoadedModel | None, spec: MethodSpec,
     """Decode ``ids`` with one method (sampling when ``temperature`` > 0, from ``seed``); with ``recording``
     (an open Recording), every cycle is recorded."""
     choice = check_method(spec.method, spec.params)
-    engine = build_engine(target, choice, ids, draft=draft, max_new_tokens=max_new_tokens, temperature=temperature,
-                          seed=seed)
-    controller = engine.budget
+    session = Session(target, choice, ids, draft=draft, max_new_tokens=max_new_tokens, temperature=temperature,
+                      seed=seed, recording=recording)
+    controller = session.engine.budget
     stage = dict.fromkeys(STAGES, 0.0)
     n_cycles = 0
     with PeakMemory(target.device) as mem:
-        prefill_ms = engine.prefill()
-        if recording is not None:
-            from specviz_core.session.run import RecordedRun
-
-            info = session_info(target, choice, ids, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
-            t0 = time.perf_counter()
-            run = RecordedRun(Prepared(engine, info), recording)
-            run.writer.set_prefill_ms(prefill_ms)  # the engine prefilled above, so the run will not
-            cycles = (c.record for c in run.run())
-        else:
-            t0 = time.perf_counter()
-            cycles = engine.cycles()
+        prefill_ms = session.prefill()
+        t0 = time.perf_counter()
+        cycles = session.records()
         t_first, n_first = t0, 0
         for rec in cycles:
             if n_cycles == 0:
@@ -109,9 +100,10 @@ def run_engine(target: LoadedModel, draft: LoadedModel | None, spec: MethodSpec,
     extra: dict[str, Any] = {}
     if controller is not None:
         extra["budget"] = controller.summary()
-    n = len(engine.output_ids)
+    out = session.output_ids
+    n = len(out)
     rate = (n - n_first, t_end - t_first) if n > n_first else (n, t_end - t0)  # one cycle: count it
-    return RunResult(list(engine.output_ids), engine.n_forward, t_end - t0, prefill_ms, stage, n_cycles, mem.peak_mb,
+    return RunResult(out, session.n_forward, t_end - t0, prefill_ms, stage, n_cycles, mem.peak_mb,
                      rate[0], rate[1], extra)
 
 

@@ -27,8 +27,8 @@ from typing import Any
 from specviz_core.drafters.stand import RankPath, StandDrafter, StandParams, check_tree, tree_file
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime.time_limit import TimeLimit
-from specviz_core.session.factory import build_engine
 from specviz_core.session.request import check_method
+from specviz_core.session.session import Session
 
 # Rank weights of the large starting tree: flatter than Token Recycling's, so it reaches deep
 # (a tree optimized for STAND can be a long narrow chain; the paper's reached depth 13).
@@ -93,13 +93,13 @@ def optimize_tree(target: Any, prompts: list[list[int]], *, large: int = 625, ke
             drafter.template = paths  # decode on the large tree
             drafter.children = Counter(p[:-1] for p in paths)
             for s in range(samples):
-                engine = build_engine(target, choice, prompt, max_new_tokens=max_new_tokens, temperature=temperature,
-                                      seed=seed + s, drafter=drafter)
+                session = Session(target, choice, prompt, max_new_tokens=max_new_tokens, temperature=temperature,
+                                  seed=seed + s, drafter=drafter)
                 what = f"prompt {i + 1}/{len(prompts)} sample {s + 1}/{samples}"
-                while not engine.done:
+                while not session.done:
                     if limit.passed():
                         raise _TimeUp
-                    rec = engine.step()
+                    rec = session.step().record
                     counts.update(drafter.paths[n] for n in rec.accepted_path)
                     cycles += 1
                     tokens += len(rec.committed_ids)

@@ -184,8 +184,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     from specviz_core.recording.store import Recording, new_session_id
     from specviz_core.runtime.catalog import remember_model
     from specviz_core.runtime.models import resolve_model_path
-    from specviz_core.session.factory import load_models, prepare
-    from specviz_core.session.run import RecordedRun, summary_line
+    from specviz_core.session.factory import load_models
+    from specviz_core.session.session import Session, summary_line
 
     if args.fork is not None:
         from specviz_core.cli.fork import cmd_fork
@@ -215,19 +215,19 @@ def cmd_record(args: argparse.Namespace) -> int:
             if limit.passed():
                 stopped = f"{limit.reason} before sample {i + 1} of {args.samples}"
                 break
-            prepared = prepare(checked.with_seed(req.seed + i), target, draft, group_id=group, drafter=drafter,
-                               progress=progress)
-            drafter = prepared.engine.drafter
+            run = Session.start(checked.with_seed(req.seed + i), target, draft, group_id=group, drafter=drafter,
+                                progress=progress)
+            drafter = run.drafter
             bar = None
             if not args.quiet:  # before the session row exists: a Ctrl-C here leaves no session `running`
                 desc = req.method + (f" {i + 1}/{args.samples}" if args.samples > 1 else "")
                 bar = progress_bar(total=req.max_new_tokens, unit="tok", desc=desc)
-            run = RecordedRun(prepared, rec)
+            run.record_to(rec)
             try:
                 for cycle in run.run():
                     if bar is not None:
                         bar.update(len(cycle.record.committed_ids))
-                    if not run.engine.done and limit.passed():
+                    if not run.done and limit.passed():
                         run.finish("interrupted", limit.reason)
                         stopped = f"{limit.reason} in sample {i + 1} of {args.samples}"
                         break
@@ -278,12 +278,8 @@ def record_request(args: argparse.Namespace) -> Any:
               + "".join(f" --param {k}={v}" for k, v in call.params.items()), file=sys.stderr)
     elif method is None:
         raise SpecVizError("give --method, or your generate call's arguments with --generate-kwargs")
-    budget = args.budget
-    if isinstance(budget, str):  # auto or paper: a word of the budget parameter
-        params = {**params, "budget": budget}
-        budget = None
     return SessionRequest(
-        method=method, prompt=prompt, model=args.model, draft_model=draft, params=params, budget=budget,
+        method=method, prompt=prompt, model=args.model, draft_model=draft, params=params, budget=args.budget,
         max_new_tokens=max_new if max_new is not None else 128, temperature=temperature or 0.0, seed=args.seed or 0,
         chat_template=False if args.no_chat_template else None, device=args.device, dtype=args.dtype, threads=args.threads,
     )

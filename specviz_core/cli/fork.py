@@ -25,17 +25,9 @@ def refuse_with_fork(args: argparse.Namespace) -> None:
 def cmd_fork(args: argparse.Namespace) -> int:
     from specviz_core.audit import audit_device
     from specviz_core.recording.store import Recording
-    from specviz_core.session.factory import load_checked_model, load_draft
-    from specviz_core.session.fork import (
-        ForkedRun,
-        ForkMismatch,
-        fork_request,
-        load_prefix,
-        parent_choice,
-        parse_fork_point,
-        prepare_fork,
-    )
-    from specviz_core.session.run import summary_line
+    from specviz_core.session.factory import load_checked_model
+    from specviz_core.session.fork import Fork, ForkMismatch, check_fork_point, fork_request, parse_fork_point
+    from specviz_core.session.session import summary_line
 
     refuse_with_fork(args)
     sid, cycle = parse_fork_point(args.fork)
@@ -48,20 +40,14 @@ def cmd_fork(args: argparse.Namespace) -> int:
         checked = fork_request(parent, args.method, parse_kv(args.param), args.budget, args.temperature, args.seed,
                                args.max_new_tokens, args.draft_model, args.device or audit_device(parent.device),
                                args.dtype or parent.dtype)
-        old = parent_choice(parent)
-        recorded = load_prefix(rec, parent, cycle)
+        check_fork_point(parent, cycle)  # refused before a model is loaded
         req = checked.request
         progress = _progress(args.quiet)
         target = load_checked_model(parent.model, req.device, req.dtype, progress)
-        parent_draft = load_draft(target, parent.draft_model, req.device, req.dtype, progress,
-                                  old.cls.draft_shares_tokenizer) if old.wants_draft_model else None
-        draft = load_draft(target, req.draft_model, req.device, req.dtype, progress,
-                           checked.choice.cls.draft_shares_tokenizer) if checked.choice.wants_draft_model else None
-        prepared = prepare_fork(parent, checked, cycle, target, parent_draft, draft)
-        run = ForkedRun(prepared, rec, parent, recorded, checked, draft, anyway=args.fork_anyway)
+        run = Fork.start(rec, parent, cycle, checked, target, progress, anyway=args.fork_anyway)
         bars = _Bars(args.quiet, cycle, f"re-running {parent.id} to cycle {cycle}")
         try:
-            while not run.engine.done:
+            while not run.done:
                 was = run.switched
                 try:
                     run.step()
@@ -105,7 +91,7 @@ class _Bars:
             if self.rerun is not None:
                 self.rerun.close()
                 self.rerun = None
-            n = len(run.engine.output_ids)
+            n = len(run.output_ids)
             if self.tokens is None:
                 self.tokens = self._bar(max_new_tokens, desc, "tok", n)
             else:

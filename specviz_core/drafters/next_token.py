@@ -34,6 +34,7 @@ from specviz_core.drafters.draft_tree import DraftModelRunner
 from specviz_core.drafters.head import HeadRunner, install_feature_tap, load_head, tapped_features
 from specviz_core.drafters.ngram_tables import NGramTables, Tail
 from specviz_core.errors import SpecVizError
+from specviz_core.methods.card import DRAFT_MODEL, TARGET_AS_DRAFT
 from specviz_core.runtime.models import synchronize
 from specviz_core.tree import DraftTree
 
@@ -290,9 +291,8 @@ class SourcedDrafter(Drafter):
         if params.drafter == "model":
             if draft_model is None:
                 raise SpecVizError(
-                    f"{self.method_id} with drafter=model needs --draft-model (a model sharing the target's "
-                    "tokenizer; the target itself works, e.g. --draft-model default); "
-                    "drafter=table needs no draft model")
+                    f"{self.method_id} with drafter=model needs {DRAFT_MODEL} (a model sharing the target's "
+                    f"tokenizer; {TARGET_AS_DRAFT}); drafter=table needs no draft model")
             self.source: NextTokenSource = ModelSource(draft_model)
         elif params.drafter == "head":
             head = load_head(target)

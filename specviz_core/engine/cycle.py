@@ -128,6 +128,28 @@ class Engine:
         the rows its forward ran are applied, never decided again from this machine's curve (a fork's re-run)."""
         self.decided = {r.index: r.decisions for r in records}
 
+    def switch(self, config: DecodeConfig, drafter: Drafter | None = None,
+               budget: BudgetController | None = None) -> float:
+        """Go on from the next cycle with other settings (a fork's): ``config`` applies from here (another seed starts
+        a new random stream; a higher token limit lifts a stop at the old one); ``drafter`` replaces the drafter,
+        started on the committed tokens as its prompt and warmed with a plain forward over them, ``budget`` its
+        controller (None: its own budget). Returns the ms the new drafter took to warm (0 without one)."""
+        if self.stop_reason == "max_new_tokens" and config.max_new_tokens > len(self.output_ids):
+            self.stop_reason = ""
+        if config.seed != self.config.seed:
+            self.generator = torch.Generator(device="cpu").manual_seed(config.seed)
+        warm_ms = 0.0
+        if drafter is not None:
+            t0 = self.clock()
+            drafter.start(list(self.ids))
+            prefill_into(self.target, drafter, self.ids[:-1], DynamicCache())
+            self.drafter, self.budget = drafter, budget
+            if budget is not None:
+                budget.pad = config.pad_rows
+            warm_ms = (self.clock() - t0) * 1000.0
+        self.config = config
+        return warm_ms
+
     def rows_to_run(self, rows: int) -> int:
         """The rows a verify block of ``rows`` runs as: padded where this device's curve says a bigger block costs
         less (the controller's curve once known, else ``pad_curve``), else ``rows``."""

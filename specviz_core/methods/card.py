@@ -7,6 +7,11 @@ from dataclasses import dataclass
 
 from specviz_core.methods.params import NoParams
 
+#: A draft model in the words of every face that asks for one: the command line, the Python API, the Run panel.
+DRAFT_MODEL = "a draft model (--draft-model; draft_model= in Python)"
+#: How to draft with the target itself, where the draft model must share its tokenizer.
+TARGET_AS_DRAFT = "the target itself works: --draft-model default, or the same model object in Python"
+
 
 @dataclass(frozen=True)
 class MethodCard:

@@ -1,13 +1,10 @@
-"""The one engine factory: models and a checked method in, an :class:`Engine` out.
-
-The window, ``specviz record``, ``specviz bench`` and ``specviz optimize-tree`` all build their
-engines here, so a method runs the same wherever it is started.
-"""
+"""What a session is made of: its models (loaded and checked once), its engine (built for
+:class:`~specviz_core.session.session.Session` alone, so a method runs the same wherever it is
+started) and the session row it is recorded under."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from specviz_core.drafters import Drafter
 from specviz_core.engine.budget import make_controller, stored_curve
@@ -15,24 +12,14 @@ from specviz_core.engine.cycle import DecodeConfig, Engine
 from specviz_core.engine.selfcheck import SelfCheck, check_tree_support
 from specviz_core.recording.store import new_session_id
 from specviz_core.records import SessionInfo
-from specviz_core.runtime import threads as cpu_threads
 from specviz_core.runtime.models import (
     DEFAULT_MODEL,
     LoadedModel,
     check_same_tokenizer,
-    encode_prompt,
     load_model,
     model_reference,
 )
 from specviz_core.session.request import CheckedRequest, MethodChoice
-
-
-@dataclass
-class Prepared:
-    """A session ready to decode: its engine and the session row it is recorded under."""
-
-    engine: Engine
-    info: SessionInfo
 
 
 def build_engine(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence[int], *,
@@ -130,20 +117,3 @@ def session_info(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence
         attention=f"{target.attn_implementation}; {target.attention.describe()}", draft_model=model_reference(draft.name) if draft is not None else None,
         chat_template=chat_template, max_new_tokens=max_new_tokens, group_id=group_id,
     )
-
-
-def prepare(checked: CheckedRequest, target: LoadedModel, draft: LoadedModel | None = None,
-            group_id: str | None = None, drafter: Drafter | None = None,
-            progress: Callable[[str, float | None], None] | None = None) -> Prepared:
-    """A session ready to decode: the prompt encoded, the engine built, the session row filled in."""
-    req = checked.request
-    if req.threads is not None:
-        cpu_threads.request(req.threads)
-    cpu_threads.apply(target.device)
-    prompt_ids, used_chat = encode_prompt(target, req.prompt, req.chat_template)
-    engine = build_engine(target, checked.choice, prompt_ids, draft=draft, max_new_tokens=req.max_new_tokens,
-                          temperature=req.temperature, seed=req.seed, drafter=drafter, progress=progress)
-    info = session_info(target, checked.choice, prompt_ids, prompt_text=req.prompt, temperature=req.temperature,
-                        seed=req.seed, max_new_tokens=req.max_new_tokens, draft=draft, chat_template=used_chat,
-                        group_id=group_id)
-    return Prepared(engine, info)

@@ -19,18 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-import torch
-from transformers import DynamicCache
-
 from specviz_core.engine.budget import make_controller
-from specviz_core.engine.cycle import DecodeConfig, prefill_into
+from specviz_core.engine.cycle import DecodeConfig
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import CycleRecord, SessionInfo
 from specviz_core.runtime.models import LoadedModel
-from specviz_core.session.factory import Prepared, build_engine, session_info
+from specviz_core.session.factory import load_draft, session_info
 from specviz_core.session.request import CheckedRequest, MethodChoice, SessionRequest, check_method
-from specviz_core.session.run import RecordedCycle, RecordedRun
+from specviz_core.session.session import Progress, RecordedCycle, Session
 
 
 def parse_fork_point(text: str) -> tuple[str, int]:
@@ -69,12 +66,19 @@ def parent_choice(parent: SessionInfo) -> MethodChoice:
         raise SpecVizError(f"cannot re-run session {parent.id}: {e}") from None
 
 
-def load_prefix(rec: Recording, parent: SessionInfo, cycle: int) -> list[CycleRecord]:
-    """The parent's cycles 0..cycle-1, which the fork re-runs and checks (a damaged one is refused)."""
+def check_fork_point(parent: SessionInfo, cycle: int) -> MethodChoice:
+    """Refuse a fork of ``parent`` at ``cycle`` that cannot be made (before any model is loaded); the parent's
+    method as it re-runs."""
     if parent.status == "running":
         raise SpecVizError(f"session {parent.id} is still being recorded: fork it when it has ended")
     if not 0 <= cycle <= parent.n_cycles:
         raise SpecVizError(f"session {parent.id} has cycles 0 to {parent.n_cycles - 1}: cannot fork at cycle {cycle}")
+    return parent_choice(parent)
+
+
+def load_prefix(rec: Recording, parent: SessionInfo, cycle: int) -> list[CycleRecord]:
+    """The parent's cycles 0..cycle-1, which the fork re-runs and checks (a damaged one is refused)."""
+    check_fork_point(parent, cycle)
     return list(rec.cycles(parent.id, 0, cycle))
 
 
@@ -130,41 +134,62 @@ def cycle_difference(recorded: CycleRecord, rerun: CycleRecord) -> Mismatch | No
     return None
 
 
-def prepare_fork(parent: SessionInfo, checked: CheckedRequest, fork_cycle: int, target: LoadedModel,
-                 parent_draft: LoadedModel | None = None, draft: LoadedModel | None = None) -> Prepared:
-    """An engine with the parent's settings (it re-runs the prefix), and the fork's session row."""
-    engine = build_engine(target, parent_choice(parent), parent.prompt_ids, draft=parent_draft,
-                          max_new_tokens=parent.max_new_tokens or checked.request.max_new_tokens,
-                          temperature=parent.temperature, seed=parent.seed)
-    req = checked.request
-    info = session_info(target, checked.choice, parent.prompt_ids, prompt_text=parent.prompt_text,
-                        temperature=req.temperature, seed=req.seed, max_new_tokens=req.max_new_tokens, draft=draft,
-                        chat_template=parent.chat_template)
-    return Prepared(engine, replace(info, parent_session=parent.id, fork_cycle=fork_cycle))
+class Fork(Session):
+    """A session that re-runs and checks the parent's cycles before ``fork_cycle``, then switches settings.
 
-
-class ForkedRun(RecordedRun):
-    """A recorded run that re-runs and checks the parent's cycles before ``fork_cycle``, then switches settings.
-
-    On the first re-run cycle that differs, ``step()`` raises :class:`ForkMismatch` without storing it (the session
-    stays running): ``continue_anyway()`` stores it and goes on, unchecked, from the re-run state; ``stop()`` ends
-    the session as failed. ``anyway=True`` continues at once (the difference is still reported in ``mismatch``).
+    Its engine starts with the parent's settings (so the re-run reproduces the parent), its recorded row has the
+    fork's. On the first re-run cycle that differs, ``step()`` raises :class:`ForkMismatch` without storing it (the
+    session stays running): ``continue_anyway()`` stores it and goes on, unchecked, from the re-run state; ``stop()``
+    ends the session as failed. ``anyway=True`` continues at once (the difference is still reported in ``mismatch``).
     """
 
-    def __init__(self, prepared: Prepared, recording: Recording, parent: SessionInfo, recorded: list[CycleRecord],
-                 checked: CheckedRequest, draft: LoadedModel | None = None, anyway: bool = False) -> None:
-        super().__init__(prepared, recording)
+    def __init__(self, parent: SessionInfo, recorded: list[CycleRecord], checked: CheckedRequest,
+                 target: LoadedModel, recording: Recording, parent_draft: LoadedModel | None = None,
+                 draft: LoadedModel | None = None, anyway: bool = False) -> None:
+        req = checked.request
+        fork_cycle = len(recorded)
+        info = session_info(target, checked.choice, parent.prompt_ids, prompt_text=parent.prompt_text,
+                            temperature=req.temperature, seed=req.seed, max_new_tokens=req.max_new_tokens,
+                            draft=draft, chat_template=parent.chat_template)
+        super().__init__(target, parent_choice(parent), parent.prompt_ids, draft=parent_draft,
+                         max_new_tokens=parent.max_new_tokens or req.max_new_tokens, temperature=parent.temperature,
+                         seed=parent.seed, recording=recording,
+                         info=replace(info, parent_session=parent.id, fork_cycle=fork_cycle))
         self.parent = parent
         self.recorded = recorded
         self.engine.reuse_decisions(recorded)  # what the parent's clock decided is applied, not decided again
-        self.fork_cycle = len(recorded)
+        self.fork_cycle = fork_cycle
         self.checked = checked
-        self.draft = draft
+        self.fork_draft = draft
         self.anyway = anyway
         self.mismatch: Mismatch | None = None
         self.switched = False
         self._pending: CycleRecord | None = None
         self._warm_ms = 0.0
+
+    @classmethod
+    def start(cls, recording: Recording, parent: SessionInfo, cycle: int, checked: CheckedRequest,
+              target: LoadedModel, progress: Progress | None = None, anyway: bool = False,
+              draft: LoadedModel | None = None) -> Fork:
+        """A fork of ``parent`` (in ``recording``, where the fork is written too) at ``cycle`` on ``target``: the
+        parent's cycles before it read (a damaged one refused), the draft model either side needs loaded (``draft``:
+        the fork's, already loaded)."""
+        req = checked.request
+        old = parent_choice(parent)
+        recorded = load_prefix(recording, parent, cycle)
+        if checked.choice.wants_draft_model and draft is None:
+            draft = load_draft(target, req.draft_model, req.device, req.dtype, progress,
+                               checked.choice.cls.draft_shares_tokenizer)
+        parent_draft = None
+        if old.wants_draft_model:
+            parent_draft = draft if draft is not None and parent.draft_model == req.draft_model else load_draft(
+                target, parent.draft_model, req.device, req.dtype, progress, old.cls.draft_shares_tokenizer)
+        return cls(parent, recorded, checked, target, recording, parent_draft, draft, anyway)
+
+    @property
+    def done(self) -> bool:
+        """Ended, with no re-run cycle waiting to be stored."""
+        return self._pending is None and self.engine.done
 
     @property
     def reproducing(self) -> bool:
@@ -190,22 +215,19 @@ class ForkedRun(RecordedRun):
         return super().step()
 
     def _rerun(self) -> CycleRecord:
-        e = self.engine
-        if not e.prefilled:
-            self.writer.set_prefill_ms(e.prefill())
-        record = e.step()
+        self.prefill()
+        record = self.engine.step()
         if self.mismatch is None:
             self.mismatch = cycle_difference(self.recorded[record.index], record)
         if record.index + 1 == self.fork_cycle:
-            e.decided = {}  # from the fork's cycle on, its own settings decide
+            self.engine.reuse_decisions([])  # from the fork's cycle on, its own settings decide
         return record
 
     def _decode(self) -> CycleRecord:
         if self._pending is not None:
             record, self._pending = self._pending, None
             return record
-        if not self.engine.prefilled:
-            self.writer.set_prefill_ms(self.engine.prefill())
+        self.prefill()
         if not self.switched:
             self._switch()
         record = self.engine.step()
@@ -227,39 +249,27 @@ class ForkedRun(RecordedRun):
 
     def _switch(self) -> None:
         """From here on, the fork's own settings (see the module's docstring)."""
-        import time
-
         e, parent, new = self.engine, self.parent, self.checked
         req = new.request
         self.switched = True
-        if e.done:
-            if e.stop_reason == "max_new_tokens" and req.max_new_tokens > len(e.output_ids):
-                e.stop_reason = ""
-            else:
-                raise SpecVizError(f"session {parent.id} ended at cycle {self.fork_cycle - 1} ({e.stop_reason}): "
+        if e.done and not (e.stop_reason == "max_new_tokens" and req.max_new_tokens > len(e.output_ids)):
+            raise SpecVizError(f"session {parent.id} ended at cycle {self.fork_cycle - 1} ({e.stop_reason}): "
                                    "there is nothing to continue; fork at an earlier cycle")
         if len(e.output_ids) >= req.max_new_tokens:
             raise SpecVizError(f"{len(e.output_ids)} tokens are already committed at cycle {self.fork_cycle}: give "
                                f"a max new tokens above that")
+        drafter = budget = None
         if (new.choice.method, new.choice.on(e.target).recorded_params) != (parent.method, dict(parent.params)):
-            t0 = time.perf_counter()
-            drafter = new.choice.cls(new.choice.params, e.target, self.draft)
-            drafter.start(list(e.ids))  # the committed tokens as its prompt
-            prefill_into(e.target, drafter, e.ids[:-1], DynamicCache())
-            e.drafter = drafter
-            e.budget = make_controller(e.target, new.choice.cls.max_budget(new.choice.params),
-                                       getattr(new.choice.params, "budget", None)) if new.choice.auto \
-                else None
-            self._warm_ms = (time.perf_counter() - t0) * 1000.0
-        if req.seed != parent.seed:
-            e.generator = torch.Generator(device="cpu").manual_seed(req.seed)
-        e.config = DecodeConfig(max_new_tokens=req.max_new_tokens, temperature=req.temperature, seed=req.seed,
-                                stop_on_eos=e.config.stop_on_eos)
+            drafter = new.choice.cls(new.choice.params, e.target, self.fork_draft)
+            budget = make_controller(e.target, new.choice.cls.max_budget(new.choice.params),
+                                     getattr(new.choice.params, "budget", None)) if new.choice.auto else None
+        self._warm_ms = e.switch(DecodeConfig(max_new_tokens=req.max_new_tokens, temperature=req.temperature,
+                                              seed=req.seed, stop_on_eos=e.config.stop_on_eos), drafter, budget)
 
     def check_text(self) -> str:
         if self.mismatch is not None:
             return f"not reproducible: {self.mismatch.message()}"
         return f"reproduced cycles 0-{self.fork_cycle - 1}" if self.fork_cycle else "nothing to reproduce"
 
-    def finish(self, status: str, reason: str = "") -> None:
-        self.writer.finish(status, reason, {**self.engine.session_stats(), "fork_check": self.check_text()})
+    def stats(self) -> dict[str, Any]:
+        return {**super().stats(), "fork_check": self.check_text()}

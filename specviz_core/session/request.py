@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from specviz_core.engine.budget import split_auto
 from specviz_core.errors import SpecVizError
 from specviz_core.methods import parse_params
+from specviz_core.methods.card import DRAFT_MODEL, TARGET_AS_DRAFT
 
 if TYPE_CHECKING:
     from specviz_core.drafters import Drafter
@@ -45,15 +46,20 @@ class MethodChoice:
         return self.cls.wants_draft_model(self.params)
 
 
-def check_method(method: str, raw_params: dict[str, Any] | None = None, budget: int | None = None) -> MethodChoice:
+def check_method(method: str, raw_params: dict[str, Any] | None = None, budget: int | str | None = None
+                 ) -> MethodChoice:
     """Parse and validate a method's ``key=value`` parameters. A method with a budget takes ``budget=auto`` (its
-    default: chosen for the device), ``budget=paper`` (the paper's own) or a number.
+    default: chosen for the device), ``budget=paper`` (the paper's own) or a number, in ``raw_params`` or as
+    ``budget`` (which wins).
 
     Loads the method's drafter (and torch): a choice is made to run."""
     from specviz_core.drafters import method_class
 
     cls = method_class(method)
-    raw, auto = split_auto(method, cls.params_cls, dict(raw_params or {}))
+    raw_params = dict(raw_params or {})
+    if isinstance(budget, str):  # a word (auto, paper) or a number as text: the budget parameter's own check
+        raw_params["budget"], budget = budget, None
+    raw, auto = split_auto(method, cls.params_cls, raw_params)
     if budget is not None:
         if "budget" not in cls.params_cls.__dataclass_fields__:
             raise SpecVizError(f"method {method} has no budget")
@@ -71,7 +77,8 @@ class SessionRequest:
     model: str | None = None
     draft_model: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
-    budget: int | None = None
+    budget: int | str | None = None
+    """A number of draft nodes, ``"auto"`` or ``"paper"``; None: the method's default (``auto`` for a tree)."""
     max_new_tokens: int = 128
     temperature: float = 0.0
     seed: int = 0
@@ -102,9 +109,9 @@ class SessionRequest:
             raise SpecVizError(f"method {self.method} decodes greedily only (temperature 0): {choice.cls.greedy_only}")
         if choice.wants_draft_model and not self.draft_model:
             why = "" if choice.cls.needs_draft_model else " with drafter=model (drafter=table needs none)"
-            which = ("a model sharing the target's tokenizer; the target itself works, e.g. --draft-model default"
+            which = (f"a model sharing the target's tokenizer; {TARGET_AS_DRAFT}"
                      if choice.cls.draft_shares_tokenizer else "a model with a tokenizer of its own")
-            raise SpecVizError(f"method {self.method} needs --draft-model{why} ({which})")
+            raise SpecVizError(f"method {self.method} needs {DRAFT_MODEL}{why} ({which})")
         return CheckedRequest(self, choice)
 
 

@@ -12,10 +12,9 @@ from specviz_app.session.jobs.state import EngineState
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
 from specviz_core.runtime.models import LoadedModel
-from specviz_core.session.factory import load_draft
-from specviz_core.session.fork import ForkedRun, fork_request, load_prefix, parent_choice, prepare_fork
+from specviz_core.session.fork import Fork, fork_request
 from specviz_core.session.request import CheckedRequest
-from specviz_core.session.run import RecordedCycle
+from specviz_core.session.session import RecordedCycle
 
 
 @dataclass(frozen=True)
@@ -44,21 +43,16 @@ class ForkJob:
         return parent, fork_request(parent, **fork.changes, device=device, dtype=dtype)
 
     def run(self, fork: ForkStart, parent: SessionInfo, checked: CheckedRequest, target: LoadedModel,
-            draft: LoadedModel | None) -> ForkedRun:
-        """The fork's recorded run, in the state's recording, its parent's cycles before ``fork.cycle`` to re-run."""
+            draft: LoadedModel | None) -> Fork:
+        """The fork, recorded in the state's recording, its parent's cycles before ``fork.cycle`` to re-run."""
         assert self.state.recording is not None
-        old = parent_choice(parent)
-        parent_draft = load_draft(target, parent.draft_model, checked.request.device, checked.request.dtype,
-                                  same_tokenizer=old.cls.draft_shares_tokenizer) if old.wants_draft_model else None
-        recorded = load_prefix(self.state.recording, parent, fork.cycle)
-        prepared = prepare_fork(parent, checked, fork.cycle, target, parent_draft, draft)
-        return ForkedRun(prepared, self.state.recording, parent, recorded, checked, draft)
+        return Fork.start(self.state.recording, parent, fork.cycle, checked, target, draft=draft)
 
-    def rerun(self, run: ForkedRun, stop: Callable[[], bool],
+    def rerun(self, run: Fork, stop: Callable[[], bool],
               progress: Callable[[str, float], None]) -> Iterator[RecordedCycle]:
         """The fork's cycles before its fork cycle, re-run and checked one by one until ``stop()``; raises
         :class:`~specviz_core.session.fork.ForkMismatch` at the first that differs from the parent's."""
         while run.rerun_left and not stop():
-            n = run.engine.cycle_index
+            n = run.cycle_index
             progress(f"re-running cycle {n} of {run.fork_cycle} and checking it", n / run.fork_cycle)
             yield run.step()

@@ -43,38 +43,34 @@ def baseline_tokens(info: SessionInfo) -> int:
 def record_ar_session(target: LoadedModel, info: SessionInfo, recording: Recording,
                       progress: Callable[[str, float], None], stop: Callable[[], bool]) -> SessionInfo:
     """Decode ``info``'s prompt plainly (``ar``, greedy) on ``target`` and record it; returns the finished session."""
-    from specviz_core.session.factory import Prepared, build_engine, session_info
     from specviz_core.session.request import check_method
-    from specviz_core.session.run import RecordedRun
+    from specviz_core.session.session import Session
 
-    choice = check_method("ar")
     n = baseline_tokens(info)
-    engine = build_engine(target, choice, info.prompt_ids, max_new_tokens=n)
-    ar_info = session_info(target, choice, info.prompt_ids, prompt_text=info.prompt_text, max_new_tokens=n,
-                           chat_template=info.chat_template)
-    run = RecordedRun(Prepared(engine, ar_info), recording)
+    run = Session(target, check_method("ar"), info.prompt_ids, max_new_tokens=n, prompt_text=info.prompt_text,
+                  chat_template=info.chat_template, recording=recording)
     done = 0
-    while not run.engine.done:
+    while not run.done:
         done += len(run.step().record.committed_ids)
         progress(f"recording the AR baseline ({done}/{n} tokens)", min(1.0, done / n))
-        if stop() and not run.engine.done:
+        if stop() and not run.done:
             run.finish("interrupted", "stopped by the user")
             break
-    return recording.session(ar_info.id)
+    return recording.session(run.info.id)
 
 
 def ar_speed(target: LoadedModel, prompt_ids: tuple[int, ...], tokens: int, progress: Callable[[float], None],
              gave_way: Callable[[], bool]) -> float | None:
     """Plain AR's speed on ``prompt_ids`` (tokens/s over ``tokens`` tokens, not recorded); None when ``gave_way()``
     said to stop (background work gives way to the user's requests)."""
-    from specviz_core.session.factory import build_engine
     from specviz_core.session.request import check_method
+    from specviz_core.session.session import Session
 
-    engine = build_engine(target, check_method("ar"), prompt_ids, max_new_tokens=tokens)
-    engine.prefill()
+    session = Session(target, check_method("ar"), prompt_ids, max_new_tokens=tokens)
+    session.prefill()
     t0 = time.perf_counter()
     n = 0
-    for record in engine.cycles():
+    for record in session.records():
         if gave_way():
             return None
         n += len(record.committed_ids)

@@ -91,24 +91,23 @@ class RaceRecorder(QObject):
                 rec.close()
 
     def _warm_up(self, ar: CheckedRequest, target) -> None:
-        from specviz_core.session.factory import prepare
+        from specviz_core.session.session import Session
 
         self.progress.emit("warming up", 0.0)
-        warm = prepare(CheckedRequest(replace(ar.request, max_new_tokens=WARMUP_TOKENS), ar.choice), target)
-        for _ in warm.engine.cycles():
+        warm = Session.start(CheckedRequest(replace(ar.request, max_new_tokens=WARMUP_TOKENS), ar.choice), target)
+        for _ in warm.records():
             pass
 
     def _record_one(self, checked: CheckedRequest, draft, target, rec, k: int, stop_check) -> str:
         """Decode and record one session to its end (k: 0 for AR, 1 for the method); its id."""
-        from specviz_core.session.factory import prepare
-        from specviz_core.session.run import RecordedRun
+        from specviz_core.session.session import Session
 
-        run = RecordedRun(prepare(checked, target, draft), rec)
+        run = Session.start(checked, target, draft, recording=rec)
         n_max = checked.request.max_new_tokens
         name = "plain decoding (AR)" if k == 0 else checked.request.method
         done = 0
         self.progress.emit(f"recording {name} (0/{n_max} tokens)", k / 2)
-        while not run.engine.done:
+        while not run.done:
             try:
                 stop_check()
             except RaceCancelled:

@@ -9,7 +9,7 @@ from pathlib import Path
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
 from specviz_core.runtime.models import LoadedModel
-from specviz_core.session.run import RecordedRun
+from specviz_core.session.session import Session
 
 
 class EngineState:
@@ -20,7 +20,7 @@ class EngineState:
         """One set of (target, draft) models, by (model, draft model, device, dtype): models are large."""
         self.recording: Recording | None = None
         """The recording live sessions are written to (opened by the first one)."""
-        self.run: RecordedRun | None = None
+        self.run: Session | None = None
         """The live session being decoded (a fork is one too), or None."""
 
     def record_to(self, db_path: str) -> Recording:
@@ -32,7 +32,7 @@ class EngineState:
             self.recording = Recording(db_path, create=True)
         return self.recording
 
-    def final_info(self, run: RecordedRun) -> SessionInfo:
+    def final_info(self, run: Session) -> SessionInfo:
         """``run``'s session as recorded now (complete, interrupted or failed)."""
         assert self.recording is not None
         return self.recording.session(run.info.id)
@@ -40,7 +40,7 @@ class EngineState:
     def finish(self, status: str, reason: str) -> SessionInfo | None:
         """End the session being decoded, if it has not ended, as ``status``; its final info (None if none)."""
         run = self.run
-        if run is not None and not run.writer.finished:
+        if run is not None and not run.finished:
             run.finish(status, reason)
             return self.final_info(run)
         return None

@@ -12,8 +12,8 @@ from typing import Any
 from specviz_core.bench.suites import Suite
 from specviz_core.runtime.models import LoadedModel
 from specviz_core.runtime.time_limit import TimeLimit
-from specviz_core.session.factory import build_engine
 from specviz_core.session.request import check_method
+from specviz_core.session.session import Session
 
 Say = Callable[[str], None]
 
@@ -55,10 +55,11 @@ def decode(target: LoadedModel, method: str, params: dict[str, Any], ids: list[i
     if "budget" in card(method).params_cls.__dataclass_fields__:
         params = {"budget": "paper", **params}
     choice = check_method(method, params)
-    engine = build_engine(target, choice, ids, max_new_tokens=n, temperature=temperature, seed=seed, drafter=drafter)
-    records = list(engine.cycles())
-    tau = len(engine.output_ids) / engine.n_forward if engine.n_forward else 0.0
-    return Run(tau, records, engine.drafter.stats(), list(engine.output_ids)), engine.drafter
+    session = Session(target, choice, ids, max_new_tokens=n, temperature=temperature, seed=seed, drafter=drafter)
+    records = list(session.records())
+    out = session.output_ids
+    tau = len(out) / session.n_forward if session.n_forward else 0.0
+    return Run(tau, records, session.drafter.stats(), out), session.drafter
 
 
 GOOSE_SESSIONS = 8

@@ -24,6 +24,7 @@ from specviz_core.drafters.hf.generate import (
     model_kwargs_for,
 )
 from specviz_core.errors import SpecVizError
+from specviz_core.methods.card import DRAFT_MODEL
 from specviz_core.methods.hf import ASSISTED, UNIVERSAL
 
 
@@ -34,7 +35,7 @@ class HFAssistedDrafter(CandidateDrafter):
     def __init__(self, params: Any, target: Any, draft_model: Any = None) -> None:
         super().__init__(params, target, draft_model)
         if draft_model is None:
-            raise SpecVizError(f"{self.method_id} needs --draft-model (the assistant)")
+            raise SpecVizError(f"{self.method_id} needs {DRAFT_MODEL} (the assistant)")
         self.spy: AssistantSpy | None = None
         self._calls = 0
         self.cycle_call: Any = None
