@@ -10,11 +10,13 @@ from pathlib import Path
 
 import specviz_core.cli.commands as core_cli
 from specviz_app.bench import options as bench_cli
+from specviz_app.panels.registry import EXPORTED, panel_key
 from specviz_core.cli.options import bounded_int, check_writable, finite_float, progress_bar, refuse_overwriting
 from specviz_core.errors import SpecVizError
 from specviz_core.viewer.comparison import load_comparison, stored_curve_of
 
-PANELS = ("tree", "mask", "kv", "charts", "output", "spine", "window")
+#: What ``screenshot --panel`` renders: a panel that draws the cycle, or the whole window.
+PANELS = (*EXPORTED, "window")
 DEMO_HELP = "replay the bundled demo recording (a Goose session on the default model; loads no model)"
 
 
@@ -39,7 +41,8 @@ def add_commands(sub) -> None:
     src.add_argument("--demo", action="store_true", help=DEMO_HELP)
     s.add_argument("--session", default=None, help="session id (default: the latest)")
     s.add_argument("--cycle", type=int, default=0, help="cycle index (default 0; negative counts from the end)")
-    s.add_argument("--panel", choices=PANELS, default="window", help="what to render (default: the whole window)")
+    s.add_argument("--panel", type=panel_key, choices=PANELS, default="window",
+                   help="what to render (default: the whole window)")
     s.add_argument("--size", default="1500x940", help="window size WxH (default 1500x940)")
     s.add_argument("--out", type=Path, required=True, help="output file, .png or .svg")
     s.add_argument("--theme", choices=("system", "light", "dark"), default="system", help="colour theme (default: system)")

@@ -223,9 +223,10 @@ class SessionInfo:
     """A fork's first cycle with its own settings: the cycles before it re-ran the parent's (docs/fork.md)."""
 
     @property
-    def mean_accepted(self) -> float:
-        """Mean tokens committed per target forward (tau), bonus included: decode forwards only (the prefill's
-        forward is not counted; a first token it gave is)."""
+    def tokens_per_forward(self) -> float:
+        """Tokens committed per target forward (tau), the bonus included: decode forwards only (the prefill's
+        forward is not counted; a first token it gave is). Not :attr:`CycleRecord.n_accepted`'s mean, which counts
+        the accepted draft tokens alone."""
         return self.n_tokens / self.n_forward if self.n_forward else 0.0
 
     @property

@@ -136,7 +136,7 @@ def test_a_recorded_generate_call_opens_beside_a_session(tiny_dir, shell, tmp_pa
     for i in range(m.n_cycles):
         m.set_cycle(i)
         committed += m.record.committed_ids
-        explained = window.spine.explanation()
+        explained = window.stop_cause.explanation()
         assert m.record.state["draft_stop_text"].split(":")[0] in explained or "assistant" in explained
     assert committed == out[0, inputs["input_ids"].shape[1]:].tolist()
     window.charts.flush()

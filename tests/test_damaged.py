@@ -243,7 +243,7 @@ def test_the_viewer_shows_a_damaged_cycle_and_keeps_going(good, tmp_path):
         n = model.n_cycles
         assert n > BAD + 2 and model.index == 0 and model.record.index == 0
         for _ in range(n + 2):
-            model.step(1)
+            model.move(1)
         indices = [i for i, _ in seen]
         assert indices == list(range(n)), "stepping visits every cycle, the damaged one included"
         for i, record in seen:
@@ -256,7 +256,7 @@ def test_the_viewer_shows_a_damaged_cycle_and_keeps_going(good, tmp_path):
         assert model.damage_text.startswith(f"Cycle {BAD} is damaged: node 0: source 'soot'")
         assert source.summaries()[BAD].damaged, "the timeline learns the cycle is damaged"
         assert BAD not in model.visible_indices() or model.filter.kind == "all"
-        model.step(-1)
+        model.move(-1)
         assert model.index == BAD - 1 and model.record.index == BAD - 1 and model.damage_text == ""
 
 

@@ -44,7 +44,7 @@ def test_the_window_steps_over_a_damaged_cycle(qtbot, window, good, tmp_path):  
         if i == BAD:
             assert w.model.record is None and w.model.damage_text.startswith(message)
             assert w.tree.message().startswith(message) and w.mask.note_text().startswith(message)
-            assert message in w.spine.explanation()
+            assert message in w.stop_cause.explanation()
             assert w.timeline.label.text().endswith("(damaged)")
             assert w.info_label.text().endswith(f"cycle {BAD} is damaged")
             assert w.info_label.toolTip().startswith(message)

@@ -32,7 +32,7 @@ class Source:
         self.info = SimpleNamespace(method=method, model="m", device="cpu", id="s1", group_id="g" if group else "")
         self.live = False
         if group:
-            infos = [SimpleNamespace(id=f"s{k}", group_id="g", mean_accepted=1.0 + k) for k in range(group)]
+            infos = [SimpleNamespace(id=f"s{k}", group_id="g", tokens_per_forward=1.0 + k) for k in range(group)]
             self.recording = SimpleNamespace(sessions=lambda damaged=None: infos)
 
     def __len__(self) -> int:

@@ -82,7 +82,7 @@ def test_why_panel_says_what_the_cycle_cost_against_plain_decoding(window, tiny_
         cycle = next(c for c in rec.cycles(tr.id) if c.mode == "tree")
     assert window.controller.open_session(str(db), tr.id)
     window.model.set_cycle(cycle.index)
-    text = " ".join(window.spine.explanation().split())
+    text = " ".join(window.stop_cause.explanation().split())
     t_ar = 1000.0 / ar.tokens_per_s
     total = sum(cycle.timings_ms.values())
     tokens = len(cycle.committed_ids)

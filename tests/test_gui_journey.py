@@ -13,7 +13,7 @@ from test_gui_window import assert_panels_show
 from specviz_core.viewer.lifecycle import enabled_actions, status_text
 
 METHODS = ("goose", "talon", "tr", "pld", "stand", "hf_prompt_lookup")
-PANELS = ("tree", "mask", "kv", "charts", "output", "spine")
+PANELS = ("tree", "mask", "kv", "charts", "output", "stop_cause")
 
 
 def settle(qtbot, w, timeout=120000):

@@ -65,7 +65,7 @@ def test_a_stray_tab_bar_left_by_qt_is_hidden(window, qtbot) -> None:
     w.resize(1100, 700)
     w.dock_layout.proportion_docks()
     stray = QTabBar(w)
-    for title in (w.docks["spine"].windowTitle(), w.docks["charts"].windowTitle()):
+    for title in (w.docks["stop_cause"].windowTitle(), w.docks["charts"].windowTitle()):
         stray.addTab(title)
     out = in_window(w, w.docks["output"].widget())
     stray.setGeometry(out.center().x(), out.top() + 20, 300, 26)

@@ -72,7 +72,7 @@ def assert_panels_show(w, rec) -> None:
     assert f"Cycle {rec.index}" in w.mask.note_text()
     assert w.kv.counts() == (rec.cache_len, rec.cache_len + len(rec.kv_keep), len(rec.kv_keep),
                              rec.n_verified - len(rec.kv_keep))
-    assert f"Cycle {rec.index}" in w.spine.explanation()
+    assert f"Cycle {rec.index}" in w.stop_cause.explanation()
     w.charts.flush()
     assert w.charts.data.n == len(w.model.source)
 

@@ -86,5 +86,5 @@ def test_a_recording_counts_no_forward_for_the_prefills_token(tiny, tmp_path, on
         writer.finish("complete")
         info = rec.session(writer.id)
     assert (info.n_cycles, info.n_forward, info.n_tokens) == (8, 7, 8)
-    assert info.mean_accepted == pytest.approx(8 / 7) and info.tau_prefill_counted == pytest.approx(1.0)
+    assert info.tokens_per_forward == pytest.approx(8 / 7) and info.tau_prefill_counted == pytest.approx(1.0)
     assert check_recording(db).clean

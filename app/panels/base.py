@@ -37,6 +37,12 @@ class PanelMixin:
     title = "Panel"
     """The dock's title and the export menu's entry."""
 
+    @classmethod
+    def create(cls, model: SessionModel, recording: Path) -> PanelMixin:
+        """The panel as the window builds it (:mod:`specviz_app.panels.registry`): on the session model, by default;
+        a panel that follows something else says what it takes."""
+        return cls(model)  # type: ignore[call-arg]
+
     def connect_model(self, model: SessionModel) -> None:
         self.model = model
         model.session_opened.connect(self.on_session_opened)

@@ -23,6 +23,7 @@ from specviz_core.analysis.compare import fork_label, fork_tree
 from specviz_core.errors import DamagedRecording, SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
+from specviz_core.viewer.session_model import SessionModel
 
 COLUMNS = ("Method", "Model", "Prompt", "Tokens", "Tokens/fwd", "Tokens/s", "Status", "Date")
 
@@ -33,6 +34,11 @@ class SessionsView(PanelMixin, QWidget):
     title = "Sessions"
     open_requested = Signal(str, str)
     """(db path, session id)"""
+
+    @classmethod
+    def create(cls, model: SessionModel, recording: Path) -> SessionsView:
+        """Filled by the window with the sessions of the open recording."""
+        return cls()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -99,7 +105,7 @@ class SessionsView(PanelMixin, QWidget):
             prompt = fork_label(s) or " ".join(s.prompt_text.split())
             method = "    " * (depth - 1) + "  └ " + s.method if depth else s.method  # a fork: its parent's child
             values = (method, Path(s.model).name if s.model else "", prompt[:60], str(s.n_tokens),
-                      f"{s.mean_accepted:.2f}", f"{s.tokens_per_s:.1f}", s.status, s.created[:16].replace("T", " "))
+                      f"{s.tokens_per_forward:.2f}", f"{s.tokens_per_s:.1f}", s.status, s.created[:16].replace("T", " "))
             for col, v in enumerate(values):
                 item = QTableWidgetItem(v)
                 if col in (3, 4, 5):

@@ -41,8 +41,8 @@ class Explanation:
     copied: tuple[int, int] | None = None
 
 
-class SpinePanel(PanelMixin, QTextBrowser):
-    """Plain-language account of the current cycle's spine.
+class StopCausePanel(PanelMixin, QTextBrowser):
+    """Why the current cycle stopped where it did, in plain language (its spine, its cut, its time).
 
     ``matched_span()`` / ``copied_span()``: context token indices ``(start, end)``, end exclusive, of the matched
     n-gram and of the copied tokens, where the context is the prompt ids followed by every token committed before this
@@ -123,7 +123,7 @@ class SpinePanel(PanelMixin, QTextBrowser):
                 self._explanation = self._explain(rec)
                 self.setHtml("".join(f"<p>{p}</p>" for p in self._explanation.paragraphs))
             except Exception as exc:  # noqa: BLE001 - one odd record must not stop the other panels' updates
-                log.exception("spine panel: cannot explain cycle %s", rec.index)
+                log.exception("stop-cause panel: cannot explain cycle %s", rec.index)
                 self._explanation = Explanation()
                 self.setPlainText(f"Cannot explain this cycle ({type(exc).__name__}: {exc})")
         if self._explanation.matched != old:

@@ -74,4 +74,4 @@ class Autoplay(QObject):
         elif model.index >= model.n_cycles - 1:
             self.set(False)
         else:
-            model.step(1)
+            model.move(1)

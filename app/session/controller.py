@@ -333,7 +333,7 @@ class SessionController(QObject):
             self.session_status.emit(f"Session {info.id} {info.status}"
                                      f"{' (' + info.stop_reason + ')' if info.stop_reason else ''}: "
                                      f"{info.n_tokens} tokens in {info.n_forward} forwards, "
-                                     f"{info.mean_accepted:.2f} tokens/forward{budget_words(info.stats)}. Step or "
+                                     f"{info.tokens_per_forward:.2f} tokens/forward{budget_words(info.stats)}. Step or "
                                      "Run starts a new session with these settings; Reset edits them first.")
             self.autoplay.set(False)
         self.sessions_changed.emit()

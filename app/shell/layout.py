@@ -9,9 +9,10 @@ from PySide6.QtCore import QByteArray, QObject, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QTabBar
 
+from specviz_app.panels.registry import PANELS
 from specviz_app.settings import settings
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 COMPACT_SIZE = (1300, 800)
 """Below this window size, the laptop layout (:meth:`DockLayout.proportion_docks`)."""
 
@@ -26,7 +27,7 @@ class DockLayout(QObject):
         super().__init__(window)
         self.window = window
         self.docks = docks
-        """The docks by panel name: run, sessions, mask, kv, output, spine, charts."""
+        """The docks by panel key (:mod:`specviz_app.panels.registry`)."""
         self.compact = False
         """The laptop layout: Run and Sessions tabbed with the output, so the tree keeps its width."""
         self._base_font = QApplication.font()
@@ -101,13 +102,15 @@ class DockLayout(QObject):
 
     # -- presentation -------------------------------------------------------------------------------
     def toggle_presentation(self) -> None:
-        """Large fonts; only tree, output, charts and the spine explanation."""
+        """Large fonts; only the panels the registry keeps in presentation mode (the tree, output, charts, why the cycle
+        stopped)."""
         on = self._normal_state is None
         window = self.window
         if on:
             self._normal_state = window.saveState(LAYOUT_VERSION)
-            for name in ("run", "sessions", "mask", "kv"):
-                self.docks[name].hide()
+            for entry in PANELS:
+                if entry.key in self.docks and not entry.presenting:
+                    self.docks[entry.key].hide()
             font = QFont(self._base_font)
             font.setPointSizeF(self._base_font.pointSizeF() * 1.5)
             QApplication.setFont(font)

@@ -7,6 +7,7 @@ the menu actions that are more than one call (:mod:`specviz_app.shell.actions`: 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent, QShowEvent
@@ -29,9 +30,10 @@ from specviz_app.panels.charts.panel import ChartsPanel
 from specviz_app.panels.kv.view import KVView
 from specviz_app.panels.mask.view import MaskView
 from specviz_app.panels.output import OutputView
+from specviz_app.panels.registry import PANELS, PanelEntry, docked
 from specviz_app.panels.run.panel import RunPanel
 from specviz_app.panels.sessions import SessionsView
-from specviz_app.panels.stop_cause import SpinePanel
+from specviz_app.panels.stop_cause import StopCausePanel
 from specviz_app.panels.timeline import TimelinePanel
 from specviz_app.panels.tree.view import TreeView
 from specviz_app.session.controller import AUTOPLAY_SPEEDS, DEFAULT_SPEED, SessionController
@@ -47,6 +49,9 @@ from specviz_app.windows.train_head import stop_all as stop_head_training
 from specviz_core.viewer.lifecycle import Activity, SessionState, enabled_actions, status_text
 from specviz_core.viewer.session_model import SessionModel
 
+#: The registry's areas as Qt's.
+_AREAS = {"left": Qt.DockWidgetArea.LeftDockWidgetArea, "right": Qt.DockWidgetArea.RightDockWidgetArea,
+          "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
 
 class MainWindow(QMainWindow):
     """The shell: the draft tree in the middle, panels in docks around it, menus, toolbars, presentation, export.
@@ -62,38 +67,30 @@ class MainWindow(QMainWindow):
         self._gc = UiThreadGC(self)
         self._gc.start()
 
-        self.tree = TreeView(self.model)
+        self.panels: dict[str, PanelMixin] = {e.key: e.load().create(self.model, self.db_path) for e in PANELS}
+        """Every panel by its key (:mod:`specviz_app.panels.registry`); the ones the window wires are named below."""
+        self.tree = cast(TreeView, self.panels["tree"])
+        self.run_panel = cast(RunPanel, self.panels["run"])
+        self.sessions = cast(SessionsView, self.panels["sessions"])
+        self.output = cast(OutputView, self.panels["output"])
+        self.stop_cause = cast(StopCausePanel, self.panels["stop_cause"])
+        self.mask = cast(MaskView, self.panels["mask"])
+        self.kv = cast(KVView, self.panels["kv"])
+        self.charts = cast(ChartsPanel, self.panels["charts"])
+        self.timeline = cast(TimelinePanel, self.panels["timeline"])
         self.setCentralWidget(self.tree)
-        self.run_panel = RunPanel(self.db_path)
-        self.sessions = SessionsView()
-        self.output = OutputView(self.model)
-        self.spine = SpinePanel(self.model)
-        self.mask = MaskView(self.model)
-        self.kv = KVView(self.model)
-        self.charts = ChartsPanel(self.model)
-        self.timeline = TimelinePanel(self.model)
-        self.panels: dict[str, PanelMixin] = {
-            "tree": self.tree, "output": self.output, "spine": self.spine, "mask": self.mask, "kv": self.kv,
-            "charts": self.charts, "run": self.run_panel, "sessions": self.sessions, "timeline": self.timeline,
-        }
         self.controller = SessionController(self.model, self.run_panel, self)
         self.docks: dict[str, QDockWidget] = {}
         self.dock_layout = DockLayout(self, self.docks)
         """Where the docks go at any size, presentation mode, the layout kept between runs."""
-        left = Qt.DockWidgetArea.LeftDockWidgetArea
-        right = Qt.DockWidgetArea.RightDockWidgetArea
-        bottom = Qt.DockWidgetArea.BottomDockWidgetArea
-        self._dock("run", self.run_panel, left)
-        self._dock("sessions", self.sessions, left)
-        self.tabifyDockWidget(self.docks["run"], self.docks["sessions"])
-        self.docks["run"].raise_()
-        self._dock("mask", self.mask, right)
-        self._dock("kv", self.kv, right)
-        self._dock("output", self.output, bottom)
-        self._dock("spine", self.spine, bottom)
-        self._dock("charts", self.charts, bottom)
-        self.tabifyDockWidget(self.docks["spine"], self.docks["charts"])
-        self.docks["spine"].raise_()
+        for entry in docked():
+            self._dock(entry)
+        for entry in docked():
+            if entry.tab_with is not None:
+                self.tabifyDockWidget(self.docks[entry.tab_with], self.docks[entry.key])
+        for entry in docked():
+            if entry.raised:
+                self.docks[entry.key].raise_()
         self.setStatusBar(ElidingStatusBar())  # before the toolbars add the cycle's facts to it
         self._build_actions()
         self._build_toolbars()
@@ -122,12 +119,14 @@ class MainWindow(QMainWindow):
             self.dock_layout.restore()
 
     # -- construction --------------------------------------------------------------------------------
-    def _dock(self, name: str, panel: PanelMixin, area: Qt.DockWidgetArea) -> None:
+    def _dock(self, entry: PanelEntry) -> None:
+        """``entry``'s panel in a dock of its area."""
+        panel = self.panels[entry.key]
         dock = QDockWidget(panel.title, self)
-        dock.setObjectName(f"dock_{name}")
+        dock.setObjectName(f"dock_{entry.key}")
         dock.setWidget(panel)
-        self.addDockWidget(area, dock)
-        self.docks[name] = dock
+        self.addDockWidget(_AREAS[entry.place], dock)
+        self.docks[entry.key] = dock
 
     def _connect(self) -> None:
         """Panels talk through the model; the controller's reports go to the widgets that show them."""
@@ -138,7 +137,7 @@ class MainWindow(QMainWindow):
         rp.pause_requested.connect(c.pause)
         rp.reset_requested.connect(c.reset)
         self.sessions.open_requested.connect(c.open_session)
-        self.spine.span_changed.connect(self.output.set_matched_span)
+        self.stop_cause.span_changed.connect(self.output.set_matched_span)
         c.state_changed.connect(self._on_state)
         c.settings_locked.connect(rp.set_locked)
         c.session_status.connect(rp.set_status)
@@ -188,8 +187,8 @@ class MainWindow(QMainWindow):
         """Run → Audit against plain decoding."""
 
         g = m.addMenu("&Go")
-        self.prev_action = self._action("&Previous cycle", "Left", lambda: self.model.step(-1))
-        self.next_action = self._action("&Next cycle", "Right", lambda: self.model.step(1))
+        self.prev_action = self._action("&Previous cycle", "Left", lambda: self.model.move(-1))
+        self.next_action = self._action("&Next cycle", "Right", lambda: self.model.move(1))
         self.first_action = self._action("&First cycle", "Home", lambda: self.model.set_cycle(0))
         self.last_action = self._action("&Last cycle", "End", lambda: self.model.set_cycle(self.model.n_cycles - 1))
         self.autoplay_action = self._action("&Autoplay", "Space", self.controller.toggle_autoplay,
@@ -330,7 +329,7 @@ class MainWindow(QMainWindow):
             self.run_panel.show_replay(source.info)
         # "Why did this cycle stop" answers for every method, so it opens in front.
         if not self.dock_layout.presenting:
-            self.docks["spine"].raise_()
+            self.docks["stop_cause"].raise_()
         self._update_title()
 
     # -- misc ---------------------------------------------------------------------------------------------------------

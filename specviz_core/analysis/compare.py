@@ -45,7 +45,7 @@ class Compared:
 
     @property
     def tau(self) -> float:
-        return self.info.mean_accepted
+        return self.info.tokens_per_forward
 
     def by_source(self) -> dict[str, tuple[int, int]]:
         """Per node source over the session: (verified, accepted)."""

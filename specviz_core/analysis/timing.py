@@ -249,7 +249,7 @@ class SessionCost:
 
     @property
     def tau(self) -> float:
-        """Tokens per target forward: the session's own number (``SessionInfo.mean_accepted``)."""
+        """Tokens per target forward: the session's own number (``SessionInfo.tokens_per_forward``)."""
         return self.tokens / self.forwards if self.forwards else 0.0
 
     @property

@@ -246,7 +246,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         print(f"session {info.id}: {info.method} on {Path(info.model).name if info.model != 'default' else 'default model'}{sample}")
         print(summary_line(info))
     if len(infos) > 1:
-        print(f"group {group}: tokens/forward by sample: {', '.join(f'{x.mean_accepted:.2f}' for x in infos)}")
+        print(f"group {group}: tokens/forward by sample: {', '.join(f'{x.tokens_per_forward:.2f}' for x in infos)}")
     if stopped:
         print(f"specviz: stopped: {stopped}; the cycles so far are saved", file=sys.stderr)
     return 0
@@ -303,9 +303,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     for s, depth in tree:  # forks right under their parent, indented
         prompt = fork_label(s) or " ".join(s.prompt_text.split())[:40]
         print(f"{'  ' * depth + s.id:<{iw}}  {s.created[:19]:<19}  {s.method:<{mw}}  {s.status:<11}  {s.n_tokens:>6}  "
-              f"{s.n_forward:>5}  {s.mean_accepted:>5.2f}  {s.tokens_per_s:>6.1f}  {prompt}")
+              f"{s.n_forward:>5}  {s.tokens_per_forward:>5.2f}  {s.tokens_per_s:>6.1f}  {prompt}")
         if args.metrics:
-            print(f"    {'tokens per forward':<24}{s.mean_accepted:.3f}   (decode forwards; "
+            print(f"    {'tokens per forward':<24}{s.tokens_per_forward:.3f}   (decode forwards; "
                   f"{s.tau_prefill_counted:.3f} with the prefill's forward counted, as the papers count)")
             for line in metrics[s.id].lines():
                 print(f"    {line}")

@@ -22,7 +22,7 @@ def session_line(info: SessionInfo, metrics: SessionMetrics | None = None) -> di
     d = asdict(info)
     d["prompt_ids"] = list(info.prompt_ids)
     d["output_ids"] = list(info.output_ids)
-    d["mean_accepted"] = info.mean_accepted
+    d["mean_accepted"] = info.tokens_per_forward  # the export's name for it since format 1: kept for its readers
     d["tokens_per_s"] = info.tokens_per_s
     for key in ("parent_session", "fork_cycle"):  # a fork's only: other sessions' lines are as before forks existed
         if d[key] is None:

@@ -236,7 +236,7 @@ def encode_request(checked: CheckedRequest, target: LoadedModel, ids: Sequence[i
 def summary_line(info: SessionInfo) -> str:
     """A recorded session in one line: tokens, forwards, tokens per forward, speed, how it ended."""
     return (f"{info.n_tokens} tokens, {info.n_forward} target forwards, "
-            f"{info.mean_accepted:.2f} tokens/forward, {info.tokens_per_s:.1f} tokens/s "
+            f"{info.tokens_per_forward:.2f} tokens/forward, {info.tokens_per_s:.1f} tokens/s "
             f"({info.status}{', ' + info.stop_reason if info.stop_reason else ''}){budget_words(info.stats)}")
 
 

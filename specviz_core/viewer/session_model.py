@@ -136,8 +136,9 @@ class SessionModel:
         self.cycle_changed.emit(record)
         return True
 
-    def step(self, delta: int) -> bool:
-        """Move ``delta`` cycles, skipping cycles the filter hides."""
+    def move(self, delta: int) -> bool:
+        """Move ``delta`` recorded cycles (negative: back), skipping cycles the filter hides. (Decoding a cycle is
+        the session controller's ``step``.)"""
         if self.source is None or not len(self.source):
             return False
         matching = self.visible_indices()

@@ -227,7 +227,7 @@ class ChartData:
 
     @property
     def mean_tau(self) -> float:
-        """Tokens committed per target forward: the session's one number (``SessionInfo.mean_accepted``), the one
+        """Tokens committed per target forward: the session's one number (``SessionInfo.tokens_per_forward``), the one
         the Run panel, ``sessions`` and ``compare`` show (a cycle 0 that took its token from the prefill ran no
         forward of its own)."""
         forwards = self._sums["forwards"][self.n] if self.n else 0.0

@@ -42,7 +42,7 @@ class SamplesPlot(Chart):
             self.draw(inputs.samples, inputs.session_id)
 
     def draw(self, samples: list[SessionInfo], current: str) -> None:
-        self.taus = [s.mean_accepted for s in samples]
+        self.taus = [s.tokens_per_forward for s in samples]
         x = np.arange(1, len(samples) + 1, dtype=float)
         if not samples:  # pyqtgraph's bars take no empty brush list
             self.bars.setOpts(x=[], height=[], brushes=None, pens=None)

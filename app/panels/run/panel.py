@@ -51,6 +51,7 @@ from specviz_core.records import SessionInfo
 from specviz_core.runtime.choices import DTYPES
 from specviz_core.session.request import CheckedRequest, SessionRequest
 from specviz_core.viewer.filters import CycleFilter
+from specviz_core.viewer.session_model import SessionModel
 from specviz_resources import demo_prompt
 
 DEFAULT_METHOD = "goose"
@@ -68,6 +69,11 @@ class RunPanel(PanelMixin, QWidget):
     fork_requested = Signal()
     recording_edited = Signal(str)
     """The user typed or chose another recording file ('' when cleared)."""
+
+    @classmethod
+    def create(cls, model: SessionModel, recording: Path) -> RunPanel:
+        """On the recording live sessions are written to (it follows the controller, not the model)."""
+        return cls(recording)
 
     def __init__(self, db_path: Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)

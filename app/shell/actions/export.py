@@ -9,12 +9,10 @@ from pathlib import Path
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu
 
 from specviz_app.panels.base import PanelMixin, export_widget
+from specviz_app.panels.registry import EXPORTED
 from specviz_app.shell.actions.common import window_action
 from specviz_core.viewer.cycle_table import write_cycles_csv
 from specviz_core.viewer.session_model import SessionModel
-
-#: The panels File → Export panel offers, in its order.
-EXPORTED = ("tree", "mask", "kv", "charts", "output", "spine")
 
 
 class ExportActions:

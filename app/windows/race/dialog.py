@@ -119,7 +119,7 @@ class RaceDialog(QDialog):
             ar = base.get((s.model, s.prompt_ids))
             speed = f"{s.tokens_per_s / ar.tokens_per_s:.2f}×" if ar is not None and ar.tokens_per_s > 0 else "—"
             item = QTreeWidgetItem([s.id, Path(s.model).name or s.model, s.method, str(s.n_tokens),
-                                    f"{s.mean_accepted:.2f}", f"{s.tokens_per_s:.1f}", speed,
+                                    f"{s.tokens_per_forward:.2f}", f"{s.tokens_per_s:.1f}", speed,
                                     fork_label(s) or prompt_excerpt(s)])
             item.setData(0, Qt.ItemDataRole.UserRole, s.id)
             item.setToolTip(7, s.prompt_text[:500])

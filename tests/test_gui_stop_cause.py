@@ -15,16 +15,16 @@ from gui_records import (
     word_id,
     word_vocab,
 )
-from specviz_app.panels.stop_cause import SpinePanel
+from specviz_app.panels.stop_cause import StopCausePanel
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import LiveSource
 
 keep_none_alive()
 
 
-def open_panel(qtbot, source) -> tuple[SpinePanel, list]:
+def open_panel(qtbot, source) -> tuple[StopCausePanel, list]:
     model = SessionModel()
-    panel = SpinePanel(model)
+    panel = StopCausePanel(model)
     qtbot.addWidget(panel)
     spans: list = []
     panel.span_changed.connect(spans.append)
@@ -130,7 +130,7 @@ def test_node_links_select_the_node(qtbot) -> None:
 @pytest.mark.parametrize("closed", [False, True])
 def test_no_session_shows_the_hint(qtbot, closed: bool) -> None:
     model = SessionModel()
-    panel = SpinePanel(model)
+    panel = StopCausePanel(model)
     qtbot.addWidget(panel)
     if closed:
         model.open(goose_session(n_nodes=12, spine_len=5, spine_accepted=2, branch_continues=0), word_vocab())
