@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from helpers import compare_greedy, concentrated_llama, hf_greedy, reorder_tol, run, tiny_llama
-from specviz_core.drafters.head import (
+from specviz_core.drafters.talon.head import (
     DraftHead,
     HeadRunner,
     eagle3_layers,

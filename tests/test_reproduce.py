@@ -89,7 +89,7 @@ def test_talon_needs_a_head_then_reports_r(tiny, tmp_path, monkeypatch):
     monkeypatch.setenv("SPECVIZ_HEADS", str(tmp_path))
     with pytest.raises(SpecVizError, match="train-head"):
         reproduce(tiny, "talon", prompts=prompts(), max_new_tokens=16)
-    from specviz_core.drafters.head import save_head
+    from specviz_core.drafters.talon.head import save_head
     from specviz_core.training.train import train_head
 
     rng = random.Random(5)

@@ -61,7 +61,7 @@ def models(tmp_path_factory):
     import os
     import random
 
-    from specviz_core.drafters.head import save_head
+    from specviz_core.drafters.talon.head import save_head
     from specviz_core.training.train import train_head
 
     target = concentrated_llama(0)

@@ -20,8 +20,8 @@ from helpers import compare_greedy, hf_greedy, run, tiny_llama
 from specviz_core.bench.optimize_tree import large_tree, optimize_tree, select_tree
 from specviz_core.bench.suites import ALL, load_suite
 from specviz_core.cli.commands import main
-from specviz_core.drafters.ngram_tables import NGramTables, merge_entry
 from specviz_core.drafters.stand import GumbelCache, gumbel_topk, load_tree
+from specviz_core.drafters.talon.ngram_tables import NGramTables, merge_entry
 
 ALPHA = 0.001
 

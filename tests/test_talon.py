@@ -9,7 +9,7 @@ import torch
 
 from helpers import compare_greedy, hf_greedy, make_engine, run, tiny_llama
 from specviz_core.cli.commands import main
-from specviz_core.drafters.talon import grow_talon
+from specviz_core.drafters.talon.drafter import grow_talon
 from specviz_core.methods.talon import TalonParams
 from specviz_core.tree import DraftTree
 

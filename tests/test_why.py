@@ -9,7 +9,7 @@ import torch
 
 from helpers import make_engine, plain_logits, tiny_llama
 from specviz_core.analysis.stop_cause import CAUSES, offers_at, stop_cause
-from specviz_core.drafters.next_token import NextTokenSource
+from specviz_core.drafters.talon.next_token import NextTokenSource
 
 PROMPT = [5, 17, 33, 2, 61, 40, 9, 12]
 

@@ -57,7 +57,7 @@ class HeadTrainer(QThread):
         super().start(*args)
 
     def run(self) -> None:
-        from specviz_core.drafters.head import save_head
+        from specviz_core.drafters.talon.head import save_head
         from specviz_core.session.factory import load_checked_model
         from specviz_core.training.train import train_head
 

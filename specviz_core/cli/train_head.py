@@ -71,7 +71,7 @@ class _Bar:
 
 
 def cmd_train_head(args: argparse.Namespace) -> int:
-    from specviz_core.drafters.head import save_head
+    from specviz_core.drafters.talon.head import save_head
     from specviz_core.runtime.head_files import head_info
     from specviz_core.session.factory import load_checked_model
     from specviz_core.training.train import train_head

@@ -3,7 +3,7 @@
 - Logit n-gram tables (1- to 4-grams) store the target's top-10 next-token
   probabilities after each n-gram seen on the decoded trajectory, merged as a
   running mean and re-truncated to the top 10
-  (:mod:`~specviz_core.drafters.ngram_tables`). Only the committed trajectory is
+  (:mod:`~specviz_core.drafters.talon.ngram_tables`). Only the committed trajectory is
   merged (the root and the accepted path of every cycle, and the prompt): each
   merge is one occurrence of the n-gram, which is what the running mean averages.
 - Lookup from the longest n-gram (4 down to 1) ending each node's context.
@@ -38,7 +38,7 @@ from typing import Any
 import torch
 
 from specviz_core.drafters.base import DraftContext, Drafter
-from specviz_core.drafters.next_token import TableSource
+from specviz_core.drafters.talon.next_token import TableSource
 from specviz_core.drafters.token_recycling import rank_template
 from specviz_core.errors import SpecVizError
 from specviz_core.methods.stand import CARD, StandParams

@@ -22,7 +22,7 @@ from transformers import DynamicCache
 
 from specviz_core.analysis.timing import padded_rows
 from specviz_core.drafters.base import DraftContext, Drafter
-from specviz_core.drafters.head import retap
+from specviz_core.drafters.talon.head import retap
 from specviz_core.engine.forward import verify_forward
 from specviz_core.engine.verify import children_rows, greedy_walk, sampling_walk
 from specviz_core.errors import SpecVizError

@@ -44,7 +44,7 @@ def verify_forward(target: LoadedModel, cache: DynamicCache, block: VerifyBlock,
         use_cache=True,
     )
     if pad:  # a draft head's tap keeps the real rows' features only
-        from specviz_core.drafters.head import retap
+        from specviz_core.drafters.talon.head import retap
 
         retap(target.model, rows=slice(0, n))
     return out.logits[0, :n].float()

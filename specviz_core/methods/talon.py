@@ -27,6 +27,6 @@ CARD = MethodCard(
     display_name="TALON",
     description="TALON: a budget-driven adaptive tree (top-K at the root, then confidence gating on path "
                 "probability) from a draft model or the logit n-gram tables.",
-    drafter="specviz_core.drafters.talon:TalonDrafter",
+    drafter="specviz_core.drafters.talon.drafter:TalonDrafter",
     params_cls=TalonParams,
 )

@@ -1,7 +1,7 @@
 """Where trained draft heads are kept, and what each says about itself (torch-free).
 
 A head is kept per model folder and architecture in the user cache (``SPECVIZ_HEADS`` overrides): its weights
-``<key>.safetensors`` (:mod:`specviz_core.drafters.head` writes and loads them) and a JSON description beside
+``<key>.safetensors`` (:mod:`specviz_core.drafters.talon.head` writes and loads them) and a JSON description beside
 them (when it was trained, its held-out agreement). The Run panel asks :func:`head_info_for` whether a model has
 a head without loading the model.
 """

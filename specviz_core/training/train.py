@@ -1,4 +1,4 @@
-"""Training a draft head (:mod:`specviz_core.drafters.head`) for the target, on this machine, in minutes.
+"""Training a draft head (:mod:`specviz_core.drafters.talon.head`) for the target, on this machine, in minutes.
 
 The text is the target's own: it answers the seed prompts shipped in ``resources/prompts/head-seeds.txt``
 (none of them a bench prompt), sampled at T=0.8. Self-distillation needs no download and no licence, and
@@ -28,7 +28,7 @@ import torch
 from torch import nn
 from transformers import DynamicCache
 
-from specviz_core.drafters.head import DraftHead, DraftLogits, feature_layers_of
+from specviz_core.drafters.talon.head import DraftHead, DraftLogits, feature_layers_of
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime import kv
 from specviz_core.runtime.attention import attention_pattern, tree_masks

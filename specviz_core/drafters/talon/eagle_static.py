@@ -18,8 +18,8 @@ survivor with a higher path score, so either choice is a tree.
 from __future__ import annotations
 
 from specviz_core.drafters.base import DraftContext
-from specviz_core.drafters.next_token import SourcedDrafter
-from specviz_core.drafters.talon import add_layer, fates_of, offer_layer, pool_of
+from specviz_core.drafters.talon.drafter import add_layer, fates_of, offer_layer, pool_of
+from specviz_core.drafters.talon.next_token import SourcedDrafter
 from specviz_core.methods.eagle_static import CARD, EagleStaticParams
 from specviz_core.tree import DraftTree
 

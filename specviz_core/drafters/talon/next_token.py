@@ -8,7 +8,7 @@ after this node". Two sources give it:
   :class:`~specviz_core.drafters.draft_tree.DraftModelRunner`); one draft
   forward per tree layer.
 - :class:`TableSource`: the logit n-gram tables of the target's own outputs
-  (:mod:`~specviz_core.drafters.ngram_tables`), looked up by the last 4..1 tokens
+  (:mod:`~specviz_core.drafters.talon.ngram_tables`), looked up by the last 4..1 tokens
   of each node's context; no extra model. Every verified row's logits are
   merged in, rejected branches included, so the tables learn what the target
   considered as well as what it chose.
@@ -31,8 +31,8 @@ import torch
 
 from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.drafters.draft_tree import DraftModelRunner
-from specviz_core.drafters.head import HeadRunner, install_feature_tap, load_head, tapped_features
-from specviz_core.drafters.ngram_tables import NGramTables, Tail
+from specviz_core.drafters.talon.head import HeadRunner, install_feature_tap, load_head, tapped_features
+from specviz_core.drafters.talon.ngram_tables import NGramTables, Tail
 from specviz_core.errors import SpecVizError
 from specviz_core.methods.card import DRAFT_MODEL, TARGET_AS_DRAFT
 from specviz_core.runtime.models import synchronize
@@ -130,7 +130,7 @@ def verify_rows(tree: DraftTree) -> dict[int, int]:
 
 
 class HeadSource(NextTokenSource):
-    """A trained draft head (:mod:`~specviz_core.drafters.head`): one head step per tree layer, on the
+    """A trained draft head (:mod:`~specviz_core.drafters.talon.head`): one head step per tree layer, on the
     target's features for the committed tokens and the head's own predicted features inside the tree."""
 
     kind = "head"

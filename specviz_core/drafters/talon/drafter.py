@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from specviz_core.drafters.base import DraftContext
-from specviz_core.drafters.next_token import Candidates, NextTokenSource, SourcedDrafter
+from specviz_core.drafters.talon.next_token import Candidates, NextTokenSource, SourcedDrafter
 from specviz_core.methods.talon import CARD, TalonParams
 from specviz_core.tree import DraftTree
 
