@@ -1,14 +1,27 @@
-"""Shared fixtures: a tiny random Llama for most tests, the real default model where only it shows the behaviour."""
+"""Shared fixtures: a tiny random Llama for most tests, the real default model where only it shows the behaviour.
+
+The tests sit in one folder per feature (engine, methods, recording, analysis, api, cli, gui, project); the helper
+modules beside this file (helpers, gui_records, ...) are shared by all of them. A test module may import what another
+one defines (a fixture, a table), by its unique name, from any folder: every feature folder is on the path."""
 
 from __future__ import annotations
 
 import atexit
 import os
 import shutil
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 import torch
+
+_HERE = Path(__file__).resolve().parent
+for _folder in sorted(p for p in _HERE.iterdir() if p.is_dir() and any(p.glob("test_*.py"))):
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
+if str(_HERE) not in sys.path:
+    sys.path.insert(0, str(_HERE))
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -108,3 +121,15 @@ def _curves_stay_with_their_test():
         for f in set(folder.glob("*.json")) - before:
             if not f.name.startswith("SmolLM2-135M-Instruct__"):
                 f.unlink(missing_ok=True)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The sampling tests' chi-square statistics, as a table after the run (each test asserts its own p-value)."""
+    results = getattr(sys.modules.get("test_sampling_lossless"), "CHI2_RESULTS", None)
+    if not results:
+        return
+    m = sys.modules["test_sampling_lossless"]
+    terminalreporter.write_sep("-", f"chi-square against plain sampling, T={m.TEMPERATURE}, {m.N_SEEDS} seeds, "
+                                    f"first {m.N_TOKENS} tokens, alpha={m.ALPHA}")
+    for name, (stat, p, k) in results.items():
+        terminalreporter.write_line(f"  {name:<36} chi2={stat:8.2f}  df={k:3d}  p={p:.3g}")

@@ -3,7 +3,7 @@
 Records, on the default model and the CPU, an AR session (the speed baseline) and then a Goose session on
 ``resources/prompts/goose-demo.txt``; shrinks the file to one small self-contained SQLite file; and writes
 the slice of the default tokenizer that the recording's tokens need, so the replay shows token text on a
-machine where the default model was never converted. ``tests/test_resources.py`` checks the result.
+machine where the default model was never converted. ``tests/project/test_resources.py`` checks the result.
 """
 
 from __future__ import annotations

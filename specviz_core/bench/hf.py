@@ -8,7 +8,7 @@
 one name, one decoding. The row takes the method's parameters (``hf_assisted:num_assistant_tokens=5``) and runs
 them through transformers' own loop (the assistant settings on the assistant's ``generation_config``, where
 ``generate`` reads them); a recorded session of the same method and parameters commits the same tokens with the
-same acceptance per cycle (``tests/test_hf_generate.py``), so the row is that session's speed without SpecViz's
+same acceptance per cycle (``tests/methods/test_hf_generate.py``), so the row is that session's speed without SpecViz's
 per-cycle recording.
 
 Target forwards are counted with a forward hook on the target, so tau is comparable with the

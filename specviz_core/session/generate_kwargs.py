@@ -20,7 +20,7 @@ from specviz_core.methods import card, parse_params
 from specviz_core.methods.hf import ASSISTANT_SETTINGS
 
 #: transformers 5.x reads the assistant settings from ``assistant_model.generation_config`` only; given to
-#: ``generate`` itself they are ignored (huggingface/transformers#40739). ``tests/test_hf_generate_kwargs.py``
+#: ``generate`` itself they are ignored (huggingface/transformers#40739). ``tests/methods/test_hf_generate_kwargs.py``
 #: checks this against the installed transformers.
 GENERATE_IGNORES_ASSISTANT_SETTINGS = True
 

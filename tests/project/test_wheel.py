@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # What the wheel is built from: the project's own files, copied, so the build's egg-info and build/ folders
 # land in a temporary folder instead of the checkout.
 SOURCES = ("pyproject.toml", "README.md", "app", "specviz_core", "resources")

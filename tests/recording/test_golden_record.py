@@ -7,7 +7,7 @@ masks, paths and every other integer, string and flag exactly, and floating-poin
 scores) to a relative 1e-3, because a new transformers release may reorder a kernel's sums (5.24 moved
 probabilities in their seventh digit, and the candidate lists store four digits, so their last one flips) while
 every decision stays the same. After a deliberate change of behaviour, regenerate with ``SPECVIZ_UPDATE_GOLDEN=1 pytest
-tests/test_golden_record.py`` and say why in the commit.
+tests/recording/test_golden_record.py`` and say why in the commit.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def normalize(lines: list[str], keep_padding: bool = False) -> list[str]:
             if isinstance(d.get("state"), dict):
                 d["state"].pop("draft_step_ms", None)
                 # The rows the forward ran, padded by this machine's stored cost curve: the host's timings, and no
-                # logit changes (tests/test_verify_forward.py checks that).
+                # logit changes (tests/engine/test_verify_forward.py checks that).
                 if not keep_padding:
                     d["state"].pop("padded_to", None)
             d.pop("session", None)

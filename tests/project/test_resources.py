@@ -19,7 +19,7 @@ from specviz_app.icons import ACTION_ICONS, action_icon, app_icon, render
 from specviz_app.theme import dark_palette, set_role, style_sheet
 from specviz_core.recording.store import Recording
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESOURCES = ROOT / "resources"
 
 
@@ -110,7 +110,7 @@ def test_role_none_clears_the_rules(qtbot):
 
 # -- package data -------------------------------------------------------------------------------------------
 def test_package_data_globs_cover_every_resource_file():
-    """A file the globs miss is in the checkout but not in a wheel (tests/test_wheel.py checks a real one)."""
+    """A file the globs miss is in the checkout but not in a wheel (tests/project/test_wheel.py checks a real one)."""
     cfg = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     globs = cfg["tool"]["setuptools"]["package-data"]["specviz_resources"]
     files = [p.relative_to(RESOURCES).as_posix() for p in RESOURCES.rglob("*")

@@ -116,7 +116,7 @@ KILL_SCRIPT = textwrap.dedent("""
 def test_sigkill_leaves_committed_cycles_and_marks_interrupted(tmp_path):
     db = tmp_path / "k.db"
     script = tmp_path / "victim.py"
-    script.write_text(KILL_SCRIPT.format(tests=str(Path(__file__).parent)))
+    script.write_text(KILL_SCRIPT.format(tests=str(Path(__file__).resolve().parents[1])))
     with subprocess.Popen([sys.executable, str(script), str(db)], stdout=subprocess.PIPE, text=True) as proc:
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(0.2)

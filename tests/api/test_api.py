@@ -178,7 +178,7 @@ def test_the_docs_examples_run(tmp_path):
     as a user pastes them into scripts one after the other, on the default model, all into one runs.db."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     blocks = [b.split("```", 1)[0] for b in (root / "docs" / "python.md").read_text().split("```python\n")[1:3]]
     readme = (root / "README.md").read_text().split("## From Python", 1)[1].split("```python\n", 1)[1]
     blocks.append(readme.split("```", 1)[0].replace("specviz.open(", "print(").replace(
@@ -263,7 +263,7 @@ def test_the_example_notebook_runs_in_a_real_kernel(tmp_path):
     import nbclient
     import nbformat
 
-    nb = nbformat.read(Path(__file__).resolve().parents[1] / "docs" / "python-example.ipynb", as_version=4)
+    nb = nbformat.read(Path(__file__).resolve().parents[2] / "docs" / "python-example.ipynb", as_version=4)
     nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
                             ).execute()
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]

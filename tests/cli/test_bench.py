@@ -22,7 +22,7 @@ from specviz_core.cli.commands import main
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime.cost_files import load_cost_curve
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ROW_KEYS = {"suite", "prompt", "method", "tau", "tokens_per_s", "speedup_vs_ar", "identical_to_ar", "share_ms", "check"}
 
 

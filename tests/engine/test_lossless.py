@@ -18,9 +18,9 @@ PROMPTS = {
 }
 
 
-#: Every method but hf_universal, which needs two tokenizers (tests/test_hf_generate.py checks it against generate).
+#: Every method but hf_universal, which needs two tokenizers (tests/methods/test_hf_generate.py checks it against generate).
 ONE_TOKENIZER = [m for m in METHODS if METHODS[m].draft_shares_tokenizer]
-#: transformers' own methods (hf_*) are checked on the default model in tests/test_hf_generate.py, cycle by cycle.
+#: transformers' own methods (hf_*) are checked on the default model in tests/methods/test_hf_generate.py, cycle by cycle.
 SPECVIZ_METHODS = [m for m in METHODS if not m.startswith("hf_")]
 
 

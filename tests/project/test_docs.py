@@ -13,7 +13,7 @@ import pytest
 
 from specviz_core.cli.commands import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def readme_block(after_heading: str) -> list[str]:

@@ -87,7 +87,7 @@ def test_sessions_metrics_prints_the_definitions_names(capsys, recorded):
 def test_docs_define_every_metric():
     from pathlib import Path
 
-    doc = (Path(__file__).parent.parent / "docs" / "metrics.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text()
     for name, text in DEFINITIONS.items():
         assert name in doc and text in " ".join(doc.split()), name
 

@@ -10,7 +10,7 @@ import grimp
 import networkx as nx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("specviz", "specviz_core", "specviz_app", "specviz_resources")
 
 

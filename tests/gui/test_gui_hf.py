@@ -22,7 +22,7 @@ from specviz_core.recording.store import Recording
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import RecordingSource
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "hf-assisted.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "hf-assisted.md"
 
 
 @pytest.fixture

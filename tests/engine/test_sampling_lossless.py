@@ -8,7 +8,7 @@ engine: products of softmax(logits / T) from plain, uncached forwards.
 
 Significance level ALPHA = 0.001: a method fails when p < 0.001. The runs are
 seeded, so the statistics are reproducible; ``CHI2_RESULTS`` collects them and
-the last test prints the table. The same test, run with a deliberately wrong
+the run ends with their table (tests/conftest.py). The same test, run with a deliberately wrong
 verifier (seed 003's: accept every node independently with min(1, p/q), keep the
 longest accepted path), must fail, which shows the test has power.
 """
@@ -221,11 +221,3 @@ def test_recorded_generate_matches_plain_sampling(models, exact, tmp_path, metho
     CHI2_RESULTS[f"specviz.record({method})"] = (stat, p, k)
     assert p >= ALPHA, f"recorded {method}: not plain sampling (chi2={stat:.1f}, p={p:.2e})"
     assert accepted > N_SEEDS // 4, f"recorded {method} accepted too few draft tokens ({accepted}) to test anything"
-
-
-def test_print_chi_square_table():
-    if CHI2_RESULTS:
-        print(f"\nchi-square against plain sampling, T={TEMPERATURE}, {N_SEEDS} seeds, first {N_TOKENS} tokens, "
-              f"alpha={ALPHA}")
-        for name, (stat, p, k) in CHI2_RESULTS.items():
-            print(f"  {name:<36} chi2={stat:8.2f}  df={k:3d}  p={p:.3g}")
