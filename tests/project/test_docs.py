@@ -204,3 +204,18 @@ def test_every_documented_train_head_and_reproduce_command_parses(prefix):
     assert commands, f"no {prefix} command is documented"
     for command in commands:
         build_parser().parse_args(shlex.split(command.split("#")[0])[1:])
+
+
+def test_the_record_format_lists_every_state_fact_as_its_type_says():
+    """docs/record-format.md's table of a cycle's ``state`` is the one ``python -m specviz_core.cycle_state`` prints,
+    run as documented."""
+    import subprocess
+    import sys
+
+    doc = (ROOT / "docs" / "record-format.md").read_text(encoding="utf-8")
+    generated = doc.split("<!-- state:begin -->", 1)[1].split("<!-- state:end -->", 1)[0]
+    generated = re.sub(r"<!--.*?-->", "", generated, flags=re.S).strip()
+    printed = subprocess.run([sys.executable, "-m", "specviz_core.cycle_state"], capture_output=True, text=True,
+                             check=True, cwd=ROOT).stdout.strip()
+    assert generated == printed
+    assert printed.count("\n") > 40 and "`padded_to` |" in printed and "*Host-dependent.*" in printed

@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from specviz_core.cli.commands import main
+from specviz_core.cycle_state import host_keys
 
 GOLDEN = Path(__file__).parent / "golden"
 PROMPT = "Rename x to total:\n\ndef f(x):\n    x = x + 1\n    x = x * 2\n    return x\n"
@@ -50,11 +51,10 @@ def normalize(lines: list[str], keep_padding: bool = False) -> list[str]:
             d.pop("timings_ms", None)
             d.pop("stop_cause", None)  # derived from the recorded fields by the analysis (its own tests check it)
             if isinstance(d.get("state"), dict):
-                d["state"].pop("draft_step_ms", None)
-                # The rows the forward ran, padded by this machine's stored cost curve: the host's timings, and no
-                # logit changes (tests/engine/test_verify_forward.py checks that).
-                if not keep_padding:
-                    d["state"].pop("padded_to", None)
+                # Facts marked host-dependent in their type: e.g. the rows the forward ran, padded by this machine's
+                # stored cost curve (no logit changes: tests/engine/test_verify_forward.py checks that).
+                for key in host_keys() - ({"padded_to"} if keep_padding else set()):
+                    d["state"].pop(key, None)
             d.pop("session", None)
         out.append(json.dumps(d, sort_keys=True, allow_nan=False))
     return out
