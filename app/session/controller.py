@@ -11,7 +11,6 @@ and reports everything else through signals; it never touches a widget.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -19,6 +18,8 @@ from PySide6.QtCore import QObject, Signal
 
 from specviz_app.session.autoplay import AUTOPLAY_SPEEDS, DEFAULT_SPEED, Autoplay  # noqa: F401 - the window's
 from specviz_app.session.engine_link import EngineLink
+from specviz_app.session.jobs import reports as r
+from specviz_app.session.jobs.session import DecodeJob, ForkChoiceJob, ResetJob, StartJob
 from specviz_app.session.live_feed import LiveFeed
 from specviz_app.session.measurements import Measurements
 from specviz_core.analysis.metrics import budget_words
@@ -33,7 +34,8 @@ from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import LiveSource, RecordingSource
 
 if TYPE_CHECKING:  # the engine loads with its thread, on the first live session
-    from specviz_app.session.worker import EngineWorker, ForkStart
+    from specviz_app.session.jobs.fork import ForkStart
+    from specviz_app.session.worker import EngineWorker
 
 NO_SESSION = "No session: press Step (F10) to start one."
 
@@ -74,17 +76,11 @@ class SessionController(QObject):
         super().__init__(parent)
         self.model = model
         self.settings = settings
-        self.engine = EngineLink(self._connect_reports, self)
-        """The engine thread, started on the first request; its ``idle`` says when nothing is in flight."""
+        self.engine = EngineLink(self)
+        """The engine thread's job queue, started on the first job; its ``idle`` says when nothing is in flight."""
         self.engine.idle.connect(self._on_engine_idle)
         self.state = SessionState()
         """The lifecycle now; replaced whole by :meth:`_set`."""
-        self._live_info: SessionInfo | None = None
-        self._awaiting_session = False
-        """A start was sent and its session has not arrived (the model may be loading)."""
-        self._after_start = Activity.IDLE
-        """What the request queued behind a start does once the session is there (Step or Run pressed with none)."""
-        self._breakpoint_label = ""
         self.measurements = Measurements(model, self.engine, lambda: self.state, self._set, self.notice.emit,
                                          self._recording, self)
         """The live session's AR baseline (in the background), and the charts' measurements."""
@@ -92,6 +88,7 @@ class SessionController(QObject):
         """The live session's cycles into the model, throttled while a Run decodes."""
         self.autoplay = Autoplay(model, self, self)
         self.autoplay.changed.connect(self.autoplay_changed)
+        self._listen()
 
     # -- state ----------------------------------------------------------------------------------------------------
     @property
@@ -107,7 +104,7 @@ class SessionController(QObject):
     @property
     def live_done(self) -> bool:
         """No live session is decoding (none was started, or it ended)."""
-        return not self.state.live and not self._awaiting_session
+        return not self.state.live and not self.state.starting
 
     def _set(self, **changes) -> None:
         new = self.state.with_(**changes)
@@ -122,28 +119,25 @@ class SessionController(QObject):
         """The engine worker, once the first request started it."""
         return self.engine.worker
 
-    def engine_for(self, request) -> EngineWorker:
-        """The engine worker (started if needed) for a job's queued ``request`` signal, counted in :attr:`idle`."""
-        return self.engine.count(request)
-
     # -- the engine thread ----------------------------------------------------------------------------------------
-    def _connect_reports(self, w: EngineWorker) -> None:
-        """The worker's reports, to the controller (on the UI thread)."""
-        w.baseline_recorded.connect(lambda _info: self.sessions_changed.emit())
-        w.fork_mismatch.connect(self.fork_mismatch)
-        w.progress.connect(self._on_progress)
-        w.session_started.connect(self._on_session_started)
-        w.cycle_ready.connect(self._on_cycle_ready)
-        w.session_finished.connect(self._on_session_finished)
-        w.run_ended.connect(self._on_run_ended)
-        self.measurements.connect_reports(w)
-        w.busy_changed.connect(self._on_busy)
-        w.error.connect(self._fail)
+    def _listen(self) -> None:
+        """The engine's reports the session lifecycle follows (on the UI thread)."""
+        on = self.engine.on
+        on(r.BaselineRecorded, lambda _: self.sessions_changed.emit())
+        on(r.ForkMismatch, lambda rep: self.fork_mismatch.emit(rep.text))
+        on(r.Progress, lambda rep: self._on_progress(rep.stage, rep.fraction))
+        on(r.SessionStarted, lambda rep: self._on_session_started(rep.info, rep.tokenizer))
+        on(r.CycleReady, lambda rep: self._on_cycle_ready(rep.cycle))
+        on(r.SessionFinished, lambda rep: self._on_session_finished(rep.info))
+        on(r.RunEnded, lambda rep: self._on_run_ended(rep.how, rep.last))
+        on(r.Busy, lambda rep: self._on_busy(rep.on))
+        on(r.Error, lambda rep: self._fail(rep.text))
+        self.measurements.listen(on)
 
     def _on_engine_idle(self) -> None:
         """Nothing is queued on the engine thread: the activity ends, and a background measurement may begin."""
         self._set(activity=Activity.IDLE, detail="", progress=None)
-        self.measurements.on_idle(self._live_info is not None and self.state.open in (Open.LIVE, Open.FINISHED))
+        self.measurements.on_idle(bool(self.state.live_id) and self.state.open in (Open.LIVE, Open.FINISHED))
 
     def shutdown(self) -> None:
         """Stop autoplay and the engine thread: queued work is dropped, the forward in flight (or the load stage)
@@ -156,7 +150,7 @@ class SessionController(QObject):
     def _ensure_session(self, then: Activity) -> bool:
         """Start a live session from the settings if none is open; False (with a message) on bad input. ``then``:
         what the request sent after the start will do, shown once the session is there."""
-        if self._live_info is not None and self.state.live:
+        if self.state.live_id and self.state.live:
             return True
         if self.busy:
             return False
@@ -170,14 +164,12 @@ class SessionController(QObject):
         self.error.emit("")
         self.autoplay.stop_if_replay()
         self.engine.start()
-        self._live_info = None
         self.measurements.forget_baseline()
         self.settings_locked.emit(True)
-        self._awaiting_session = True
-        self._after_start = then
-        self._set(activity=Activity.LOADING, detail="starting the session", progress=None, note="", paused=False)
+        self._set(activity=Activity.LOADING, detail="starting the session", progress=None, note="", paused=False,
+                  live_id="", starting=True, then=then)
         self.session_status.emit("Starting a session: loading the model…")  # not "No session" while it loads
-        self.engine.begin.emit(req, str(db), self.engine.ticket())
+        self.engine.submit(StartJob(req, str(db)))
         return True
 
     def _recording(self) -> Path:
@@ -205,37 +197,34 @@ class SessionController(QObject):
         self.autoplay.set(False)
         self.measurements.preempt()
         self.engine.start()
-        self._live_info = None
         self.measurements.forget_baseline()
         self.settings_locked.emit(True)
-        self._awaiting_session = True
-        self._after_start = Activity.IDLE
         self.model.follow_live = True
         self.model.set_recording(db_path)  # the fork is written beside its parent: that file stays the open one
         self._set(activity=Activity.LOADING, detail=f"forking session {start.parent_id} at cycle {start.cycle}",
-                  progress=None, note="", paused=False)
-        self.engine.begin.emit(start, str(db_path), self.engine.ticket())
+                  progress=None, note="", paused=False, live_id="", starting=True, then=Activity.IDLE)
+        self.engine.submit(StartJob(start, str(db_path)))
         return True
 
     def fork_choice(self, go_on: bool) -> None:
         """After a failed reproducibility check: go on from the re-run state, or stop (the fork is saved failed)."""
         if self.engine.worker is not None:
-            self.engine.fork_choice.emit(go_on, self.engine.ticket())
+            self.engine.submit(ForkChoiceJob(go_on))
 
     def step(self) -> None:
         """Decode one cycle (starting a live session first if none is open)."""
-        self._decode(follow=True, send=lambda t: self.engine.step.emit(1, t))
+        self._decode(follow=True, job=DecodeJob(1))
 
     def run(self) -> None:
         """Decode until the session ends or Pause."""
-        self._decode(follow=False, send=lambda t: self.engine.run.emit(None, t))
+        self._decode(follow=False, job=DecodeJob(None))
 
     def run_to_breakpoint(self) -> None:
         """Decode until a cycle matches the breakpoint in the settings."""
         bp = self.settings.breakpoint()
-        self._decode(follow=False, send=lambda t: self.engine.run.emit(bp, t), breakpoint=bp.label())
+        self._decode(follow=False, job=DecodeJob(None, bp), breakpoint=bp.label())
 
-    def _decode(self, follow: bool, send: Callable[[object], None], breakpoint: str = "") -> None:
+    def _decode(self, follow: bool, job: DecodeJob, breakpoint: str = "") -> None:
         """The user's Step, Run or Run to breakpoint: it goes before background work, starts a session if none can
         go on, and shows as running (to the breakpoint) from now, or once the session it started is there."""
         if self.busy:
@@ -245,36 +234,33 @@ class SessionController(QObject):
         if not self._ensure_session(activity):
             return
         self.model.follow_live = follow
-        self._breakpoint_label = breakpoint
-        if self._awaiting_session:
+        self._set(breakpoint=breakpoint)
+        if self.state.starting:
             if breakpoint:
                 self._set(detail=f"starting the session, then running to the first cycle where: {breakpoint}")
         else:
             self._set(activity=activity, detail=breakpoint, progress=None, note="", paused=False)
-        send(self.engine.ticket())
+        self.engine.submit(job)
 
     def pause(self) -> None:
         """Stop after the cycle in flight; stops autoplay too."""
         if self.engine.worker is not None:
-            self.engine.worker.pause()
+            self.engine.pause()
             if self.state.activity in (Activity.RUNNING, Activity.RUNNING_TO_BREAKPOINT):
                 self._set(activity=Activity.PAUSING)
         self.autoplay.set(False)
 
     def reset(self) -> None:
         """End the session (it stays recorded) and unlock the settings; a model still loading stops loading."""
-        if self.engine.worker is not None:
-            self.engine.worker.cancel()
+        self.engine.cancel()
         self.autoplay.set(False)
-        if self.engine.worker is not None and self._live_info is not None and self.state.open is Open.LIVE:
-            self.engine.reset.emit()
-        self._awaiting_session = False
+        if self.engine.worker is not None and self.state.live_id and self.state.open is Open.LIVE:
+            self.engine.submit(ResetJob())
         self.measurements.forget_baseline()
-        self._live_info = None
         self.model.close()
         self.settings_locked.emit(False)
-        self._set(open=Open.NONE, session_id="", method="", note="", paused=False,
-                  has_model=self.engine.worker is not None and self.engine.worker.loaded)
+        self._set(open=Open.NONE, session_id="", method="", note="", paused=False, live_id="", starting=False,
+                  then=Activity.IDLE, has_model=self.engine.worker is not None and self.engine.worker.loaded)
         if self.engine.inflight == 0:
             self._set(activity=Activity.IDLE, detail="", progress=None)
         self.busy_changed.emit(self.busy, False)
@@ -285,24 +271,23 @@ class SessionController(QObject):
         self.progress.emit(stage, fraction)
         if stage in ("ready", "cancelled"):
             return
-        if self._awaiting_session:  # the Run panel says what the session waits for (the model, the cost curve)
+        if self.state.starting:  # the Run panel says what the session waits for (the model, the cost curve)
             pct = f" ({fraction:.0%})" if fraction >= 0 else ""
             self.session_status.emit(f"Starting a session: {stage}{pct}…")
         if self.state.activity in (Activity.LOADING, Activity.MEASURING):
             self._set(detail=stage, progress=None if fraction < 0 else fraction)
 
     def _on_session_started(self, info: SessionInfo, tokenizer: object) -> None:
-        if not self._awaiting_session:  # Reset while its model loaded: end it, recorded but not shown
-            self.engine.reset.emit()
+        if not self.state.starting:  # Reset while its model loaded: end it, recorded but not shown
+            self.engine.submit(ResetJob())
             self.sessions_changed.emit()
             return
-        self._awaiting_session = False
-        self._live_info = info
+        then = self.state.then
+        # the session is there before the model shows it (reported with the rest of the change below)
+        self.state = self.state.with_(starting=False, live_id=info.id, then=Activity.IDLE)
         self.model.open(LiveSource(info), TokenText(tokenizer), cost_curve=self._curve_for(info))
-        then = self._after_start
-        self._after_start = Activity.IDLE
         self._set(open=Open.LIVE, session_id=info.id, method=info.method, has_model=True, note="", paused=False,
-                  **({"activity": then, "detail": self._breakpoint_label, "progress": None}
+                  **({"activity": then, "detail": self.state.breakpoint, "progress": None}
                      if then is not Activity.IDLE else {}))
         self.session_status.emit(f"Live session {info.id}: {info.method} on {info.device} ({info.dtype}; attention "
                                  f"{info.attention or 'not recorded'}), recorded to "
@@ -316,18 +301,19 @@ class SessionController(QObject):
     def _on_run_ended(self, how: str, cycle: int) -> None:
         """How the Step or Run in flight ended: ``steps`` (the cycles asked for), ``breakpoint`` (a cycle matched),
         ``paused``, ``finished`` (the session ended) or ``failed``."""
+        bp = self.state.breakpoint
         if how == "breakpoint":
-            self._set(paused=True, note=f"Stopped at cycle {cycle}: {self._breakpoint_label}")
+            self._set(paused=True, note=f"Stopped at cycle {cycle}: {bp}")
         elif how == "paused":
             self._set(paused=True, note=f"Paused after cycle {cycle}" if cycle >= 0 else "Paused")
-        elif how == "finished" and self._breakpoint_label:
-            self._set(note=f"No cycle matched the breakpoint ({self._breakpoint_label})")
+        elif how == "finished" and bp:
+            self._set(note=f"No cycle matched the breakpoint ({bp})")
         elif how == "steps":
             self._set(paused=False, note="")
-        self._breakpoint_label = ""
+        self._set(breakpoint="")
 
     def _on_session_finished(self, info: SessionInfo) -> None:
-        if self._live_info is not None and info.id == self._live_info.id:
+        if self.state.live_id and info.id == self.state.live_id:
             self.feed.show_latest()
             self._set(open=Open.FINISHED if info.status != "failed" else Open.FAILED, paused=False)
             self.session_status.emit(f"Session {info.id} {info.status}"
@@ -340,8 +326,8 @@ class SessionController(QObject):
 
     def _on_busy(self, busy: bool) -> None:
         """The worker started or ended some work. Work the controller did not ask for as such (a job sent through
-        :meth:`engine_for`: a race recording, an audit) shows as measuring."""
-        if busy and self.state.activity in (Activity.IDLE, Activity.MEASURING_BASELINE) and not self._awaiting_session:
+        another part of the window: a race recording, an audit) shows as measuring."""
+        if busy and self.state.activity in (Activity.IDLE, Activity.MEASURING_BASELINE) and not self.state.starting:
             self._set(activity=Activity.MEASURING, detail="Working", progress=None)
         if not busy:
             self.feed.flush()
@@ -352,11 +338,10 @@ class SessionController(QObject):
         if self.state.activity is Activity.MEASURING_BASELINE:
             self.measurements.forget_baseline()  # a background measurement failed: not tried again for this session
             return
-        if self._live_info is None and self._awaiting_session:
-            self._awaiting_session = False
-            self._after_start = Activity.IDLE
+        if not self.state.live_id and self.state.starting:
             self.settings_locked.emit(False)
-            self._set(open=Open.FAILED, note=text.rstrip("."), session_id="", method="", paused=False)
+            self._set(open=Open.FAILED, note=text.rstrip("."), session_id="", method="", paused=False, starting=False,
+                      then=Activity.IDLE)
         elif self.state.activity in (Activity.RUNNING, Activity.RUNNING_TO_BREAKPOINT, Activity.PAUSING):
             self._set(open=Open.FAILED, note=text.rstrip("."), paused=False)
 
@@ -371,7 +356,7 @@ class SessionController(QObject):
         except SpecVizError as e:
             self.error.emit(str(e))
             return False
-        if self._live_info is not None and self.state.live:
+        if self.state.live_id and self.state.live:
             self.reset()
         self.measurements.preempt()
         self.measurements.forget_baseline()

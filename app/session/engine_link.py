@@ -1,5 +1,5 @@
-"""The session controller's line to the engine thread: the thread started on first use, every request sent as a
-queued signal and counted until the worker says it is done, so that the controller knows when the engine is idle.
+"""The window's line to the engine thread: one job queue. ``submit(job)`` sends a job (the thread started on first
+use), ``on(ReportType, handler)`` hears what jobs report, and ``idle`` says when nothing is queued or running.
 
 The engine (torch, transformers, the drafters) is imported when the thread first starts: a window that only
 replays recordings never loads it."""
@@ -7,37 +7,31 @@ replays recordings never loads it."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Signal, SignalInstance
+from PySide6.QtCore import QObject, Signal
+
+from specviz_app.session.jobs.reports import Done, Report
 
 if TYPE_CHECKING:
-    from specviz_app.session.worker import EngineWorker, Ticket, WorkerThread
+    from specviz_app.session.jobs.base import Job
+    from specviz_app.session.tickets import Ticket
+    from specviz_app.session.worker import EngineWorker, WorkerThread
 
 
 class EngineLink(QObject):
-    """Requests to the engine thread (queued: the worker lives there), and whether any is still in flight."""
+    """Jobs to the engine thread, its reports to whoever listens (on the UI thread), and whether any job is in
+    flight."""
 
-    begin = Signal(object, str, object)
-    """(CheckedRequest or ForkStart, recording path, ticket): load if needed and start a session."""
-    step = Signal(int, object)
-    run = Signal(object, object)
-    """(breakpoint or None, ticket)."""
-    reset = Signal()
-    baseline = Signal(object)
-    """(ticket): measure the live session's AR baseline, in the background."""
-    record_baseline = Signal(object, str, object)
-    measure_curve = Signal(object, object)
-    fork_choice = Signal(bool, object)
     idle = Signal()
-    """The last request in flight is done: nothing is queued on the engine thread."""
+    """The last job in flight is done: nothing is queued on the engine thread."""
 
-    def __init__(self, connect_reports: Callable[[EngineWorker], None], parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._connect_reports = connect_reports
         self._thread: WorkerThread | None = None
+        self._handlers: dict[type[Report], list[Callable[[Any], None]]] = {}
         self.inflight = 0
-        """Requests sent to the engine thread and not yet done."""
+        """Jobs submitted and not yet done."""
 
     @property
     def worker(self) -> EngineWorker | None:
@@ -45,30 +39,36 @@ class EngineLink(QObject):
         return self._thread.worker if self._thread is not None else None
 
     def start(self) -> EngineWorker:
-        """The engine worker, its thread started (and its reports connected) on first use."""
+        """The engine worker, its thread started on first use."""
         if self._thread is None:
             from specviz_app.session.worker import WorkerThread  # the engine: torch and transformers load here
 
             self._thread = WorkerThread()
-            w = self._thread.worker
-            for request, slot in ((self.begin, w.begin), (self.step, w.step), (self.run, w.run),
-                                  (self.reset, w.reset), (self.baseline, w.measure_baseline),
-                                  (self.record_baseline, w.record_baseline), (self.measure_curve, w.measure_cost_curve),
-                                  (self.fork_choice, w.fork_choice)):
-                request.connect(slot)
-                request.connect(self._sent)
-            w.request_done.connect(self._done)
-            self._connect_reports(w)
+            self._thread.worker.report.connect(self._on_report)  # a slot of this UI-thread object: queued here
         return self._thread.worker
 
-    def count(self, request: SignalInstance) -> EngineWorker:
-        """The worker (started if needed) for another part's queued ``request`` signal, counted like ours."""
-        request.connect(self._sent)
-        return self.start()
+    def submit(self, job: Job) -> Ticket:
+        """Queue ``job`` on the engine thread; the ticket it carries (a pause or cancel after now stops it)."""
+        ticket, replaced = self.start().submit(job)
+        if not replaced:
+            self.inflight += 1
+        return ticket
 
-    def ticket(self) -> Ticket:
-        """A stamp for a request sent now (a pause or cancel after it cancels it)."""
-        return self.start().ticket()
+    def on(self, kind: type[Report], handler: Callable[[Any], None]) -> None:
+        """Call ``handler(report)`` for every report of ``kind`` (on the UI thread, in the order they were sent)."""
+        self._handlers.setdefault(kind, []).append(handler)
+
+    def pause(self) -> None:
+        if self.worker is not None:
+            self.worker.pause()
+
+    def cancel(self) -> None:
+        if self.worker is not None:
+            self.worker.cancel()
+
+    def preempt(self) -> None:
+        if self.worker is not None:
+            self.worker.preempt()
 
     def stop(self) -> None:
         """End the thread: queued work is dropped, the forward or load stage in flight finishes."""
@@ -76,10 +76,10 @@ class EngineLink(QObject):
             self._thread.stop()
             self._thread = None
 
-    def _sent(self, *args: object) -> None:
-        self.inflight += 1
-
-    def _done(self) -> None:
-        self.inflight -= 1
-        if self.inflight == 0:
-            self.idle.emit()
+    def _on_report(self, report: Report) -> None:
+        for handler in self._handlers.get(type(report), ()):
+            handler(report)
+        if isinstance(report, Done):
+            self.inflight -= 1
+            if self.inflight == 0:
+                self.idle.emit()

@@ -30,9 +30,7 @@ class LiveFeed(QObject):
             return False
         record = cycle.record
         follow = self.model.follow_live
-        self.model.follow_live = False
-        self.model.append(record, cycle.summary)
-        self.model.follow_live = follow
+        self.model.append(record, cycle.summary, follow=False)  # shown below, or by the refresh timer
         if follow:
             self.model.set_cycle(record.index)
         elif not self._timer.isActive():

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject
 
+from specviz_app.session.jobs import reports as r
+from specviz_app.session.jobs.measure import BaselineJob, CostCurveJob, RecordBaselineJob
 from specviz_core.viewer.lifecycle import Activity, SessionState
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.sources import LiveSource, RecordingSource
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 class Measurements(QObject):
     """Given the ``model`` shown, the ``engine`` to send requests to, the lifecycle (``state()`` to read it,
     ``set_state(**changes)`` to change it), ``notice(text, ms)`` for a passing message and ``recording()``, the file
-    a live session is recorded to. A QObject on the UI thread, so that the worker's reports reach it there."""
+    a live session is recorded to. It hears the engine's reports through ``listen``, on the UI thread."""
 
     def __init__(self, model: SessionModel, engine: EngineLink, state: Callable[[], SessionState],
                  set_state: Callable[..., None], notice: Callable[[str, int], None],
@@ -37,13 +39,12 @@ class Measurements(QObject):
         self._wanted = False
         """The live session's AR baseline is still to be measured (in the background, when the engine is idle)."""
 
-    def connect_reports(self, w) -> None:
-        """The engine worker's (``w``'s) measurement reports, to the model and the lifecycle (on the UI thread)."""
-        # bound methods of this QObject: queued to the UI thread (a plain callable would run on the engine thread)
-        w.cost_curve_ready.connect(self._on_cost_curve)
-        w.baseline_ready.connect(self._on_baseline)
-        w.baseline_progress.connect(self._on_baseline_progress)
-        w.baseline_deferred.connect(self._on_baseline_deferred)
+    def listen(self, on: Callable[[type, Callable[[Any], None]], None]) -> None:
+        """The engine's measurement reports (``on(kind, handler)``), to the model and the lifecycle."""
+        on(r.CostCurveReady, lambda rep: self._on_cost_curve(rep.curve))
+        on(r.BaselineReady, lambda rep: self._on_baseline(rep.tokens_per_s, rep.note))
+        on(r.BaselineProgress, lambda rep: self._on_baseline_progress(rep.fraction))
+        on(r.BaselineDeferred, lambda rep: self._on_baseline_deferred())
 
     # -- the live session's baseline, in the background -------------------------------------------------------------
     def want_baseline(self) -> None:
@@ -58,12 +59,12 @@ class Measurements(QObject):
         """Nothing is queued on the engine thread: the ``live`` session's baseline is measured now, if it is due."""
         if self._wanted and live:
             self._set(activity=Activity.MEASURING_BASELINE, detail="the AR baseline", progress=0.0)
-            self.engine.baseline.emit(self.engine.ticket())
+            self.engine.submit(BaselineJob())
 
     def preempt(self) -> None:
         """The user's request goes first: a background measurement in flight gives way at its next token."""
-        if self.engine.worker is not None and self._state().activity is Activity.MEASURING_BASELINE:
-            self.engine.worker.preempt()
+        if self._state().activity is Activity.MEASURING_BASELINE:
+            self.engine.preempt()
 
     # -- for the charts -----------------------------------------------------------------------------------------------
     def _measuring_ok(self) -> bool:
@@ -83,14 +84,14 @@ class Measurements(QObject):
             db = str(source.recording.path) if isinstance(source, RecordingSource) else str(self._recording())
             self.preempt()
             self._set(activity=Activity.MEASURING, detail="Recording an AR session of this prompt", progress=None)
-            self.engine.record_baseline.emit(source.info, db, self.engine.ticket())
+            self.engine.submit(RecordBaselineJob(source.info, db))
 
     def measure_cost_curve(self) -> None:
         """Measure the verify-cost curve of the current session's model on its device (kept for next time)."""
         if self._measuring_ok():
             self.preempt()
             self._set(activity=Activity.MEASURING, detail="Measuring the verify-cost curve", progress=None)
-            self.engine.measure_curve.emit(self.model.source.info, self.engine.ticket())
+            self.engine.submit(CostCurveJob(self.model.source.info))
 
     # -- reports (UI thread) ------------------------------------------------------------------------------------------
     def _on_baseline(self, tokens_per_s: float, note: str) -> None:

@@ -65,6 +65,14 @@ class SessionState:
     failure's message."""
     has_model: bool = False
     """A model is loaded on the engine thread (a replay has none until a live session or a job needs it)."""
+    live_id: str = ""
+    """The live session's id, once it is there (kept after it finished, until Reset, a replay or another start)."""
+    starting: bool = False
+    """A start was sent and its session has not arrived (the model may be loading)."""
+    then: Activity = Activity.IDLE
+    """What the Step or Run sent behind a start does once the session is there."""
+    breakpoint: str = ""
+    """The condition the Run in flight stops at, in words ('' for none)."""
 
     @property
     def phase(self) -> str:

@@ -159,13 +159,14 @@ class SessionModel:
         self.filter = f
         self.filter_changed.emit(f)
 
-    def append(self, record: CycleRecord, summary: CycleSummary | None = None) -> None:
-        """A live cycle arrived (the source must be a :class:`LiveSource`); ``summary`` if already computed."""
+    def append(self, record: CycleRecord, summary: CycleSummary | None = None, follow: bool | None = None) -> None:
+        """A live cycle arrived (the source must be a :class:`LiveSource`); ``summary`` if already computed. It is
+        shown when ``follow`` (default: :attr:`follow_live`) or when no cycle is shown yet."""
         if not isinstance(self.source, LiveSource):
             raise TypeError("cycles can only be appended to a live session")
         summary = self.source.append(record, summary)
         self.cycles_appended.emit([summary])
-        if self.follow_live or self.index < 0:
+        if (self.follow_live if follow is None else follow) or self.index < 0:
             self.set_cycle(record.index)
 
     # -- selection --------------------------------------------------------------

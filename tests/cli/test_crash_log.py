@@ -63,14 +63,14 @@ def test_an_unexpected_error_on_the_engine_thread_is_one_line_in_the_window(wind
                                                                             capfd):
     from PySide6.QtCore import Qt
 
-    import specviz_app.session.worker
+    import specviz_core.session.session
 
     monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug in the engine")
 
-    monkeypatch.setattr(specviz_app.session.worker.Session, "start", staticmethod(broken))
+    monkeypatch.setattr(specviz_core.session.session.Session, "start", staticmethod(broken))
     qtbot.keyClick(window, Qt.Key.Key_F10)
     qtbot.waitUntil(lambda: "a bug in the engine" in window.run_panel.message.text(), timeout=60000)
     text = window.run_panel.message.text()

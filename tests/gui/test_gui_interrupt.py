@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-import specviz_app.session.worker as worker_mod
+import specviz_core.session.factory as factory
 from specviz_core.recording.store import Recording
 from specviz_core.viewer.sources import LiveSource
 
@@ -21,14 +21,14 @@ from specviz_core.viewer.sources import LiveSource
 def held_load(monkeypatch):
     """Model loading that waits for ``release`` (set ``loading`` when it starts)."""
     loading, release = threading.Event(), threading.Event()
-    real = worker_mod.load_models
+    real = factory.load_models
 
     def slow(checked, progress=None):
         loading.set()
         release.wait(60)
         return real(checked, progress)
 
-    monkeypatch.setattr(worker_mod, "load_models", slow)
+    monkeypatch.setattr(factory, "load_models", slow)
     yield loading, release
     release.set()
 

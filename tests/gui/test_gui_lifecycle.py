@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from specviz_app.session.jobs.reports import BaselineDeferred
 from specviz_core.viewer.filters import CycleFilter
 from specviz_core.viewer.lifecycle import PHASES, enabled_actions, status_text
 
@@ -47,9 +48,9 @@ def test_first_step_then_the_users_step_goes_before_the_background_baseline(qtbo
     and a Step pressed meanwhile decodes at once (the measurement gives way and starts again later)."""
     import time
 
-    from specviz_app.session import worker as worker_mod
+    from specviz_app.session.jobs import measure as measure_mod
 
-    measure = worker_mod.jobs.ar_speed
+    measure = measure_mod.ar_speed
     calls = []
 
     def held_first(target, prompt_ids, tokens, progress, gave_way):
@@ -63,14 +64,14 @@ def test_first_step_then_the_users_step_goes_before_the_background_baseline(qtbo
             return None if gave_way() else measure(target, prompt_ids, tokens, progress, gave_way)
         return measure(target, prompt_ids, tokens, progress, gave_way)
 
-    monkeypatch.setattr(worker_mod.jobs, "ar_speed", held_first)
+    monkeypatch.setattr(measure_mod, "ar_speed", held_first)
     w = window
     assert "Press Step (F10)" in status(w) and enabled(w)["step"] and not enabled(w)["pause"]
     deferred = []
     w.controller.step()
     assert w.controller.state.phase == "loading" and not enabled(w)["step"] and enabled(w)["reset"]
     qtbot.waitUntil(lambda: w.controller.state.phase == "measuring baseline", timeout=60000)
-    w.controller.worker.baseline_deferred.connect(lambda: deferred.append(True))
+    w.controller.engine.on(BaselineDeferred, lambda _report: deferred.append(True))
     assert w.model.n_cycles == 1
     assert enabled(w)["step"] and buttons(w)["step"] and not enabled(w)["pause"]
     assert "measuring the AR baseline in the background" in status(w) and "Model ready" not in status(w)
@@ -133,9 +134,9 @@ def test_reset_and_a_refused_start(qtbot, window):
 
 @pytest.mark.parametrize("where", ["while loading", "while running", "while measuring"])
 def test_closing_at_any_moment_leaves_nothing_running(qtbot, window, where, monkeypatch):
-    from specviz_app.session import worker as worker_mod
+    from specviz_app.session.jobs import measure as measure_mod
 
-    monkeypatch.setattr(worker_mod, "BASELINE_TOKENS", 400)
+    monkeypatch.setattr(measure_mod, "BASELINE_TOKENS", 400)
     w = window
     if where == "while loading":
         w.controller.step()

@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
 from specviz_app.session.jobs.race import ar_request
+from specviz_app.session.jobs.reports import RaceProgress
 from specviz_app.windows.race.view import LANE_COLORS
 from specviz_app.windows.race.window import GIF_FPS, GIF_SIZE
 from specviz_core.cli.commands import main
@@ -197,7 +198,7 @@ def test_record_ar_and_this_method_then_race(window, qtbot, tiny_dir, temperatur
     dialog.tabs.setCurrentIndex(1)
     assert dialog.ok.text() == "Record and race" and dialog.ok.isEnabled()
     stages = []
-    window.race.job.progress.connect(lambda s, f: stages.append((s, f)))
+    window.controller.engine.on(RaceProgress, lambda rep: stages.append((rep.stage, rep.fraction)))
     rw = race_window_after(window, qtbot, dialog.ok.click, timeout=120000)
     qtbot.waitUntil(lambda: window.controller.idle and not window.controller.busy, timeout=30000)
     ids = [lane.label.split()[-1] for lane in rw.view.race.lanes]
@@ -234,7 +235,7 @@ def test_cancel_stops_the_recording_and_races_nothing(window, qtbot):
         if stage.startswith("recording plain") and dialog.cancel_button.isEnabled():
             dialog.cancel_button.click()
 
-    window.race.job.progress.connect(on_progress)
+    window.controller.engine.on(RaceProgress, lambda rep: on_progress(rep.stage, rep.fraction))
     dialog.ok.click()
     assert dialog.progress.isVisible() and not dialog.ok.isEnabled()
     qtbot.waitUntil(lambda: not dialog.recording, timeout=120000)

@@ -305,8 +305,9 @@ class RunPanel(PanelMixin, QWidget):
         if req.model is not None and not Path(req.model).expanduser().exists() and "/" not in req.model:
             raise SpecVizError(f"no model folder {req.model!r}: choose a local folder with Browse…")
         checked = req.check()
-        if not self.db.text().strip():
-            raise SpecVizError("choose a file to record the session to")
+        # The field's text is the open recording, even mid-edit (the session model holds it; the controller refuses
+        # a session with none).
+        self.recording_edited.emit(self.db.text().strip())
         return checked
 
     def db_path(self) -> Path:

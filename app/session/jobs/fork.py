@@ -1,20 +1,23 @@
-"""The engine thread's forks: re-run a parent session's cycles, checked against its recording, then go on with
-other settings (:mod:`specviz_core.session.fork`). :class:`ForkJob` is owned by
-:class:`specviz_app.session.worker.EngineWorker` and given its :class:`~specviz_app.session.jobs.state.EngineState`;
-the worker reports what it yields."""
+"""A fork on the engine thread: its parent and request read from the recording, then its parent's cycles re-run and
+checked against the recording, with a progress bar (:mod:`specviz_core.session.fork`). Started by
+:class:`~specviz_app.session.jobs.session.StartJob` with a :class:`ForkStart`; a failed check waits for a
+:class:`~specviz_app.session.jobs.session.ForkChoiceJob`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from specviz_app.session.jobs.state import EngineState
+from specviz_app.session.jobs import reports as r
+from specviz_core.crash import one_line
+from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
-from specviz_core.runtime.models import LoadedModel
-from specviz_core.session.fork import Fork, fork_request
 from specviz_core.session.request import CheckedRequest
-from specviz_core.session.session import RecordedCycle
+
+if TYPE_CHECKING:
+    from specviz_app.session.jobs.base import JobContext
 
 
 @dataclass(frozen=True)
@@ -27,32 +30,42 @@ class ForkStart:
     changes: dict
 
 
-class ForkJob:
-    """The stages of a fork on the engine thread: its request, its run, its re-run cycles."""
+def fork_parent(fork: ForkStart, db_path: str) -> tuple[SessionInfo, CheckedRequest]:
+    """The parent session in ``db_path`` and the fork's request (on the device the parent can run on)."""
+    from specviz_core.audit import audit_device
+    from specviz_core.session.fork import fork_request
 
-    def __init__(self, state: EngineState) -> None:
-        self.state = state
+    with Recording(db_path, read_only=True) as rec:
+        parent = rec.session(fork.parent_id)
+    device, dtype = audit_device(parent.device), parent.dtype
+    return parent, fork_request(parent, **fork.changes, device=device, dtype=dtype)
 
-    def request(self, fork: ForkStart, db_path: str) -> tuple[SessionInfo, CheckedRequest]:
-        """The parent session in ``db_path`` and the fork's request (on the device the parent can run on)."""
-        from specviz_core.audit import audit_device
 
-        with Recording(db_path, read_only=True) as rec:
-            parent = rec.session(fork.parent_id)
-        device, dtype = audit_device(parent.device), parent.dtype
-        return parent, fork_request(parent, **fork.changes, device=device, dtype=dtype)
+def rerun(ctx: JobContext) -> Iterator[r.Report]:
+    """The held fork's cycles before its fork cycle, re-run and checked one by one until a pause; stops at the
+    first that differs from the parent's (the fork then waits for the user's choice)."""
+    from specviz_core.session.fork import Fork, ForkMismatch
 
-    def run(self, fork: ForkStart, parent: SessionInfo, checked: CheckedRequest, target: LoadedModel,
-            draft: LoadedModel | None) -> Fork:
-        """The fork, recorded in the state's recording, its parent's cycles before ``fork.cycle`` to re-run."""
-        assert self.state.recording is not None
-        return Fork.start(self.state.recording, parent, fork.cycle, checked, target, draft=draft)
-
-    def rerun(self, run: Fork, stop: Callable[[], bool],
-              progress: Callable[[str, float], None]) -> Iterator[RecordedCycle]:
-        """The fork's cycles before its fork cycle, re-run and checked one by one until ``stop()``; raises
-        :class:`~specviz_core.session.fork.ForkMismatch` at the first that differs from the parent's."""
-        while run.rerun_left and not stop():
+    run = ctx.state.run
+    assert isinstance(run, Fork)
+    yield r.Busy(True)
+    try:
+        while run.rerun_left and not ctx.paused():
             n = run.cycle_index
-            progress(f"re-running cycle {n} of {run.fork_cycle} and checking it", n / run.fork_cycle)
-            yield run.step()
+            yield r.Progress(f"re-running cycle {n} of {run.fork_cycle} and checking it", n / run.fork_cycle)
+            cycle = run.step()
+            ctx.cycles_done += 1
+            yield r.CycleReady(cycle)
+        yield r.Progress("ready", 1.0)
+    except ForkMismatch as e:
+        yield r.Progress("ready", 1.0)
+        yield r.ForkMismatch(str(e))
+        return
+    except SpecVizError as e:
+        yield r.Error(str(e))
+    except Exception as e:
+        yield r.Error(f"the fork failed: {one_line(e)}")
+    finally:
+        yield r.Busy(False)
+    if run.finished:
+        yield r.SessionFinished(ctx.state.final_info(run))

@@ -1,38 +1,28 @@
 """The engine thread's measuring jobs: plain AR's speed on a live session's prompt (in the background), and for the
 charts' actions an AR session of a session's prompt recorded (the speed-up baseline) and the device's verify-cost
-curve. Run on the worker's thread, by its slots."""
+curve."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from specviz_app.session.jobs import reports as r
+from specviz_app.session.jobs.base import Job, JobContext, with_target
+from specviz_core.crash import one_line
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
-from specviz_core.runtime.models import LoadedModel
+
+if TYPE_CHECKING:
+    from specviz_core.runtime.models import LoadedModel
 
 #: The most tokens an AR baseline decodes (on a CPU about 10 s for the default model).
 BASELINE_MAX_TOKENS = 128
 #: The fewest: a shorter baseline times mostly the first steps.
 BASELINE_MIN_TOKENS = 16
-
-
-def target_for(cache: dict[tuple, tuple[LoadedModel, LoadedModel | None]], info: SessionInfo,
-               progress: Callable[[str, float | None], None]) -> LoadedModel:
-    """The session's target model on its device and dtype: the one already loaded, else loaded (and kept)."""
-    from specviz_core.audit import audit_device
-    from specviz_core.session.factory import load_checked_model
-
-    device = audit_device(info.device)
-    for target, _ in cache.values():
-        if target.name == info.model and str(target.device) == device and str(target.dtype).endswith(info.dtype):
-            return target
-    target = load_checked_model(info.model, device, info.dtype or None, progress)
-    cache.clear()  # keep one set: models are large
-    cache[(info.model, None, device, info.dtype)] = (target, None)
-    return target
 
 
 def baseline_tokens(info: SessionInfo) -> int:
@@ -102,3 +92,68 @@ def measure_curve(target: LoadedModel, progress: Callable[[str, float], None]) -
 
     return ensure_cost_curve(target, quick=False, force=True,
                              progress=lambda done, total: progress("measuring the verify cost curve", done / total))
+
+
+#: Tokens decoded by plain AR to measure the baseline speed on the session's prompt.
+BASELINE_TOKENS = 16
+
+
+@dataclass(frozen=True)
+class BaselineJob(Job):
+    """Plain AR on the live session's prompt, not recorded: the speed every speed-up is measured against. Background
+    work: it gives way to any request of the user's (a preempt) and to a pause or reset."""
+
+    key = "baseline"
+
+    def run(self, ctx: JobContext) -> Iterator[r.Report]:
+        if ctx.state.run is None or not ctx.state.models:
+            return
+        info = ctx.state.run.info
+        key = (info.model, info.device, info.dtype, info.prompt_ids)
+        tps = ctx.baselines.get(key)
+        if tps is None:
+            preempts = ctx.tickets.preempts
+            try:
+                target, _ = next(iter(ctx.state.models.values()))
+                tps = ar_speed(target, info.prompt_ids, BASELINE_TOKENS, lambda f: ctx.emit(r.BaselineProgress(f)),
+                               lambda: ctx.tickets.preempts != preempts or ctx.paused())
+            except Exception as e:
+                yield r.Error(f"could not measure the AR baseline: {one_line(e)}")
+                return
+            if tps is None:
+                yield r.BaselineDeferred()
+                return
+            ctx.baselines[key] = tps
+        yield r.BaselineReady(tps, f"AR measured on this prompt ({BASELINE_TOKENS} tokens, {info.device})")
+
+
+@dataclass(frozen=True)
+class RecordBaselineJob(Job):
+    """Record an AR session of ``info``'s prompt, model and device to ``db_path``: the charts' speed-up baseline."""
+
+    info: SessionInfo
+    db_path: str
+
+    def run(self, ctx: JobContext) -> Iterator[r.Report]:
+        def work(target: LoadedModel) -> Iterator[r.Report]:
+            ar = record_ar_baseline(target, self.info, ctx.state.recording, self.db_path,
+                                    lambda s, f: ctx.emit(r.Progress(s, f)), ctx.paused)
+            yield r.BaselineRecorded(ar)
+            if ar.n_tokens:
+                yield r.BaselineReady(ar.tokens_per_s, f"AR session {ar.id} on the same prompt ({ar.n_tokens} tokens)")
+
+        yield from with_target(ctx, self.info, work)
+
+
+@dataclass(frozen=True)
+class CostCurveJob(Job):
+    """Measure (again) and keep the verify-cost curve of ``info``'s model on its device."""
+
+    key = "cost-curve"
+    info: SessionInfo
+
+    def run(self, ctx: JobContext) -> Iterator[r.Report]:
+        def work(target: LoadedModel) -> Iterator[r.Report]:
+            yield r.CostCurveReady(measure_curve(target, lambda s, f: ctx.emit(r.Progress(s, f))))
+
+        yield from with_target(ctx, self.info, work)

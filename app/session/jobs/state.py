@@ -1,15 +1,18 @@
 """What the engine thread holds between requests: the loaded models, the recording it writes to, the session it
-decodes. The worker owns one :class:`EngineState`; the jobs it runs (forks, the race's recording, measurements) are
-given it. Touched on the engine thread only."""
+decodes. The worker owns one :class:`EngineState`; every job it runs is given it (``ctx.state``). Touched on the engine
+thread only."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
-from specviz_core.runtime.models import LoadedModel
-from specviz_core.session.session import Session
+
+if TYPE_CHECKING:
+    from specviz_core.runtime.models import LoadedModel
+    from specviz_core.session.session import Session
 
 
 class EngineState:

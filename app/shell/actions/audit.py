@@ -1,7 +1,7 @@
 """The window's lossless audit: Run → Audit against plain decoding (Ctrl+Shift+A).
 
 The session shown is compared with plain greedy decoding of its prompt on the same model (transformers' own
-``generate``, on the engine thread: :meth:`specviz_app.session.worker.EngineWorker.audit_session`, the core's
+``generate``, on the engine thread: :class:`specviz_app.session.jobs.audit.AuditJob`, the core's
 :func:`specviz_core.audit.audit`, as ``specviz audit`` does). The verdict (identical, a numerical tie, a real
 divergence, or not applicable to a sampled session) opens in a message; a tie or a divergence also shows the cycle
 that committed the first differing token. A part of :class:`~specviz_app.shell.window.MainWindow`.
@@ -12,32 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox
 
 from specviz_app.session.controller import SessionController
+from specviz_app.session.jobs.audit import AuditJob
+from specviz_app.session.jobs.reports import AuditReady
 from specviz_app.shell.actions.common import window_action
 from specviz_core.audit import AuditResult, audit
 from specviz_core.viewer.session_model import SessionModel
-
-
-class AuditJob(QObject):
-    """Sends an audit to the engine worker and relays its result (on the UI thread)."""
-
-    _audit = Signal(object, object, object)
-    done = Signal(object)
-
-    def __init__(self, controller: SessionController, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.controller = controller
-        self._worker = None
-
-    def start(self, info, cycle_lengths: list[int]) -> None:
-        if self._worker is None:
-            w = self._worker = self.controller.engine_for(self._audit)
-            self._audit.connect(w.audit_session)
-            w.audit_ready.connect(self.done)
-        self._audit.emit(info, cycle_lengths, self._worker.ticket())
 
 
 class AuditActions:
@@ -52,8 +34,8 @@ class AuditActions:
             "Decode the session's prompt plainly (greedy) on its model and find the first token where the outputs "
             "differ: identical, a numerical tie, or a real divergence")
         run_menu.addAction(self.action)
-        self.job = AuditJob(controller, window)
-        self.job.done.connect(self._audit_done)
+        self.engine = controller.engine
+        self.engine.on(AuditReady, lambda rep: self._audit_done(rep.result))
         self.result: AuditResult | None = None
         """The last audit's verdict."""
         self.box: QMessageBox | None = None
@@ -74,7 +56,7 @@ class AuditActions:
             self._audit_done(audit(info, lengths, None))
             return
         self.window.statusBar().showMessage(f"Auditing session {info.id}: decoding its prompt plainly…")
-        self.job.start(info, lengths)
+        self.engine.submit(AuditJob(info, tuple(lengths)))
 
     def _audit_done(self, result: AuditResult) -> None:
         self.result = result

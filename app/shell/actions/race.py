@@ -8,45 +8,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QMainWindow, QMenu
 
 from specviz_app.panels.run.panel import RunPanel
 from specviz_app.panels.sessions import SessionsView
 from specviz_app.session.controller import SessionController
+from specviz_app.session.jobs.race import RaceJob
+from specviz_app.session.jobs.reports import RaceFailed, RaceProgress, RaceRecorded
 from specviz_app.shell.actions.common import session_file, window_action
 from specviz_app.windows.race.dialog import RaceDialog
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.viewer.comparison import stored_curve_of
 from specviz_core.viewer.session_model import SessionModel
-
-
-class RaceJob(QObject):
-    """Sends a race recording to the engine worker and relays what it reports (on the UI thread)."""
-
-    _record = Signal(object, str, object)
-    progress = Signal(str, float)
-    recorded = Signal(str, object)
-    failed = Signal(str)
-
-    def __init__(self, controller: SessionController, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.controller = controller
-        self._worker = None
-
-    def start(self, checked, db: Path) -> None:
-        if self._worker is None:
-            w = self._worker = self.controller.engine_for(self._record)
-            self._record.connect(w.record_race)
-            w.race.progress.connect(self.progress)
-            w.race.recorded.connect(self.recorded)
-            w.race.failed.connect(self.failed)
-        self._record.emit(checked, str(db), self._worker.ticket())
-
-    def cancel(self) -> None:
-        if self._worker is not None:
-            self._worker.pause()
 
 
 class RaceActions:
@@ -65,10 +39,10 @@ class RaceActions:
         self.windows: list = []
         """The race windows open (or closed since the last race)."""
         self.chooser: RaceDialog | None = None
-        self.job = RaceJob(controller, window)
-        self.job.progress.connect(lambda s, f: self.chooser and self.chooser.set_progress(s, f))
-        self.job.recorded.connect(self._race_recorded)
-        self.job.failed.connect(self._race_failed)
+        on = controller.engine.on
+        on(RaceProgress, lambda rep: self.chooser and self.chooser.set_progress(rep.stage, rep.fraction))
+        on(RaceRecorded, lambda rep: self._race_recorded(rep.db_path, rep.session_ids))
+        on(RaceFailed, lambda rep: self._race_failed(rep.text))
 
     def dialog(self) -> RaceDialog:
         """Choose sessions of the open recording (the one shown and the AR session of its prompt come ticked), or
@@ -93,7 +67,7 @@ class RaceActions:
             dialog.show_message(problem)
         dialog.race_requested.connect(lambda ids: self.race(Path(db), ids))
         dialog.record_requested.connect(lambda: self._record_race(dialog))
-        dialog.cancel_requested.connect(lambda: (self.job.cancel(), dialog.cancelling()))
+        dialog.cancel_requested.connect(lambda: (self.controller.engine.pause(), dialog.cancelling()))
         self.chooser = dialog
         dialog.open()
         return dialog
@@ -114,7 +88,7 @@ class RaceActions:
             dialog.show_message(f"cannot create {db.parent}: {e.strerror}")
             return
         dialog.set_recording(True)
-        self.job.start(request, db)
+        self.controller.engine.submit(RaceJob(request, str(db)))
 
     def _race_recorded(self, db: str, ids: list[str]) -> None:
         self.controller.sessions_changed.emit()

@@ -86,7 +86,7 @@ class WhatIfActions:
         return dialog
 
     def _start_fork(self, parent_id: str, dialog: ForkDialog, db: Path) -> None:
-        from specviz_app.session.worker import ForkStart  # the engine loads with the fork
+        from specviz_app.session.jobs.fork import ForkStart
 
         start = ForkStart(parent_id, dialog.cycle.value(), dialog.changes())
         if self.controller.fork(start, db):
