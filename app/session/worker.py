@@ -16,8 +16,8 @@ from collections import deque
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from specviz_app.session.jobs.base import Counts, Job, JobContext
+from specviz_app.session.jobs.holdings import Holdings
 from specviz_app.session.jobs.reports import Busy, Done, Error, Progress, SessionFinished
-from specviz_app.session.jobs.state import EngineState
 from specviz_app.session.tickets import Ticket, Tickets
 from specviz_core.crash import one_line
 
@@ -36,7 +36,7 @@ class EngineWorker(QObject):
     def __init__(self) -> None:
         super().__init__()
         self._tickets = Tickets()
-        self.state = EngineState()
+        self.held = Holdings()
         """The models, the recording and the live session (touched on the engine thread only)."""
         self.counts = Counts()
         self._baselines: dict[tuple, float] = {}
@@ -82,7 +82,7 @@ class EngineWorker(QObject):
     @property
     def loaded(self) -> bool:
         """A model is loaded (read from the UI thread)."""
-        return bool(self.state.models)
+        return bool(self.held.models)
 
     # -- on the worker thread -------------------------------------------------------
     @Slot()
@@ -92,7 +92,7 @@ class EngineWorker(QObject):
             if not self._queue:
                 return
             job, ticket = self._queue.popleft()
-        ctx = JobContext(self.state, self._tickets, ticket, self.report.emit, self._baselines, self.counts)
+        ctx = JobContext(self.held, self._tickets, ticket, self.report.emit, self._baselines, self.counts)
         try:
             for item in job.run(ctx):
                 self.report.emit(item)
@@ -105,10 +105,10 @@ class EngineWorker(QObject):
     def shutdown(self) -> None:
         """Close cleanly: the session in flight is marked interrupted, the recording closed, the thread ended."""
         try:
-            info = self.state.finish("interrupted", "window closed")
+            info = self.held.finish("interrupted", "window closed")
             if info is not None:
                 self.report.emit(SessionFinished(info))
-            self.state.close()
+            self.held.close()
         finally:
             QThread.currentThread().quit()
             self.report.emit(Progress("ready", 1.0))

@@ -10,7 +10,7 @@
 - :mod:`.race`: AR and a method recorded on one prompt for a race (``RaceJob``).
 
 A job is a frozen dataclass of its request whose ``run(ctx)`` is a generator of reports (:mod:`.reports`) over what
-the thread holds (:mod:`.state`), given as ``ctx`` (:mod:`.base`). Adding one: its module here, its report types in
+the thread holds (:mod:`.holdings`), given as ``ctx`` (:mod:`.base`). Adding one: its module here, its report types in
 :mod:`.reports` if it says something new, and the part of the window that submits it listens with
 ``engine.on(ReportType, handler)``; the worker, the link and the controller do not change.
 """

@@ -18,7 +18,7 @@ from specviz_core.crash import one_line
 from specviz_core.errors import SpecVizError
 
 if TYPE_CHECKING:
-    from specviz_app.session.jobs.state import EngineState
+    from specviz_app.session.jobs.holdings import Holdings
     from specviz_core.records import SessionInfo
     from specviz_core.runtime.models import LoadedModel
 
@@ -37,9 +37,10 @@ class Counts:
 class JobContext:
     """What a running job may use: the thread's holdings, its ticket's state, a way to report."""
 
-    def __init__(self, state: EngineState, tickets: Tickets, ticket: Ticket, emit: Callable[[Report], None],
+    def __init__(self, held: Holdings, tickets: Tickets, ticket: Ticket, emit: Callable[[Report], None],
                  baselines: dict[tuple, float], counts: Counts) -> None:
-        self.state = state
+        self.held = held
+        """The models, the recording and the live session the engine thread holds."""
         self.tickets = tickets
         self.ticket = ticket
         self.emit = emit
@@ -88,7 +89,7 @@ def with_target(ctx: JobContext, info: SessionInfo, work: Callable[[object], Ite
         return
     yield Busy(True)
     try:
-        target = target_for(ctx.state.models, info, lambda s, f: ctx.emit(Progress(s, -1.0 if f is None else f)))
+        target = target_for(ctx.held.models, info, lambda s, f: ctx.emit(Progress(s, -1.0 if f is None else f)))
         yield from work(target)
     except SpecVizError as e:
         yield Error(str(e))

@@ -46,7 +46,7 @@ def rerun(ctx: JobContext) -> Iterator[r.Report]:
     first that differs from the parent's (the fork then waits for the user's choice)."""
     from specviz_core.session.fork import Fork, ForkMismatch
 
-    run = ctx.state.run
+    run = ctx.held.run
     assert isinstance(run, Fork)
     yield r.Busy(True)
     try:
@@ -68,4 +68,4 @@ def rerun(ctx: JobContext) -> Iterator[r.Report]:
     finally:
         yield r.Busy(False)
     if run.finished:
-        yield r.SessionFinished(ctx.state.final_info(run))
+        yield r.SessionFinished(ctx.held.final_info(run))

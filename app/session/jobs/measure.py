@@ -106,15 +106,15 @@ class BaselineJob(Job):
     key = "baseline"
 
     def run(self, ctx: JobContext) -> Iterator[r.Report]:
-        if ctx.state.run is None or not ctx.state.models:
+        if ctx.held.run is None or not ctx.held.models:
             return
-        info = ctx.state.run.info
+        info = ctx.held.run.info
         key = (info.model, info.device, info.dtype, info.prompt_ids)
         tps = ctx.baselines.get(key)
         if tps is None:
             preempts = ctx.tickets.preempts
             try:
-                target, _ = next(iter(ctx.state.models.values()))
+                target, _ = next(iter(ctx.held.models.values()))
                 tps = ar_speed(target, info.prompt_ids, BASELINE_TOKENS, lambda f: ctx.emit(r.BaselineProgress(f)),
                                lambda: ctx.tickets.preempts != preempts or ctx.paused())
             except Exception as e:
@@ -136,7 +136,7 @@ class RecordBaselineJob(Job):
 
     def run(self, ctx: JobContext) -> Iterator[r.Report]:
         def work(target: LoadedModel) -> Iterator[r.Report]:
-            ar = record_ar_baseline(target, self.info, ctx.state.recording, self.db_path,
+            ar = record_ar_baseline(target, self.info, ctx.held.recording, self.db_path,
                                     lambda s, f: ctx.emit(r.Progress(s, f)), ctx.paused)
             yield r.BaselineRecorded(ar)
             if ar.n_tokens:

@@ -51,7 +51,7 @@ class RaceJob(Job):
         from specviz_app.session.jobs import measure as jobs
         from specviz_core.session.factory import load_models
 
-        checked, state = self.checked, ctx.state
+        checked, state = self.checked, ctx.held
         rec = close = None
         try:
             def stop_check() -> None:

@@ -1,5 +1,5 @@
 """The live session's jobs: start one (or a fork), decode it (Step, Run, Run to a breakpoint), end it (Reset), and
-answer a fork's failed check. Each runs over the session the engine thread holds (``ctx.state.run``)."""
+answer a fork's failed check. Each runs over the session the engine thread holds (``ctx.held.run``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from specviz_core.viewer.filters import CycleFilter
 
 def end_current(ctx: JobContext, status: str, reason: str) -> Iterator[r.Report]:
     """The session held, if it has not ended, ended as ``status``."""
-    info = ctx.state.finish(status, reason)
+    info = ctx.held.finish(status, reason)
     if info is not None:
         yield r.SessionFinished(info)
 
@@ -39,10 +39,10 @@ class StartJob(Job):
         except Cancelled:
             yield r.Progress("cancelled", 1.0)
         except SpecVizError as e:
-            ctx.state.run = None
+            ctx.held.run = None
             yield r.Error(str(e))
         except Exception as e:  # a broken model folder, out of memory...: a message, not a crash
-            ctx.state.run = None
+            ctx.held.run = None
             yield r.Error(f"could not start the session: {one_line(e)}")
         finally:
             yield r.Busy(False)
@@ -63,23 +63,23 @@ class StartJob(Job):
         assert isinstance(checked, CheckedRequest)
         req = checked.request
         key = (req.model, req.draft_model, req.device, req.dtype)
-        models = ctx.state.models.get(key)
+        models = ctx.held.models.get(key)
         if models is None:
             yield r.Progress("loading the model", -1.0)
             models = load_models(checked, ctx.loading)
-            ctx.state.models = {key: models}  # keep one set: models are large
+            ctx.held.models = {key: models}  # keep one set: models are large
         if ctx.cancelled():  # reset or closed while the last stage loaded: no session to record
             yield r.Progress("cancelled", 1.0)
             return
         target, draft = models
-        recording = ctx.state.record_to(self.db_path)
+        recording = ctx.held.record_to(self.db_path)
         if fork is not None:
             assert parent is not None
-            ctx.state.run = Fork.start(recording, parent, fork.cycle, checked, target, draft=draft)
+            ctx.held.run = Fork.start(recording, parent, fork.cycle, checked, target, draft=draft)
         else:  # a device's first budget=auto session measures its verify cost first (seconds, once)
-            ctx.state.run = Session.start(checked, target, draft, recording=recording, progress=ctx.loading)
+            ctx.held.run = Session.start(checked, target, draft, recording=recording, progress=ctx.loading)
         yield r.Progress("ready", 1.0)
-        yield r.SessionStarted(ctx.state.run.info, target.tokenizer)
+        yield r.SessionStarted(ctx.held.run.info, target.tokenizer)
         if fork is not None:
             yield from rerun(ctx)
 
@@ -95,7 +95,7 @@ class DecodeJob(Job):
     def run(self, ctx: JobContext) -> Iterator[r.Report]:
         from specviz_core.session.fork import ForkMismatch
 
-        run = ctx.state.run
+        run = ctx.held.run
         if run is None or ctx.paused():
             return
         yield r.Busy(True)
@@ -127,7 +127,7 @@ class DecodeJob(Job):
             yield r.Busy(False)
         yield r.RunEnded(how, last)
         if run.finished:
-            yield r.SessionFinished(ctx.state.final_info(run))
+            yield r.SessionFinished(ctx.held.final_info(run))
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ class ResetJob(Job):
 
     def run(self, ctx: JobContext) -> Iterator[r.Report]:
         yield from end_current(ctx, "interrupted", "reset by the user")
-        ctx.state.run = None
+        ctx.held.run = None
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ class ForkChoiceJob(Job):
     def run(self, ctx: JobContext) -> Iterator[r.Report]:
         from specviz_core.session.fork import Fork
 
-        run = ctx.state.run
+        run = ctx.held.run
         if not isinstance(run, Fork) or run.finished:
             return
         if self.go_on:
@@ -156,4 +156,4 @@ class ForkChoiceJob(Job):
             yield from rerun(ctx)
         else:
             run.stop()
-            yield r.SessionFinished(ctx.state.final_info(run))
+            yield r.SessionFinished(ctx.held.final_info(run))

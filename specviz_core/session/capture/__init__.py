@@ -91,12 +91,11 @@ class GenerateCapture:
         mode_of = GenerationConfig.__dict__["get_generation_mode"]
         make_gen = GenerationMixin.__dict__["_get_candidate_generator"]
         signature = inspect.signature(make_gen)
-        cap = self
 
         @functools.wraps(generate)
         def watched_generate(model: Any, *args: Any, **kwargs: Any) -> Any:
             depth = _depth()
-            if depth or not cap._mine():  # the assistant's own generate inside a cycle, or another thread
+            if depth or not self._mine():  # the assistant's own generate inside a cycle, or another thread
                 _local.depth = depth + 1
                 try:
                     return generate(model, *args, **kwargs)
@@ -111,17 +110,17 @@ class GenerateCapture:
             try:
                 out = generate(model, *args, **kwargs)
             except BaseException as e:
-                cap._end(error=e)
+                self._end(error=e)
                 raise
             finally:
                 _local.depth = 0
-            cap._end(output=out)
+            self._end(output=out)
             return out
 
         @functools.wraps(mode_of)
         def watched_mode(config: Any, *args: Any, **kwargs: Any) -> Any:
             mode = mode_of(config, *args, **kwargs)
-            if _depth() == 1 and cap._mine() and mode != GenerationMode.ASSISTED_GENERATION:
+            if _depth() == 1 and self._mine() and mode != GenerationMode.ASSISTED_GENERATION:
                 raise SpecVizError(
                     f"specviz.record records speculative generate calls (assistant_model=..., "
                     f"prompt_lookup_num_tokens=...); this one decodes by {str(mode.value).replace('_', ' ')}: call "
@@ -131,9 +130,9 @@ class GenerateCapture:
         @functools.wraps(make_gen)
         def watched_make_gen(model: Any, *args: Any, **kwargs: Any) -> Any:
             gen = make_gen(model, *args, **kwargs)
-            if _depth() == 1 and cap._mine():
+            if _depth() == 1 and self._mine():
                 a = signature.bind(model, *args, **kwargs).arguments
-                cap._begin(model, gen, a["generation_config"], a["input_ids"], a.get("assistant_model"),
+                self._begin(model, gen, a["generation_config"], a["input_ids"], a.get("assistant_model"),
                            a.get("target_tokenizer"))
             return gen
 

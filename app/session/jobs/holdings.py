@@ -1,5 +1,5 @@
 """What the engine thread holds between requests: the loaded models, the recording it writes to, the session it
-decodes. The worker owns one :class:`EngineState`; every job it runs is given it (``ctx.state``). Touched on the engine
+decodes. The worker owns one :class:`Holdings`; every job it runs is given it (``ctx.held``). Touched on the engine
 thread only."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from specviz_core.session.session import Session
 
 
-class EngineState:
+class Holdings:
     """The models, the recording and the run of the engine thread."""
 
     def __init__(self) -> None:
