@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from specviz_core.cycle_state import AssistedFacts, EngineFacts, GooseFacts
 from specviz_core.records import CycleRecord
 
 #: Cause codes, with a short label for charts, filters and menus.
@@ -149,7 +150,7 @@ def _tail(detail: str) -> str:
 
 def offers_at(record: CycleRecord, node: int) -> tuple[SourceOffer, ...] | None:
     """The recorded candidate lists below ``node``; None when the method recorded none there."""
-    raw = record.state.get("offers")
+    raw = EngineFacts.read(record.state).offers
     if not isinstance(raw, dict) or str(node) not in raw:
         return None
     out = []
@@ -195,11 +196,11 @@ def stop_cause(record: CycleRecord) -> StopCause:
         return StopCause("budget", **base, **info)  # "drafted" and not verified: budget=auto cut it after drafting
     if gated_kid is not None:
         return StopCause("gated", **base, source=gated_kid.source, score=gated_kid.score, offers=offers or ())
-    draft_stop = record.state.get("draft_stop")
-    if draft_stop and not any(n.verified for n in kids):  # transformers' chain ended here
-        kind = _HF_STOPS.get(str(draft_stop), "not_offered")
-        thr = record.state.get("assistant_confidence_threshold") if kind == "gated" else None
-        return StopCause(kind, **base, threshold=thr, detail=str(record.state.get("draft_stop_text", "")),
+    hf = AssistedFacts.read(record.state)
+    if hf.draft_stop and not any(n.verified for n in kids):  # transformers' chain ended here
+        kind = _HF_STOPS.get(str(hf.draft_stop), "not_offered")
+        thr = hf.assistant_confidence_threshold if kind == "gated" else None
+        return StopCause(kind, **base, threshold=thr, detail=str(hf.draft_stop_text or ""),
                          offers=offers or (), chain_end=True)
     if offers is None and not kids and record.mode != "ar":
         return StopCause("budget", **base,
@@ -216,7 +217,7 @@ def ar_reason(record: CycleRecord, no_draft_reason: str) -> str:
     drafted = sum(1 for n in record.nodes if n.id > 0)
     if not drafted:
         return no_draft_reason
-    budget = record.state.get("budget")
+    budget = EngineFacts.read(record.state).budget
     if isinstance(budget, dict) and budget.get("chosen") == 0 and budget.get("candidates"):
         n = int(budget["candidates"])
         return (f"budget=auto verified none of the {n} drafted node{'' if n == 1 else 's'}: on this device none "
@@ -273,57 +274,59 @@ def method_notes(state: dict[str, Any], rows: int | None = None) -> list[str]:
     """What a cycle's method state says about why it drafted what it did, in plain sentences: Goose's route,
     confidence, budget and path; transformers' reason for ending the draft and its schedule. ``rows``: the rows the
     cycle verified (root included), for the sentence on a padded forward."""
+    e, g, a = EngineFacts.read(state), GooseFacts.read(state), AssistedFacts.read(state)
     out = []
-    if state.get("from_prefill"):
+    if e.from_prefill:
         out.append("No forward of its own: the token comes from the prefill's last row (the prompt ran in one "
                    "forward, as generate and the official decoders run it).")
-    if state.get("prefill_in_forward"):
-        n = int(state["prefill_in_forward"])
+    if e.prefill_in_forward:
+        n = int(e.prefill_in_forward)
         out.append(f"This forward also ran the prompt's {n} token{'s' if n != 1 else ''} before the root: "
                    "transformers' generate has no separate prefill.")
-    budget = state.get("budget")
-    if isinstance(budget, dict) and budget.get("candidates"):  # nothing drafted: nothing to choose from
-        out.append(budget_note(budget))
-    if state.get("padded_to"):
+    if isinstance(e.budget, dict) and e.budget.get("candidates"):  # nothing drafted: nothing to choose from
+        out.append(budget_note(e.budget))
+    if e.padded_to:
         out.append(padding_note(state, rows))
-    route = state.get("route")
-    if route in _ROUTES:
-        bits = [f"Route: {_ROUTES[route]}."]
-        if "confidence" in state and route not in ("prefill", "ar"):
-            c = f"Match confidence {float(state['confidence']):.2f}"
-            if state.get("chain_extended"):
-                c += (f"; above 0.6, so the chain grew by repeated matching from {state.get('match_len', '?')} to "
-                      f"{state.get('chain_len', '?')} tokens")
-            if "node_budget" in state:
-                c += f"; node budget {state['node_budget']} (root included)"
+    if g.route in _ROUTES:
+        bits = [f"Route: {_ROUTES[g.route]}."]
+        if g.confidence is not None and g.route not in ("prefill", "ar"):
+            c = f"Match confidence {float(g.confidence):.2f}"
+            if g.chain_extended:
+                c += (f"; above 0.6, so the chain grew by repeated matching from {_or_unknown(g.match_len)} to "
+                      f"{_or_unknown(g.chain_len)} tokens")
+            if g.node_budget is not None:
+                c += f"; node budget {g.node_budget} (root included)"
             bits.append(c + ".")
-        if "spine_ratio" in state and state.get("spine_len"):
-            binding = " It cut the chain." if state.get("ratio_binding") else ""
-            tier = state.get("spine_ratio_tier")
-            bits.append(f"Spine ratio r = {float(state['spine_ratio']):.2f}"
+        if g.spine_ratio is not None and g.spine_len:
+            binding = " It cut the chain." if g.ratio_binding else ""
+            tier = g.spine_ratio_tier
+            bits.append(f"Spine ratio r = {float(g.spine_ratio):.2f}"
                         + (f" (tier {float(tier):.2f})" if tier is not None else "")
-                        + f": {state['spine_len']} spine nodes.{binding}")
-        path = state.get("path")
-        if path in _PATHS:
-            won = state.get("continuation_tokens", 0)
-            bits.append(f"Accepted path: {_PATHS[path]}"
+                        + f": {g.spine_len} spine nodes.{binding}")
+        if g.path in _PATHS:
+            won = g.continuation_tokens or 0
+            bits.append(f"Accepted path: {_PATHS[g.path]}"
                         + (f" ({won} branch token{'s' if won != 1 else ''} won after the break)." if won else "."))
         out.append(" ".join(bits))
-    if "num_assistant_tokens" in state:  # why the chain ended is the stop cause's own sentence
-        s = f"Assistant schedule: num_assistant_tokens {state['num_assistant_tokens']}"
-        thr = state.get("assistant_confidence_threshold")
+    if a.num_assistant_tokens is not None:  # why the chain ended is the stop cause's own sentence
+        s = f"Assistant schedule: num_assistant_tokens {a.num_assistant_tokens}"
+        thr = a.assistant_confidence_threshold
         s += f", confidence threshold {float(thr):.2f}" if thr is not None else ""
-        nxt = state.get("num_assistant_tokens_next")
-        if nxt is not None and nxt != state["num_assistant_tokens"]:
+        nxt = a.num_assistant_tokens_next
+        if nxt is not None and nxt != a.num_assistant_tokens:
             s += f"; the schedule moves it to {nxt} for the next cycle"
         out.append(s + ".")
     return out
 
 
+def _or_unknown(value: Any) -> Any:
+    return "?" if value is None else value
+
+
 def padding_note(state: dict[str, Any], rows: int | None = None) -> str:
     """Why a cycle's forward ran more rows than it verified (its ``state["padded_to"]``; ``rows``: the rows it
     verified, root included), in one sentence."""
-    run = int(state["padded_to"])
+    run = int(EngineFacts.read(state).padded_to or 0)
     if rows:
         pad = run - rows
         return (f"The forward ran {run} rows, {pad} of them padding: on this device a forward of {run} rows costs "
