@@ -25,6 +25,7 @@ from specviz_core.analysis.metrics import oracle_runs
 from specviz_core.analysis.spine import SpineAnalysis, analyze_spine
 from specviz_core.analysis.stop_cause import ar_reason, method_notes, stop_cause
 from specviz_core.analysis.timing import CostCurve, cycle_cost
+from specviz_core.cycle_state import ContextMatchFacts
 from specviz_core.methods import CARDS, MethodCard
 from specviz_core.records import CycleRecord, Node
 from specviz_core.viewer.session_model import SessionModel
@@ -259,7 +260,7 @@ class StopCausePanel(PanelMixin, QTextBrowser):
             return (f"{'No spine this cycle: an' if method is None or method.no_match_note else 'An'} AR cycle "
                     f"({ar_reason(rec, (method or MethodCard).no_draft_reason)}), so the target produced one token, "
                     f"{self._chip(rec.bonus_token, 'bonus')}.")
-        if method is not None and method.no_match_note and not rec.state.get("match"):
+        if method is not None and method.no_match_note and not ContextMatchFacts.read(rec.state).match:
             return f"No spine this cycle: {method.no_match_note}."
         drafted = [n for n in rec.nodes if n.parent >= 0]
         sources = ", ".join(sorted({n.source for n in drafted})) or "no"

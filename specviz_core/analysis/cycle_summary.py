@@ -13,6 +13,7 @@ from typing import Any
 
 from specviz_core.analysis.spine import analyze_spine
 from specviz_core.analysis.stop_cause import stop_cause
+from specviz_core.cycle_state import EngineFacts, GooseFacts
 from specviz_core.records import CycleRecord
 
 #: How a committed token got into the output, besides a drafted node's own source.
@@ -69,12 +70,13 @@ class CycleSummary:
     def route(self) -> str:
         """How the drafter routed the cycle (Goose: ``prefill``, ``spine_tree``, ``branch_tree``, ``chain``, ``bypass``,
         ``ar``); the mode for methods that record no route."""
-        return str(self.state.get("route", self.mode))
+        route = GooseFacts.read(self.state).route
+        return str(route if route is not None else self.mode)
 
     @property
     def path(self) -> str | None:
         """Goose's path category: ``pure_spine``, ``spine_continuation``, ``pure_branch`` or ``none``; None if unrecorded."""
-        return self.state.get("path")
+        return GooseFacts.read(self.state).path
 
     @property
     def by_depth_rank(self) -> dict[tuple[int, int], tuple[int, int]]:
@@ -89,7 +91,7 @@ class CycleSummary:
     def ran_forward(self) -> bool:
         """Whether the cycle ran a target forward of its own: a cycle 0 that took its token from the prefill's last
         row did not (tokens per forward count the forwards, so that cycle's token is free)."""
-        return not self.state.get("from_prefill") and not self.damaged
+        return not EngineFacts.read(self.state).from_prefill and not self.damaged
 
     @property
     def spine_broke(self) -> bool:

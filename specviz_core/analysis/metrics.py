@@ -14,6 +14,7 @@ from typing import Any
 
 from specviz_core.analysis.cycle_summary import CycleSummary
 from specviz_core.analysis.stop_cause import CAUSES
+from specviz_core.cycle_state import EngineFacts, TalonFacts
 
 DEFINITIONS: dict[str, str] = {
     "draft_acceptance_rate": "accepted draft tokens / drafted tokens; the bonus token is not counted (vLLM, "
@@ -205,13 +206,15 @@ class MetricsCounter:
                 for src, n in s.headroom.items():
                     if src != "*":
                         self.by_source[src] = self.by_source.get(src, 0) + n
-            if s.state.get("from_prefill"):  # the prefill's last row gave this token: not a decode step
+            if EngineFacts.read(s.state).from_prefill:  # the prefill's last row gave this token: not a decode step
                 continue
             self.cycles += 1
-            steps = s.state.get("draft_steps")
+            talon = TalonFacts.read(s.state)
+            steps = talon.draft_steps
             if isinstance(steps, (int, float)) and steps > 0:
                 self.steps += int(steps)
-                per_step = s.state.get("draft_step_ms", s.timings_ms.get("draft", 0.0) / steps)
+                per_step = (talon.draft_step_ms if talon.draft_step_ms is not None
+                            else s.timings_ms.get("draft", 0.0) / steps)
                 forward = s.timings_ms.get("forward", 0.0)
                 if forward > 0 and isinstance(per_step, (int, float)):
                     self.step_costs.append(per_step / forward)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from specviz_core.analysis.compare import Compared
 from specviz_core.analysis.cycle_summary import AR, BONUS
 from specviz_core.analysis.timing import CostCurve, session_cost
+from specviz_core.cycle_state import EngineFacts
 from specviz_core.records import SessionInfo
 
 
@@ -126,7 +127,7 @@ def why_slower(s: Compared, base: Compared, curve: CostCurve | None = None) -> s
     its verify forward cost against the base's step, what it committed per forward, and what ``curve`` (its
     device's verify cost) says a better budget would do (:func:`specviz_core.analysis.timing.session_cost`)."""
     steps = [c.cycle_ms for c in base.summaries
-             if not c.damaged and c.cycle_ms > 0 and not c.state.get("from_prefill")]  # decode steps only
+             if not c.damaged and c.cycle_ms > 0 and not EngineFacts.read(c.state).from_prefill]  # decode steps only
     t_base = sum(steps) / len(steps) if steps else None
     cost = session_cost(s.summaries, curve, t_base, f"{base.info.method}'s mean step")
     if not cost.cycles:

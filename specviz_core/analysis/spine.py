@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specviz_core.cycle_state import ContextMatchFacts
 from specviz_core.records import CycleRecord
 
 #: Sources whose chain is a "spine": a break in it is what the spine-break filter finds.
@@ -76,7 +77,7 @@ def topk_after(record: CycleRecord, node_id: int) -> TopK:
 
 def spine_match(state: dict) -> SpineMatch | None:
     """The recorded context match (``state["match"]``), or None."""
-    m = state.get("match") or None
+    m = ContextMatchFacts.read(state).match or None
     if not m:
         return None
     ms, me = (int(x) for x in m["match_span"])

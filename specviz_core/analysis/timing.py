@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from specviz_core.analysis.cycle_summary import CycleSummary
+from specviz_core.cycle_state import EngineFacts
 from specviz_core.records import CycleRecord
 
 Curve = Callable[[float], float]
@@ -180,7 +181,7 @@ def cycle_cost(record: CycleRecord | CycleSummary, curve: Curve | None, ar_forwa
         u = float(curve(1))  # the curve against its own 1-token forward
         preds = [(kept_tokens(acc_rows, b + 1) * u / (draft + run_ms(curve, b + 1) + book), b) for b in range(1, rows)]
         best_x, best_b = max(preds, key=lambda p: (p[0], -p[1]))
-    run = int(record.state.get("padded_to") or 0) if isinstance(record.state, dict) else 0
+    run = int(EngineFacts.read(record.state).padded_to or 0) if isinstance(record.state, dict) else 0
     # The curve at what the forward ran: as recorded, else as the engine would pad it today.
     curve_ms = (float(curve(run)) if run else run_ms(curve, rows)) if curve is not None else None
     cost = CycleCost(record.index, rows, tokens, draft, forward, book, t_ar, curve_ms, best_b, best_x,
@@ -324,7 +325,7 @@ def session_pace(cyc: Sequence[CycleSummary], curve: Curve) -> float | None:
     forward ms over the curve's ms for the rows it ran (2.0: twice as slow, a busy machine). None without a timed
     forward."""
     ratios = sorted(
-        s.timings_ms["forward"] / float(curve(int(s.state.get("padded_to") or s.n_verified)))
+        s.timings_ms["forward"] / float(curve(int(EngineFacts.read(s.state).padded_to or s.n_verified)))
         for s in cyc if s.timings_ms.get("forward", 0.0) > 0 and s.ran_forward and float(curve(1)) > 0)
     if not ratios:
         return None

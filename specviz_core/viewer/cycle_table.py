@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from specviz_core.analysis.cycle_summary import CycleSummary
+from specviz_core.cycle_state import GooseFacts
 from specviz_core.runtime.vocab import TokenText
 
 #: Column names, in order. Times in ms; ``tokens`` is the committed text.
@@ -20,7 +21,7 @@ def cycle_rows(summaries: Iterable[CycleSummary], vocab: TokenText) -> Iterator[
     for s in summaries:
         yield [s.index, s.mode, s.n_verified, s.n_accepted, s.n_committed, vocab.text(s.committed_ids),
                f"{s.cycle_ms:.3f}", "" if s.spine_broke_at is None else s.spine_broke_at, int(s.spine_continued),
-               s.state.get("spine_ratio", ""), s.state.get("ema_p_s", "")]
+               _or_blank(GooseFacts.read(s.state).spine_ratio), _or_blank(GooseFacts.read(s.state).ema_p_s)]
 
 
 def write_cycles_csv(path: str | os.PathLike, summaries: list[CycleSummary], vocab: TokenText) -> int:
@@ -30,3 +31,8 @@ def write_cycles_csv(path: str | os.PathLike, summaries: list[CycleSummary], voc
         w.writerow(COLUMNS)
         w.writerows(cycle_rows(summaries, vocab))
     return len(summaries)
+
+
+def _or_blank(value: object) -> object:
+    """A fact the cycle did not record, as an empty cell."""
+    return "" if value is None else value

@@ -46,6 +46,7 @@ from specviz_app.panels.tree.text import (
     node_tip,
 )
 from specviz_core.analysis.spine import analyze_spine
+from specviz_core.cycle_state import AssistedFacts
 from specviz_core.records import CycleRecord, Node
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.tree_layout import BONUS, TreeLayout, is_marker, layout_tree, marker_parent
@@ -179,7 +180,8 @@ class TreeView(PanelMixin, QGraphicsView):
             return ""
         broken = self.broken_node is not None and node_id == self.broken_node.id
         tip = node_tip(nodes[node_id], self.model.vocab, broken)
-        align = alignment_tip(rec.state["alignment"], nodes[node_id].depth) if "alignment" in rec.state else ""
+        alignment = AssistedFacts.read(rec.state).alignment
+        align = alignment_tip(alignment, nodes[node_id].depth) if alignment is not None else ""
         return f"{tip}\n{align}" if align else tip
 
     def set_show_gated(self, show: bool) -> None:
