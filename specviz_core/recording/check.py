@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specviz_core.analysis.cycle_summary import summarize
+from specviz_core.cycle_state import EngineFacts
 from specviz_core.errors import DamagedRecording, SpecVizError
 from specviz_core.recording.contract import RowError, parse, summary_parts
 from specviz_core.recording.rows import cycle_from_row
@@ -112,7 +113,7 @@ def _check_session(rec: Recording, session_id: str, info: SessionInfo | None = N
                 prev = None
                 continue
             n_tokens += len(record.committed_ids)
-            n_forward += not record.state.get("from_prefill")
+            n_forward += not EngineFacts.read(record.state).from_prefill
             if prev is not None and prev.index == index - 1 and record.cache_len != prev.cache_len + len(prev.kv_keep):
                 out.damaged.append((index, f"cache_len {record.cache_len}, but cycle {index - 1} left "
                                            f"{prev.cache_len + len(prev.kv_keep)} positions in the KV cache"))

@@ -15,6 +15,7 @@ import psutil
 import sqlite_utils
 
 from specviz_core.analysis.cycle_summary import CycleSummary
+from specviz_core.cycle_state import EngineFacts
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.rows import cycle_to_row, dumps
 from specviz_core.records import CycleRecord, SessionInfo
@@ -75,7 +76,7 @@ class SessionWriter:
             conn.execute(  # a cycle served from the prefill's last row ran no forward of its own
                 "UPDATE sessions SET n_cycles = n_cycles + 1, n_forward = n_forward + ?, "
                 "n_tokens = n_tokens + ?, decode_ms = decode_ms + ? WHERE id = ?",
-                [0 if record.state.get("from_prefill") else 1, len(record.committed_ids), decode_ms, self.id],
+                [0 if EngineFacts.read(record.state).from_prefill else 1, len(record.committed_ids), decode_ms, self.id],
             )
             conn.commit()
         except sqlite3.Error as e:

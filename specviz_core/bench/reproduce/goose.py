@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 
 from specviz_core.bench.reproduce.claims import Claim, Run, Say, Work, _gain, _pct
+from specviz_core.cycle_state import GooseFacts
 from specviz_core.runtime.models import LoadedModel
 
 GOOSE_ABLATIONS = (  # (Table 2's row, our switch, the paper's mean change on Qwen3-8B)
@@ -44,7 +45,7 @@ def by_route(run: Run) -> dict[str, tuple[int, float]]:
     """Per route (``spine_tree``, ``branch_tree``, ``chain``...): cycles, and draft tokens accepted a cycle."""
     got: dict[str, list[int]] = {}
     for rec in run.records:
-        route = rec.state.get("route", rec.mode)
+        route = GooseFacts.read(rec.state).route or rec.mode
         got.setdefault(route, []).append(rec.n_accepted)
     return {k: (len(v), statistics.mean(v)) for k, v in got.items() if k not in ("prefill", "ar")}
 
@@ -96,7 +97,7 @@ def spine_branch_use(runs: list[Run]) -> str:
     cycles = verified = accepted = 0
     for run in runs:
         for rec in run.records:
-            if rec.state.get("route") != "spine_tree":
+            if GooseFacts.read(rec.state).route != "spine_tree":
                 continue
             cycles += 1
             source = {n.id: n.source for n in rec.nodes}

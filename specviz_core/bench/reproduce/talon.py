@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 from specviz_core.bench.reproduce.claims import Claim, Say, Work
+from specviz_core.cycle_state import TalonFacts
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime.models import LoadedModel
 
@@ -15,9 +16,10 @@ def _shape_by_confidence(records: list) -> dict[str, float] | None:
     rows = []
     for r in records:
         first = [n.score for n in r.nodes if n.depth == 1]
-        widths = r.state.get("layer_widths") or []
+        talon = TalonFacts.read(r.state)
+        widths = talon.layer_widths or []
         if first and widths:
-            rows.append((max(first), r.state.get("depth", 0), max(widths)))
+            rows.append((max(first), talon.depth or 0, max(widths)))
     if len(rows) < 4:
         return None
     cut = statistics.median(c for c, _, _ in rows)
