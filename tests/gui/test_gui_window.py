@@ -380,3 +380,28 @@ def test_device_dtype_and_bounds_from_the_run_panel(qtbot, window):
     info = w.model.source.info
     assert (info.device, info.dtype, info.attention) == ("cpu", "float32", "sdpa; full")
     assert "attention sdpa; full" in rp.status.text()
+
+
+def test_threads_auto_after_a_number_chooses_for_the_machine_again(window, qtbot, monkeypatch):
+    """The Run panel's Threads field holds for each session it starts: 1, then back to auto, gives a session on
+    the threads chosen for the machine, not the 1 the earlier session asked for."""
+    import torch
+
+    from specviz_core.runtime import threads as cpu_threads
+
+    monkeypatch.setattr(cpu_threads, "_requested", cpu_threads._requested)  # the process's choice, put back after
+    monkeypatch.setattr(cpu_threads, "_chosen", cpu_threads._chosen)
+    n = torch.get_num_threads()
+    try:
+        w = window
+        for field, asked in ((1, True), (0, False)):  # 0 shows as "auto"
+            w.run_panel.threads.setValue(field)
+            w.controller.step()
+            qtbot.waitUntil(lambda: w.model.n_cycles == 1 and w.controller.idle, timeout=120000)
+            choice = cpu_threads.current()
+            assert choice is not None and choice.asked is asked, (field, choice)
+            assert choice.threads == 1 if asked else choice.threads == cpu_threads.choose(None, load=choice.load).threads
+            w.controller.reset()
+            qtbot.waitUntil(lambda: w.controller.idle, timeout=30000)
+    finally:
+        torch.set_num_threads(n)

@@ -48,6 +48,7 @@ class StartJob(Job):
             yield r.Busy(False)
 
     def _start(self, ctx: JobContext) -> Iterator[r.Report]:
+        from specviz_core.runtime import threads as cpu_threads
         from specviz_core.session.factory import load_models
         from specviz_core.session.fork import Fork
         from specviz_core.session.session import Session
@@ -77,6 +78,9 @@ class StartJob(Job):
             assert parent is not None
             ctx.held.run = Fork.start(recording, parent, fork.cycle, checked, target, draft=draft)
         else:  # a device's first budget=auto session measures its verify cost first (seconds, once)
+            # The Run panel's Threads field holds for every session it starts: its "auto" chooses again for the
+            # machine as it is now, rather than keeping the number an earlier session asked for.
+            cpu_threads.request(req.threads)
             ctx.held.run = Session.start(checked, target, draft, recording=recording, progress=ctx.loading)
         yield r.Progress("ready", 1.0)
         yield r.SessionStarted(ctx.held.run.info, target.tokenizer)
