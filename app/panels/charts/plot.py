@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFont, QTextOption
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QTextOption
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsTextItem
 
 #: A series key: (symbol, colour or "fg" for the text colour, label).
@@ -134,7 +134,11 @@ class ChartPlot(pg.PlotItem):
             if not text or not axis.isVisible():
                 continue
             needed = axis.label.boundingRect().width()  # the label is drawn turned: its width runs up the plot
-            fits = needed <= self.vb.height()
+            # Showing the label narrows the view, and the title may then wrap to another line or two, which makes
+            # the view shorter: a label shown at the edge would be hidden again at once, and so on forever (a
+            # presentation-mode hang). So a hidden label comes back only with that much room to spare.
+            spare = 2 * QFontMetricsF(self.titleLabel.item.font()).lineSpacing() if not axis.label.isVisible() else 0.0
+            fits = needed + spare <= self.vb.height()
             if fits != axis.label.isVisible():
                 axis.showLabel(fits)
 
