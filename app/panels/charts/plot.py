@@ -75,9 +75,9 @@ class ChartPlot(pg.PlotItem):
             for axis in self.axes.values():
                 item = axis["item"]
                 if item.orientation in ("left", "right"):
-                    item._updateWidth()
+                    item.setWidth(item.fixedWidth)  # the same width rule, measured again (public API)
                 else:
-                    item._updateHeight()
+                    item.setHeight(item.fixedHeight)
         return ret
 
     def curve(self, **kw: object) -> pg.PlotDataItem:
