@@ -91,3 +91,68 @@ def head_info_for(name: str | None) -> dict[str, Any] | None:
     except Exception:  # not a model folder, a config transformers cannot read: no head to offer either
         return None
     return _read_info(base.with_suffix(".safetensors"), base.with_suffix(".json"))
+
+
+# -- heads in EAGLE's published layouts (folders: config.json and weights) ----------------------------------------
+
+EAGLE_LAYOUTS = ("eagle", "eagle3")
+"""EAGLE-1/2's layout (``layers.0.*``, the target's last hidden state) and EAGLE-3's (``midlayer.*``, three fused
+layers, a draft vocabulary): :mod:`specviz_core.drafters.talon.eagle_heads` loads and writes them."""
+
+
+def head_folder_layout(config: dict[str, Any], keys: Any) -> str | None:
+    """``eagle3``, ``eagle`` or None (not an EAGLE head), from a checkpoint's weight names."""
+    names = set(keys)
+    if "fc.weight" not in names:
+        return None
+    if any(k.startswith("midlayer.") for k in names):
+        return "eagle3"
+    if any(k.startswith("layers.0.") for k in names):
+        return "eagle"
+    return None
+
+
+def _weight_names(folder: Path) -> list[str] | None:
+    """The weight names of a head folder without torch: a safetensors header, or the names pickled in a
+    ``pytorch_model.bin`` zip (the keys of its state dict are plain strings there)."""
+    st = folder / "model.safetensors"
+    if st.is_file():
+        import struct
+
+        with open(st, "rb") as fh:
+            (size,) = struct.unpack("<Q", fh.read(8))
+            return [k for k in json.loads(fh.read(size)) if k != "__metadata__"]
+    pt = folder / "pytorch_model.bin"
+    if pt.is_file():
+        import re
+        import zipfile
+
+        with zipfile.ZipFile(pt) as z:
+            pkl = next((n for n in z.namelist() if n.endswith("data.pkl")), None)
+            data = z.read(pkl) if pkl else b""
+        names = set()
+        for m in re.finditer(rb"X([\x00-\xff]{4})", data):  # pickle's short strings: X, a 4-byte length, the text
+            n = int.from_bytes(m.group(1), "little")
+            text = data[m.end(): m.end() + n] if n < 256 else b""
+            if re.fullmatch(rb"[A-Za-z_][\w.]*", text):
+                names.add(text.decode())
+        return sorted(names)
+    return None
+
+
+def describe_head_folder(folder: Path) -> dict[str, Any] | None:
+    """What an EAGLE head folder is, without loading it: its layout, the feature width it reads (the target's hidden
+    size), its vocabulary and draft vocabulary; None when the folder is no EAGLE head."""
+    try:
+        raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        names = _weight_names(folder)
+    except (OSError, ValueError, KeyError, Exception):  # unreadable: not a head we can offer
+        return None
+    if not isinstance(raw, dict) or names is None:
+        return None
+    layout = head_folder_layout(raw, names)
+    if layout is None or "hidden_size" not in raw or "vocab_size" not in raw:
+        return None
+    return {"layout": layout, "path": str(folder), "reads_width": int(raw.get("target_hidden_size") or raw["hidden_size"]),
+            "vocab_size": int(raw["vocab_size"]),
+            "draft_vocab_size": int(raw.get("draft_vocab_size") or raw["vocab_size"])}

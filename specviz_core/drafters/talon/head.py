@@ -35,7 +35,7 @@ from transformers import AutoModel, DynamicCache
 from specviz_core.drafters.draft_tree import rows_kept
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime import kv
-from specviz_core.runtime.attention import tree_masks
+from specviz_core.runtime.attention import attention_pattern, tree_masks
 from specviz_core.runtime.head_files import FEATURES, FORMAT_VERSION, head_info, head_paths
 
 
@@ -104,9 +104,21 @@ class DraftHead(nn.Module):
         out = self.body(inputs_embeds=x, **body_kwargs)
         return out.last_hidden_state, out
 
+    layout = "specviz"
+    first_row = 0
+    """Row 0 of the head takes the first token with a zero feature (heads in EAGLE's layouts have no such row)."""
+
     @property
     def features(self) -> str:
         return "eagle3" if self.feature_layers else "last"
+
+    def embedding_for(self, model: Any) -> nn.Module:
+        """The embedding table the head reads its tokens through: the target's."""
+        return model.get_input_embeddings()
+
+    def logits_for(self, model: Any) -> DraftLogits:
+        """The head's next-token logits: the target's LM head rows of its draft vocabulary."""
+        return DraftLogits(self, model)
 
     def trained_state(self) -> dict[str, torch.Tensor]:
         """The weights a saved head holds (everything but the placeholder input embedding)."""
@@ -121,9 +133,11 @@ class DraftLogits:
     def __init__(self, head: DraftHead, model: Any) -> None:
         lm = lm_head_of(model)
         self.vocab = head.vocab.to(lm.weight.device)
-        self.weight = lm.weight[self.vocab]  # [V', H]
+        whole = len(self.vocab) == lm.weight.shape[0] and bool((self.vocab == torch.arange(
+            len(self.vocab), device=self.vocab.device)).all())
+        self.weight = lm.weight if whole else lm.weight[self.vocab]  # [V', H]; the whole vocabulary is not copied
         bias = getattr(lm, "bias", None)
-        self.bias = bias[self.vocab] if bias is not None else None
+        self.bias = bias if bias is None or whole else bias[self.vocab]
 
     def __call__(self, feats: torch.Tensor) -> torch.Tensor:
         """Logits [m, V'] (float32) for features [m, H]."""
@@ -257,7 +271,8 @@ class HeadRunner:
     """A draft head with a KV cache over the committed tokens, run on the target's real features.
 
     Row ``j`` of the head's cache takes ``(f[j-1], token j)`` (``f[-1]`` is zero) at position ``j`` and
-    predicts the features after token ``j``. ``add_features`` receives the target's features as its
+    predicts the features after token ``j``; a head in EAGLE's layouts has no row for token 0 (``first_row``
+    1: its rows and positions start one later, as the official code pairs them). ``add_features`` receives the target's features as its
     forwards produce them; ``catch_up`` runs the committed rows the cache lacks; ``forward_level`` runs
     one layer of a draft tree on the head's predicted features; ``drop_tree`` forgets the tree rows.
     """
@@ -265,8 +280,10 @@ class HeadRunner:
     def __init__(self, head: DraftHead, target: Any) -> None:
         self.head = head
         self.target = target
-        self.embed = target.model.get_input_embeddings()
-        self.logits = DraftLogits(head, target.model)
+        self.embed = head.embedding_for(target.model)
+        self.logits = head.logits_for(target.model)
+        self.off = int(head.first_row)
+        self.pattern = attention_pattern(head.body.config)
         self.reset()
 
     def reset(self) -> None:
@@ -297,16 +314,18 @@ class HeadRunner:
 
     def catch_up(self, ids: list[int]) -> torch.Tensor:
         """Run the committed rows the cache lacks; returns the root's predicted feature [H]."""
-        common = rows_kept(self.seen, ids)
-        if self.base + len(self.feats) < len(ids) - 1 or (common > 0 and common - 1 < self.base):
+        first = max(rows_kept(self.seen, ids), self.off)  # the first token without a row
+        if first >= len(ids):
+            raise SpecVizError("the draft head needs a token of context before the root")
+        if self.base + len(self.feats) < len(ids) - 1 or (first > 0 and first - 1 < self.base):
             raise SpecVizError("the draft head lacks the target's features of the committed tokens")
-        kv.crop(self.cache, common)
+        kv.crop(self.cache, first - self.off)
         # f[j-1] for each new row j (zero before the first token)
-        prev = self.feats[max(common - 1, 0) - self.base: len(ids) - 1 - self.base]
-        if common == 0:
+        prev = self.feats[max(first - 1, 0) - self.base: len(ids) - 1 - self.base]
+        if first == 0:
             zero = torch.zeros((1, self.head.feature_width), device=self.feats.device, dtype=self.feats.dtype)
             prev = torch.cat([zero, prev], dim=0)
-        h = self._run(prev, ids[common:], np.arange(common, len(ids)), None)[-1]  # only the root's row is read
+        h = self._run(prev, ids[first:], np.arange(first, len(ids)) - self.off, None)[-1]  # only the root's row
         self.seen = list(ids)
         self.row_depths = []
         keep = max(len(ids) - 2, 0)  # the next catch-up reruns the root at most: older features are done with
@@ -317,14 +336,14 @@ class HeadRunner:
                       ) -> torch.Tensor:
         """One head step over tree rows (``tree_mask`` [m, r + m] over the rows run so far plus these, as
         :meth:`DraftModelRunner.forward_level`). Returns their predicted features [m, H]."""
-        base = len(self.seen)
+        base = len(self.seen) - self.off  # rows in the cache, and the position after the root's
         self.row_depths = self.row_depths + list(depths)
         rows = base - 1 + np.asarray(depths)
         cols = base - 1 + np.asarray(self.row_depths)
-        mask = tree_masks(self.target.attention, tree_mask, base, self.target.dtype, self.target.device, rows, cols)
+        mask = tree_masks(self.pattern, tree_mask, base, self.target.dtype, self.target.device, rows, cols)
         return self._run(parent_feats, tokens, rows, mask)
 
     def drop_tree(self) -> None:
         """Forget this cycle's tree rows: the next catch-up runs the accepted tokens on the target's features."""
-        kv.crop(self.cache, len(self.seen))
+        kv.crop(self.cache, max(len(self.seen) - self.off, 0))
         self.row_depths = []
