@@ -64,9 +64,11 @@ class EngineFacts(Facts):
         "true on a cycle 0 that verified only its root and took its token from the prefill's last row, with no "
         "forward of its own ([metrics.md](metrics.md#tokens-per-forward-two-ways))")
     offers: dict[str, list[dict[str, Any]]] | None = fact(
-        "node id (a string) -> a list of `{source, tokens, scores, fates, threshold?}`: each source's candidates "
-        "below that node, best first, with the fate of each (`drafted`, `gate`, `budget`, `width`); kept at the "
-        "root and the accepted nodes only ([metrics.md](metrics.md#why-a-cycle-stopped))")
+        "node id (a string) -> a list of `{source, tokens, scores, fates, threshold?, note?}`: each source's "
+        "candidates below that node, best first, with the fate of each (`drafted`, `gate`, `budget`, `width`); "
+        "`note`: `rerank` when the `budget` fates are EAGLE-2's reranking on path probability (`eagle`; `threshold` "
+        "is the cut line), or, on an empty list, why nothing was drafted below the node; kept at the root and the "
+        "accepted nodes only ([metrics.md](metrics.md#why-a-cycle-stopped))")
     prefill_in_forward: int | None = fact(
         "`specviz.record`'s cycle 0: the prompt tokens its forward ran before the root (generate prefills inside "
         "its first forward)")
@@ -114,8 +116,8 @@ class GooseFacts(Facts):
 
 @dataclass(frozen=True)
 class TalonFacts(Facts):
-    title = "TALON and EAGLE's static tree"
-    writers = ("talon", "eagle_static")
+    title = "TALON, EAGLE's static tree and EAGLE-2's dynamic tree"
+    writers = ("talon", "eagle_static", "eagle")
     drafter: str | None = fact("where the distributions came from: `head`, `table` or `model`")
     draft_steps: int | None = fact("draft forwards, or table lookup layers, this cycle")
     delta: float | None = fact("draft steps per target forward so far")
@@ -130,12 +132,16 @@ class TalonFacts(Facts):
     pruned: int | None = fact("`eagle_static`: candidates pruned to the budget")
     chosen_from_cut: int | None = fact("`eagle_static` with `rerank=all` (EAGLE-2's reranking): expanded candidates "
                                        "the final pruning kept")
+    candidates: int | None = fact("`eagle`: candidates drafted at every level, before the reranking")
+    expanded: int | None = fact("`eagle`: nodes expanded (drafted below), the root included")
+    rerank_cut: float | None = fact("`eagle`: the path probability of the last candidate the reranking kept (the "
+                                    "cut line; null when it kept every one)")
 
 
 @dataclass(frozen=True)
 class DraftModelFacts(Facts):
     title = "a draft model"
-    writers = ("draft_tree", "talon", "eagle_static")
+    writers = ("draft_tree", "talon", "eagle_static", "eagle")
     draft_forwards: int | None = fact("forwards of the draft model this cycle")
 
 

@@ -5,8 +5,9 @@ wanted a token w (the bonus token) that the tree did not hold as a verified chil
 
 - ``gated``: w was a candidate there but a confidence gate cut it (TALON's mu, Goose's ``min_score``, an
   assistant's confidence threshold): its score against the threshold;
-- ``budget``: w was a candidate there but the node budget or a depth limit cut it, or the tree ended at that
-  node (a leaf the method never expanded: its size or depth limit);
+- ``budget``: w was a candidate there but the node budget or a depth limit cut it (EAGLE-2's reranking on path
+  probability: ``rerank``), or the tree ended at that node (a leaf the method never expanded: its size or depth
+  limit, or, for ``eagle``, a node outside the top-k of its level);
 - ``not_drafted``: a source offered w there at rank r, but the tree's width at that node was smaller;
 - ``not_offered``: no source offered w there (no n-gram match, a table row without w, a draft model's top
   candidates without w): what each source did offer;
@@ -57,6 +58,9 @@ class SourceOffer:
     scores: tuple[float, ...]
     fates: tuple[str, ...]
     threshold: float | None = None
+    note: str = ""
+    """The drafter's word on the list: ``rerank`` (its ``budget`` cut is EAGLE-2's reranking, ``threshold`` the cut
+    line), or why nothing was drafted below the node."""
 
     @property
     def width(self) -> int:
@@ -100,6 +104,12 @@ class StopCause:
         return CAUSES[self.kind]
 
     @property
+    def reranked(self) -> bool:
+        """EAGLE-2's reranking on path probability cut w (the offer's ``budget`` fate is the reranking's)."""
+        o = next((o for o in self.offers if o.source == self.source), None)
+        return o is not None and o.note == "rerank" and not self.cut_after_drafting
+
+    @property
     def cut_after_drafting(self) -> bool:
         """w was drafted (its offer's fate says so) and then not verified: ``budget=auto`` cut it, not the method."""
         o = next((o for o in self.offers if o.source == self.source), None)
@@ -112,7 +122,7 @@ class StopCause:
             "wanted_prob": self.wanted_prob, "source": self.source, "rank": self.rank, "width": self.width,
             "score": self.score, "threshold": self.threshold, "chain_end": self.chain_end, "detail": self.detail,
             "offers": [{"source": o.source, "tokens": list(o.tokens), "scores": list(o.scores), "fates": list(o.fates),
-                        "threshold": o.threshold} for o in self.offers],
+                        "threshold": o.threshold, **({"note": o.note} if o.note else {})} for o in self.offers],
             "headroom": dict(self.headroom),
         }
 
@@ -132,6 +142,10 @@ class StopCause:
         if self.kind == "budget":
             if self.source is None:
                 return f"{head}; the tree ended there: {self.detail or 'the budget or depth limit stopped it'}."
+            if self.reranked and self.score is not None and self.threshold is not None:
+                return (f"{head}; {src} offered it{rank} with path probability {self.score:.3g}, but the reranking "
+                        f"kept only the budget's most probable candidates, down to {self.threshold:.3g}."
+                        + _tail(self.detail))
             cutter = "budget=auto" if self.cut_after_drafting else "the budget or depth limit"
             return f"{head}; {src} offered it{rank}, but {cutter} cut it." + _tail(self.detail)
         if self.kind == "not_drafted":
@@ -157,7 +171,7 @@ def offers_at(record: CycleRecord, node: int) -> tuple[SourceOffer, ...] | None:
     for o in raw[str(node)]:
         out.append(SourceOffer(str(o.get("source", "")), tuple(int(t) for t in o.get("tokens", ())),
                                tuple(float(s) for s in o.get("scores", ())), tuple(str(f) for f in o.get("fates", ())),
-                               o.get("threshold")))
+                               o.get("threshold"), str(o.get("note", "") or "")))
     return tuple(out)
 
 
@@ -195,6 +209,10 @@ def stop_cause(record: CycleRecord) -> StopCause:
             return StopCause("not_drafted", **base, **info)
         return StopCause("budget", **base, **info)  # "drafted" and not verified: budget=auto cut it after drafting
     if gated_kid is not None:
+        rerank = next((o for o in offers or () if o.note == "rerank" and o.source == gated_kid.source), None)
+        if rerank is not None:  # a candidate EAGLE-2's reranking cut, past the list's recorded length
+            return StopCause("budget", **base, source=gated_kid.source, score=gated_kid.score,
+                             threshold=rerank.threshold, offers=offers or ())
         return StopCause("gated", **base, source=gated_kid.source, score=gated_kid.score, offers=offers or ())
     hf = AssistedFacts.read(record.state)
     if hf.draft_stop and not any(n.verified for n in kids):  # transformers' chain ended here
@@ -202,6 +220,9 @@ def stop_cause(record: CycleRecord) -> StopCause:
         thr = hf.assistant_confidence_threshold if kind == "gated" else None
         return StopCause(kind, **base, threshold=thr, detail=str(hf.draft_stop_text or ""),
                          offers=offers or (), chain_end=True)
+    leaf_note = next((o.note for o in offers or () if o.note and o.note != "rerank" and not o.tokens), None)
+    if leaf_note and not kids:  # the drafter says why it drafted nothing below this node
+        return StopCause("budget", **base, detail=leaf_note)
     if offers is None and not kids and record.mode != "ar":
         return StopCause("budget", **base,
                          detail="the method's node budget or depth limit drafted nothing below this leaf")

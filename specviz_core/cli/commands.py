@@ -102,6 +102,10 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     r.add_argument("--draft-model", default=None,
                    help="draft model (the assistant) sharing the target's tokenizer, or with its own for hf_universal "
                         "('default' for the embedded model)")
+    r.add_argument("--draft-head", default=None, metavar="PATH",
+                   help="talon, eagle_static and eagle: draft with this EAGLE head, a folder (or cached hub id) in "
+                        "EAGLE-1/2's or EAGLE-3's published layout (default: the head train-head made for the model, "
+                        "if any); docs/eagle-heads.md")
     g = r.add_mutually_exclusive_group()
     g.add_argument("--prompt", help="the prompt text")
     g.add_argument("--prompt-file", type=Path, help="read the prompt from this file")
@@ -279,7 +283,8 @@ def record_request(args: argparse.Namespace) -> Any:
     elif method is None:
         raise SpecVizError("give --method, or your generate call's arguments with --generate-kwargs")
     return SessionRequest(
-        method=method, prompt=prompt, model=args.model, draft_model=draft, params=params, budget=args.budget,
+        method=method, prompt=prompt, model=args.model, draft_model=draft, draft_head=args.draft_head, params=params,
+        budget=args.budget,
         max_new_tokens=max_new if max_new is not None else 128, temperature=temperature or 0.0, seed=args.seed or 0,
         chat_template=False if args.no_chat_template else None, device=args.device, dtype=args.dtype, threads=args.threads,
     )

@@ -37,7 +37,8 @@ def cmd_fork(args: argparse.Namespace) -> int:
         parent = rec.session(sid)
         if args.model not in (None, parent.model):
             raise SpecVizError(f"--model {args.model}: a fork runs its parent's model ({parent.model})")
-        checked = fork_request(parent, args.method, parse_kv(args.param), args.budget, args.temperature, args.seed,
+        params = parse_kv(args.param) | ({"head": args.draft_head} if getattr(args, "draft_head", None) else {})
+        checked = fork_request(parent, args.method, params, args.budget, args.temperature, args.seed,
                                args.max_new_tokens, args.draft_model, args.device or audit_device(parent.device),
                                args.dtype or parent.dtype)
         check_fork_point(parent, cycle)  # refused before a model is loaded

@@ -13,13 +13,13 @@ Adding a method: its card (and parameters) in a module here, listed in :data:`CA
 from __future__ import annotations
 
 from specviz_core.errors import SpecVizError
-from specviz_core.methods import ar, draft_tree, eagle_static, goose, hf, pld, stand, talon, token_recycling
+from specviz_core.methods import ar, draft_tree, eagle, eagle_static, goose, hf, pld, stand, talon, token_recycling
 from specviz_core.methods.card import MethodCard
 from specviz_core.methods.params import NoParams, param, param_specs, parse_kv, parse_params
 
 CARDS: dict[str, MethodCard] = {
     c.method_id: c for c in (ar.CARD, pld.CARD, token_recycling.CARD, draft_tree.CARD, goose.CARD, goose.ISOTROPIC,
-                             talon.CARD, eagle_static.CARD, stand.CARD, hf.PROMPT_LOOKUP, hf.ASSISTED, hf.UNIVERSAL)
+                             talon.CARD, eagle_static.CARD, eagle.CARD, stand.CARD, hf.PROMPT_LOOKUP, hf.ASSISTED, hf.UNIVERSAL)
 }
 
 

@@ -156,3 +156,20 @@ def describe_head_folder(folder: Path) -> dict[str, Any] | None:
     return {"layout": layout, "path": str(folder), "reads_width": int(raw.get("target_hidden_size") or raw["hidden_size"]),
             "vocab_size": int(raw["vocab_size"]),
             "draft_vocab_size": int(raw.get("draft_vocab_size") or raw["vocab_size"])}
+
+
+def check_head_folder(name: str) -> str:
+    """``name`` (a folder, or a hub id in the local cache) as a session records it, once it is known to hold an EAGLE
+    head: a folder as an absolute path, a hub id as given. Raises SpecVizError in one line otherwise."""
+    from specviz_core.errors import SpecVizError
+    from specviz_core.runtime.locations import is_hub_id, resolve_model_path
+
+    p = Path(name).expanduser()
+    if not p.exists() and not is_hub_id(name):
+        raise SpecVizError(f"draft head not found: {name} (a folder with config.json and pytorch_model.bin or "
+                           "model.safetensors, or a hub id in the local cache)")
+    folder = resolve_model_path(name) if is_hub_id(name) else p
+    if not folder.is_dir() or describe_head_folder(folder) is None:
+        raise SpecVizError(f"{name} is not an EAGLE head: it needs config.json and pytorch_model.bin or "
+                           "model.safetensors holding fc.weight with layers.0.* (EAGLE-1/2) or midlayer.* (EAGLE-3)")
+    return name if is_hub_id(name) else str(p.resolve())

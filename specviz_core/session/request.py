@@ -65,7 +65,29 @@ def check_method(method: str, raw_params: dict[str, Any] | None = None, budget: 
             raise SpecVizError(f"method {method} has no budget")
         raw["budget"] = budget
         auto = False  # a number: fixed, not the default auto
-    return MethodChoice(method, cls, parse_params(method, cls.params_cls, raw), auto)
+    params = parse_params(method, cls.params_cls, raw)
+    head = getattr(params, "head", "")
+    if head:  # a head in EAGLE's layout: found (without loading it), and drafted with
+        from specviz_core.runtime.head_files import check_head_folder
+
+        if params.drafter not in ("auto", "head"):
+            raise SpecVizError(f"head= (--draft-head) drafts with drafter=head or auto, not drafter={params.drafter}")
+        params = replace(params, head=check_head_folder(head))
+    return MethodChoice(method, cls, params, auto)
+
+
+def choice_fields(method: str) -> set[str]:
+    """The parameters ``method`` takes (torch-free)."""
+    from specviz_core.methods import card
+
+    return set(card(method).params_cls.__dataclass_fields__)
+
+
+def head_methods() -> list[str]:
+    """The methods that draft with a head (``head=``, ``--draft-head``)."""
+    from specviz_core.methods import CARDS
+
+    return [m for m, c in CARDS.items() if "head" in c.params_cls.__dataclass_fields__]
 
 
 @dataclass
@@ -76,6 +98,9 @@ class SessionRequest:
     prompt: str
     model: str | None = None
     draft_model: str | None = None
+    draft_head: str | None = None
+    """A draft head folder (or cached hub id) in EAGLE's published layout: the ``head`` parameter of the methods
+    that draft with a head (talon, eagle_static, eagle)."""
     params: dict[str, Any] = field(default_factory=dict)
     budget: int | str | None = None
     """A number of draft nodes, ``"auto"`` or ``"paper"``; None: the method's default (``auto`` for a tree)."""
@@ -94,7 +119,15 @@ class SessionRequest:
         from specviz_core.runtime.models import check_text
         from specviz_core.runtime.threads import check_threads
 
-        choice = check_method(self.method, self.params, self.budget)
+        params = dict(self.params)
+        if self.draft_head:
+            if "head" not in choice_fields(self.method):
+                raise SpecVizError(f"method {self.method} drafts with no head: --draft-head is for "
+                                   f"{', '.join(head_methods())}")
+            if params.get("head") not in (None, "", self.draft_head):
+                raise SpecVizError(f"--draft-head {self.draft_head} disagrees with head={params['head']}")
+            params["head"] = self.draft_head
+        choice = check_method(self.method, params, self.budget)
         check_threads(self.threads)
         if not self.prompt or not self.prompt.strip():
             raise SpecVizError("the prompt is empty")

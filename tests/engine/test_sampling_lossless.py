@@ -34,7 +34,7 @@ PROMPT = PATTERN + [6, 25, 5, 10, 21, 6, 10, 19, 31, 30] + PATTERN  # the middle
 
 CHI2_RESULTS: dict[str, tuple[float, float, int]] = {}
 
-# name -> (method, params, uses a draft model). TALON and the EAGLE-style tree run with their three drafters
+# name -> (method, params, uses a draft model). TALON, the EAGLE-style static tree and EAGLE-2's dynamic tree run with their three drafters
 # (n-gram tables of the target's outputs, a draft model unlike the target, a draft head trained for it); ``stand:samples`` keeps
 # one STAND drafter across every seed, so its tables persist from sample to sample as with --samples.
 CONFIGS = {
@@ -50,6 +50,9 @@ CONFIGS = {
     "eagle_static:model": ("eagle_static", {"drafter": "model"}, True),
     "talon:head": ("talon", {"drafter": "head"}, False),
     "eagle_static:head": ("eagle_static", {"drafter": "head"}, False),
+    "eagle:table": ("eagle", {"drafter": "table"}, False),
+    "eagle:model": ("eagle", {"drafter": "model"}, True),
+    "eagle:head": ("eagle", {"drafter": "head"}, False),
     "stand": ("stand", {}, False),
     "stand:samples": ("stand", {}, False),
 }

@@ -213,22 +213,22 @@ def test_a_published_checkpoint_drafts_the_reference_logits(tmp_path, layout, fm
 @pytest.mark.parametrize("layout", ["eagle", "eagle3"])
 @torch.no_grad()
 def test_the_default_models_shapes_load_and_draft_the_reference_logits(tmp_path, layout):
-    """SmolLM2's shapes (960 wide, 15 heads of 64, 5 KV heads, 2560 MLP, 49,152 tokens, 32 layers): a target of
-    those shapes with random weights and 3 layers is enough, as the head reads its features directly."""
+    """The default model's shapes (SmolLM2-135M: 576 wide, 9 heads of 64, 3 KV heads, a 1536 MLP, 49,152 tokens):
+    a target of those shapes with random weights and 3 layers is enough, as the head reads its features directly."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from specviz_core.runtime.models import LoadedModel
 
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=49152, hidden_size=960, intermediate_size=2560, num_hidden_layers=3,
-                      num_attention_heads=15, num_key_value_heads=5, tie_word_embeddings=True,
+    cfg = LlamaConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=3,
+                      num_attention_heads=9, num_key_value_heads=3, tie_word_embeddings=True,
                       attn_implementation="sdpa")
     target = LoadedModel(model=LlamaForCausalLM(cfg).eval(), tokenizer=None, name="smol-shaped", path="smol-shaped",
                          device=torch.device("cpu"), dtype=torch.float32)
     sd, hcfg = write_checkpoint(tmp_path / "head", layout, cfg, draft_vocab=32000 if layout == "eagle3" else None)
     head = load_eagle_head(tmp_path / "head", target)
     ids = [1, 500, 12000, 49000, 77, 3]
-    width = 3 * 960 if layout == "eagle3" else 960
+    width = 3 * 576 if layout == "eagle3" else 576
     feats = torch.randn(len(ids) - 1, width, generator=torch.Generator().manual_seed(3))
     tree = ([10, 20], [30, 40])
     ours = draft_through_runner(head, target, ids, feats, tree)
@@ -240,7 +240,7 @@ def test_the_default_models_shapes_load_and_draft_the_reference_logits(tmp_path,
     else:
         vocab_ids = torch.arange(49152)
     diff = max_diff(ours, want, vocab_ids)
-    print(f"\n{layout} (SmolLM2 shapes): max |draft logit difference| vs the reference = {diff:.2e}")
+    print(f"\n{layout} (SmolLM2-135M's shapes): max |draft logit difference| vs the reference = {diff:.2e}")
     assert diff < 5e-4
 
 

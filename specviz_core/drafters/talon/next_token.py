@@ -31,6 +31,7 @@ import torch
 
 from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.drafters.draft_tree import DraftModelRunner
+from specviz_core.drafters.talon.eagle_heads import load_eagle_head
 from specviz_core.drafters.talon.head import HeadRunner, install_feature_tap, load_head, tapped_features
 from specviz_core.drafters.talon.ngram_tables import NGramTables, Tail
 from specviz_core.errors import SpecVizError
@@ -273,10 +274,13 @@ class TableSource(NextTokenSource):
             self._pending = None
 
 
-def resolve_drafter(drafter: str, target: Any) -> str:
-    """``auto``: the model's trained draft head when it has one, else the tables; other values as they are."""
+def resolve_drafter(drafter: str, target: Any, head: str = "") -> str:
+    """``auto``: a head when one is given (``head``) or the model has one trained, else the tables; other values as
+    they are."""
     if drafter != "auto":
         return drafter
+    if head:
+        return "head"
     from specviz_core.runtime.head_files import head_info
 
     return "head" if target is not None and head_info(target) is not None else "table"
@@ -295,7 +299,7 @@ class SourcedDrafter(Drafter):
                     f"tokenizer; {TARGET_AS_DRAFT}); drafter=table needs no draft model")
             self.source: NextTokenSource = ModelSource(draft_model)
         elif params.drafter == "head":
-            head = load_head(target)
+            head = load_eagle_head(params.head, target) if params.head else load_head(target)
             if head is None:
                 raise SpecVizError(f"{self.method_id} with drafter=head needs a draft head trained for this model: "
                                    f"specviz train-head --model {target.name} (drafter=table needs none)")
@@ -307,7 +311,7 @@ class SourcedDrafter(Drafter):
 
     @classmethod
     def resolve_params(cls, params: Any, target: Any) -> Any:
-        return replace(params, drafter=resolve_drafter(params.drafter, target))
+        return replace(params, drafter=resolve_drafter(params.drafter, target, params.head))
 
     @classmethod
     def wants_draft_model(cls, params: Any) -> bool:
@@ -348,5 +352,11 @@ class SourcedDrafter(Drafter):
         return {}
 
     def stats(self) -> dict[str, Any]:
-        return {"drafter": self.source.kind, "draft_steps": self.steps_total,
-                "delta": self.steps_total / self.cycles if self.cycles else 0.0}
+        out = {"drafter": self.source.kind, "draft_steps": self.steps_total,
+               "delta": self.steps_total / self.cycles if self.cycles else 0.0}
+        if isinstance(self.source, HeadSource):  # which head: its layout, and its folder when one was given
+            head = self.source.runner.head
+            out["head_layout"] = head.layout
+            if getattr(head, "source", None):
+                out["head"] = head.source
+        return out
