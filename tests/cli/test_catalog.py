@@ -113,3 +113,26 @@ def test_models_command(hub, capsys):
     assert {r["name"] for r in rows} >= {"default", "org/tiny-a"}
     assert main(["models", "--draft-for", "org/nothing"]) == 2
     assert "specviz: error: --draft-for org/nothing" in capsys.readouterr().err
+
+
+def test_heads_are_listed_apart_from_models_with_the_models_they_fit(hub, tmp_path, monkeypatch, capsys):
+    """An EAGLE-3 head in the hub cache (its config says LlamaForCausalLM, as published ones do) is a head, not a
+    model; a head in SpecViz's heads folder for another width fits none of them."""
+    from test_eagle_layouts import write_checkpoint
+    from transformers import LlamaConfig
+
+    tiny_cfg = LlamaConfig(vocab_size=96, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                           num_key_value_heads=2)
+    write_checkpoint(tmp_path / "src" / "eagle3", "eagle3", tiny_cfg, draft_vocab=40)
+    put_in_hub_cache(tmp_path / "hub", "org/tiny-eagle3", tmp_path / "src" / "eagle3")  # the fixture's cache
+    monkeypatch.setenv("SPECVIZ_HEADS", str(tmp_path / "heads"))
+    write_checkpoint(tmp_path / "heads" / "wide", "eagle",
+                     LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_attention_heads=4,
+                                 num_key_value_heads=2))
+    assert "org/tiny-eagle3" not in {e.name for e in list_models()}
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("org/tiny-eagle3"))
+    assert "EAGLE-3" in line and "40" in line and "org/tiny-a" in line and "org/tiny-b" in line
+    wide = next(ln for ln in out.splitlines() if "wide" in ln)
+    assert "EAGLE-1/2" in wide and "none of these models" in wide

@@ -100,3 +100,43 @@ def test_a_heads_key_read_from_config_json_is_transformers_own(tmp_path, arch):
     cls(vocab_size=321, hidden_size=64, num_hidden_layers=3, num_attention_heads=4).save_pretrained(tmp_path)
     loaded = AutoConfig.from_pretrained(str(tmp_path))
     assert config_facts(tmp_path) == tuple(getattr(loaded, k) for k in KEY_FACTS) == (arch, 64, 321, 3)
+
+
+def test_a_head_folder_given_as_head_is_named_and_drafts_the_session(window, tiny_dir, tmp_path, qtbot):
+    """A journey: choose eagle, type an EAGLE-3 head folder into head (the Run panel's field; --draft-head on the
+    command line), read what the line says of it, decode a cycle, and see the head and its tree in the window."""
+    from test_eagle_layouts import write_checkpoint
+    from transformers import AutoConfig
+
+    cfg = AutoConfig.from_pretrained(tiny_dir)
+    write_checkpoint(tmp_path / "my-eagle3", "eagle3", cfg, draft_vocab=500)
+    panel = window.run_panel
+    _set(panel, "eagle")
+    panel.param_widgets["head"].setText(str(tmp_path / "nowhere"))
+    assert "is not an EAGLE head folder" in panel.head_offer.text.text()
+    panel.param_widgets["head"].setText(str(tmp_path / "my-eagle3"))
+    said = panel.head_offer.text.text()
+    assert "EAGLE-3 head in my-eagle3" in said and "draft vocabulary of 500" in said
+    assert not panel.head_offer.button.isVisible()
+    window.controller.step()
+    qtbot.waitUntil(lambda: window.model.n_cycles == 1, timeout=60000)
+    qtbot.waitUntil(lambda: window.controller.idle, timeout=60000)
+    info = window.model.source.info
+    assert info.method == "eagle" and info.params["head"] == str((tmp_path / "my-eagle3").resolve())
+    rec = window.model.record
+    assert rec.state["drafter"] == "head" and rec.state["candidates"] > 0
+
+
+def test_a_head_for_another_model_is_refused_in_the_panel_in_one_line(window, tiny_dir, tmp_path, qtbot):
+    from test_eagle_layouts import write_checkpoint
+    from transformers import LlamaConfig
+
+    write_checkpoint(tmp_path / "wide", "eagle", LlamaConfig(vocab_size=49152, hidden_size=64, intermediate_size=128,
+                                                             num_attention_heads=4, num_key_value_heads=2))
+    panel = window.run_panel
+    _set(panel, "talon")
+    panel.param_widgets["head"].setText(str(tmp_path / "wide"))
+    window.controller.step()
+    qtbot.waitUntil(lambda: panel.message.isVisible(), timeout=60000)
+    text = panel.message.text()
+    assert "reads features 64 wide (hidden_size), the target's are 32" in text and "\n" not in text.strip()

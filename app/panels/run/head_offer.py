@@ -34,6 +34,22 @@ def offer_text(method: str, drafter: str, info: dict | None) -> str:
             "Training one takes about 10 minutes.")
 
 
+def given_head_text(method: str, head: str) -> str:
+    """What the line says of a head folder given as ``head=`` (read without loading it)."""
+    from pathlib import Path
+
+    from specviz_core.runtime.head_files import describe_head_folder
+
+    d = describe_head_folder(Path(head).expanduser()) if Path(head).expanduser().is_dir() else None
+    if d is None:
+        return (f"head={head} is not an EAGLE head folder here (config.json and pytorch_model.bin or "
+                "model.safetensors in EAGLE-1/2's or EAGLE-3's layout): a session would be refused.")
+    name = {"eagle": "EAGLE-1/2", "eagle3": "EAGLE-3"}[d["layout"]]
+    vocab = (f", a draft vocabulary of {d['draft_vocab_size']:,}" if d["draft_vocab_size"] != d["vocab_size"] else "")
+    return (f"{method} drafts with the {name} head in {Path(head).name} (reads features {d['reads_width']} wide, "
+            f"{d['vocab_size']:,} tokens{vocab}); the target must match.")
+
+
 class HeadOffer(QWidget):
     """A hint and, when the model has no head, "Train a draft head…"."""
 
@@ -56,10 +72,17 @@ class HeadOffer(QWidget):
         lay.addWidget(self.button, 0, Qt.AlignmentFlag.AlignLeft)
         self.setVisible(False)
 
-    def show_for(self, method: str | None, drafter: str | None, model: str | None) -> None:
-        """Say what ``method`` will draft with on ``model`` (None: the default model); hidden for other methods."""
+    def show_for(self, method: str | None, drafter: str | None, model: str | None, head: str = "") -> None:
+        """Say what ``method`` will draft with on ``model`` (None: the default model), or with the EAGLE head in the
+        folder ``head``; hidden for other methods."""
         if not drafts_with_head(method):
             self.setVisible(False)
+            return
+        if head.strip() and drafter in ("auto", "head"):
+            self.text.setText(given_head_text(CARDS[method].display_name if method in CARDS else str(method),
+                                              head.strip()))
+            self.button.setVisible(False)
+            self.setVisible(True)
             return
         info = self._lookup(model)
         text = offer_text(method or "", drafter or "auto", info)

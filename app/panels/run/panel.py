@@ -280,6 +280,9 @@ class RunPanel(PanelMixin, QWidget):
         drafter = self.param_widgets.get("drafter")
         if isinstance(drafter, QComboBox):
             drafter.currentTextChanged.connect(self._refresh_head_offer)
+        head = self.param_widgets.get("head")
+        if isinstance(head, QLineEdit):
+            head.textChanged.connect(self._refresh_head_offer)
         self._refresh_head_offer()
 
     # -- reading ------------------------------------------------------------------------
@@ -384,7 +387,9 @@ class RunPanel(PanelMixin, QWidget):
 
     def _refresh_head_offer(self) -> None:
         if hasattr(self, "head_offer"):  # the editors are built before it
-            self.head_offer.show_for(self.method.currentData(), self.param_values().get("drafter"), self.model_name())
+            values = self.param_values()
+            self.head_offer.show_for(self.method.currentData(), values.get("drafter"), self.model_name(),
+                                     str(values.get("head") or ""))
 
     def open_train_head_dialog(self) -> None:
         """Train a draft head for the target shown (on its device and dtype), in a window of its own."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QLineEdit, QSpinBox, QStyle, QWidget
+
+HEAD_PLACEHOLDER = "the model's own (train-head), or an EAGLE head folder"
 
 
 def param_widget(f: dataclasses.Field) -> QWidget:
@@ -38,7 +40,20 @@ def param_widget(f: dataclasses.Field) -> QWidget:
         w.setValue(default)
         return w
     w = QLineEdit("" if default is None else str(default))
+    if f.name == "head":  # a folder: typed, pasted, or chosen
+        w.setPlaceholderText(HEAD_PLACEHOLDER)
+        browse = w.addAction(w.style().standardIcon(QStyle.StandardPixmap.SP_DirOpenIcon),
+                             QLineEdit.ActionPosition.TrailingPosition)
+        browse.setToolTip("Choose a folder holding an EAGLE head (EAGLE-1/2 or EAGLE-3 layout: config.json and "
+                          "pytorch_model.bin or model.safetensors)")
+        browse.triggered.connect(lambda: _choose_head(w))
     return w
+
+
+def _choose_head(w: QLineEdit) -> None:
+    folder = QFileDialog.getExistingDirectory(w, "EAGLE head folder", w.text() or "")
+    if folder:
+        w.setText(folder)
 
 
 def param_value(w: QWidget):
