@@ -29,6 +29,15 @@ def add_parser(sub: Any) -> None:
                    help="what the head reads of the model: last, its last hidden state (EAGLE-1); eagle3, three "
                         "layers' (low, middle, high) fused, trained over 3 unrolled draft steps (EAGLE-3) "
                         f"(default {DEFAULT_FEATURES})")
+    t.add_argument("--format", choices=("specviz", "eagle", "eagle3"), default="specviz", dest="layout",
+                   help="specviz: SpecViz's own head, kept per model in the user cache (drafter=auto finds it); eagle "
+                        "/ eagle3: a head in EAGLE-1/2's / EAGLE-3's published layout (config.json and "
+                        "model.safetensors), which the serving engines load and --draft-head drafts with here "
+                        "(it fixes the features: eagle reads the last hidden state, eagle3 three layers); "
+                        "docs/eagle-heads.md (default specviz)")
+    t.add_argument("--out", metavar="DIR", default=None,
+                   help="with --format eagle|eagle3: the folder to write (default: <heads folder>/<model>-<format>, "
+                        "which specviz models lists)")
     t.add_argument("--steps", type=int, default=None,
                    help="training steps (default: as many as fit); with --text-tokens a run repeats exactly")
     t.add_argument("--text-tokens", type=int, default=None,
@@ -84,24 +93,48 @@ def cmd_train_head(args: argparse.Namespace) -> int:
     if args.write_text and args.write_text.endswith(".gz"):
         raise SpecVizError("--write-text writes plain JSON lines (so an interrupted run can resume): compress the "
                            "finished file yourself (gzip -9)")
+    layout = getattr(args, "layout", "specviz")
+    if layout != "specviz" and args.features != DEFAULT_FEATURES and args.features != (
+            "eagle3" if layout == "eagle3" else "last"):
+        raise SpecVizError(f"--format {layout} reads {'three layers' if layout == 'eagle3' else 'the last hidden state'}"
+                           f": leave --features out")
+    if args.out is not None and layout == "specviz":
+        raise SpecVizError("--out is for --format eagle or eagle3 (SpecViz's own head is kept per model)")
     bar = _Bar(args.quiet)
     target = load_checked_model(args.model, args.device, args.dtype, progress=bar)
     old = head_info(target)
     if args.write_text:
         return _write_text(target, args, bar)
     head, info = train_head(target, minutes=args.minutes, steps=args.steps, seed=args.seed, text=args.text,
-                            text_tokens=args.text_tokens, features=args.features, progress=bar)
+                            text_tokens=args.text_tokens, features=args.features, layout=layout, progress=bar)
     bar.done()
-    path = save_head(target, head, info)
+    if layout != "specviz":
+        from pathlib import Path
+
+        from specviz_core.drafters.talon.eagle_heads import save_eagle_head
+        from specviz_core.runtime.head_files import head_key, heads_dir
+
+        out = Path(args.out) if args.out else heads_dir() / f"{head_key(target)}-{layout}"
+        existed = (out / "config.json").exists()
+        save_eagle_head(head, target.model.config, out, info)
+        path = out
+    else:
+        path = save_head(target, head, info)
     a = info["agreement"]
     print(f"held-out agreement with {target.name} ({a['positions']:,} positions of {info['held_out_answers']} "
           f"answers it did not train on): top-1 {a['top1']:.1%}, top-5 {a['top5']:.1%} at the root; "
           f"top-1 {a['top1_step2']:.1%}, top-5 {a['top5_step2']:.1%} a step further")
     print(f"trained {info['steps']} steps on {info['text_tokens']:,} tokens in {info['minutes']:.1f} min; "
-          f"saved {path}{' (replacing the previous head)' if old else ''}")
-    print(f"to repeat it exactly: specviz train-head --seed {args.seed} --text {args.text} --features {args.features} "
+          f"saved {path}{' (replacing the previous head)' if (existed if layout != 'specviz' else old) else ''}")
+    how = f"--format {layout}" if layout != "specviz" else f"--features {args.features}"
+    print(f"to repeat it exactly: specviz train-head --seed {args.seed} --text {args.text} {how} "
           f"--steps {info['steps']} --text-tokens {info['answer_tokens']}")
-    print("talon and eagle_static now draft with it (drafter=auto); drafter=table keeps the n-gram tables")
+    if layout != "specviz":
+        name = "EAGLE-3" if layout == "eagle3" else "EAGLE-1/2"
+        print(f"it is in {name}'s published layout: draft with it here with --draft-head {path} (talon, eagle_static, "
+              "eagle); serving engines load that folder as an EAGLE draft model (docs/eagle-heads.md)")
+    else:
+        print("talon, eagle_static and eagle now draft with it (drafter=auto); drafter=table keeps the n-gram tables")
     return 0
 
 

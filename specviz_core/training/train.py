@@ -28,11 +28,12 @@ import torch
 from torch import nn
 from transformers import DynamicCache
 
-from specviz_core.drafters.talon.head import DraftHead, DraftLogits, feature_layers_of
+from specviz_core.drafters.talon.eagle_heads import Eagle3Head, published_head_for
+from specviz_core.drafters.talon.head import DraftHead, feature_layers_of
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime import kv
 from specviz_core.runtime.attention import attention_pattern, tree_masks
-from specviz_core.runtime.head_files import DEFAULT_FEATURES
+from specviz_core.runtime.head_files import DEFAULT_FEATURES, EAGLE_LAYOUTS
 from specviz_core.runtime.models import LoadedModel, Progress, encode_prompt
 from specviz_core.training.reading import (  # noqa: F401 - Corpus, Stop and TrainingStopped are the training's too
     Corpus,
@@ -63,6 +64,9 @@ DRAFT_VOCAB = 16384
 """Most tokens a head drafts (EAGLE-3 drafts from 32k of Llama-3's 128k)."""
 CE_WEIGHT = 0.1
 """Weight of the token loss against the feature loss (EAGLE's)."""
+HEAD_FORMATS = ("specviz", *EAGLE_LAYOUTS)
+"""What a trained head is: SpecViz's own layout (kept per model, drafter=auto finds it) or EAGLE's published ones
+(EAGLE-1/2, EAGLE-3: a folder the serving engines load, drafted with ``--draft-head``)."""
 TTT_STEPS = 3
 """Unrolled draft steps an eagle3 head trains on (EAGLE-3's training-time test runs 7 on a GPU; on a CPU each costs
 another forward and backward of the batch, so three, within the same minutes)."""
@@ -197,6 +201,8 @@ def _soft_targets(model: Any, top_ids: torch.Tensor, top_p: torch.Tensor) -> tup
 
 
 def _loss(head: DraftHead, embed: nn.Module, model: Any, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    if isinstance(head, Eagle3Head):
+        return _loss_published_eagle3(head, embed, batch)
     if head.feature_layers:
         return _loss_eagle3(head, embed, model, batch)
     dev = embed.weight.device
@@ -233,6 +239,32 @@ def _loss_eagle3(head: DraftHead, embed: nn.Module, model: Any, batch: tuple[tor
     return total
 
 
+def _loss_published_eagle3(head: Eagle3Head, embed: nn.Module, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """EAGLE-3's loss in its published layout: cross-entropy of its own ``lm_head(norm(h))`` over the draft vocabulary
+    against the target's distribution restricted to it (``t2d``), at each of :data:`TTT_STEPS` unrolled steps,
+    weighted 0.8^k."""
+    dev = embed.weight.device
+    toks, prev, _, top_ids, top_p, keep = (t.to(dev) for t in batch)
+    emb = embed(toks).float()
+    index = head.__dict__.get("_draft_index")
+    if index is None or index.device != dev:  # target token -> draft index (-1: not in the draft vocabulary)
+        index = torch.full((int(embed.weight.shape[0]),), -1, dtype=torch.long, device=dev)
+        index[head.vocab.to(dev)] = torch.arange(len(head.vocab), device=dev)
+        head.__dict__["_draft_index"] = index
+    idx = index[top_ids]
+    target = torch.zeros(*top_ids.shape[:2], len(head.vocab), device=dev)
+    target.scatter_add_(-1, idx.clamp(min=0), top_p.float() * (idx >= 0))
+    mass = target.sum(-1, keepdim=True)
+    target = target / mass.clamp(min=1e-9)
+    rows = torch.arange(toks.shape[1], device=dev)[None]
+    total = torch.zeros((), device=dev)
+    for k, pred in enumerate(unroll(head, prev, emb, TTT_STEPS)):
+        use = (keep & (rows >= k) & (mass[..., 0] > 0)).float()
+        logp = torch.log_softmax(head.lm_head(head.norm(pred)), dim=-1)
+        total = total + 0.8 ** k * (-(target * logp).sum(-1) * use).sum() / use.sum().clamp(min=1.0)
+    return total
+
+
 def draft_vocabulary(c: Corpus, vocab_size: int, most: int = DRAFT_VOCAB) -> torch.Tensor:
     """EAGLE-3's reduced draft vocabulary: the ``most`` tokens seen most often in the text and in the target's
     top-k over it, most frequent first (the whole vocabulary when it is no larger)."""
@@ -251,7 +283,7 @@ def agreement(head: DraftHead, target: LoadedModel, held: Corpus) -> dict[str, f
     top-1 / in its top-5, reading the target's features (a root step), and reading the head's own (a step further,
     attending as a draft step does: :func:`unroll`)."""
     embed = target.model.get_input_embeddings()
-    logits = DraftLogits(head, target.model)
+    logits = head.logits_for(target.model)
     hits = {"top1": 0, "top5": 0, "top1_step2": 0, "top5_step2": 0}
     n = 0
     dev = target.device
@@ -274,7 +306,7 @@ def agreement(head: DraftHead, target: LoadedModel, held: Corpus) -> dict[str, f
 def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None = None, seed: int = 0,
                text: str = "shipped", text_tokens: int | None = None, window: int = 256, batch: int = 4,
                lr: float = 1e-3, prompts: list[list[int]] | None = None, features: str = DEFAULT_FEATURES,
-               progress: Progress | None = None, stop: Stop | None = None) -> tuple[DraftHead, dict[str, Any]]:
+               layout: str = "specviz", progress: Progress | None = None, stop: Stop | None = None) -> tuple[DraftHead, dict[str, Any]]:
     """Read (or write) text, read its features, train a head; returns it and the facts a saved head records.
 
     ``text``: ``shipped`` reads the shipped answers (:mod:`specviz_core.training.text`), ``own`` has the target
@@ -282,7 +314,14 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
     whole run: a share for the text (``READ_SHARE`` or ``TEXT_SHARE``, unless ``text_tokens`` fixes its size),
     then the step count that fits the rest (unless ``steps`` fixes it: give both for a run that repeats exactly).
     ``features``: ``last`` (EAGLE-1's head on the target's last hidden state, with one unrolled step on its own
-    predictions) or ``eagle3`` (three layers fused, tokens alone, :data:`TTT_STEPS` unrolled steps)."""
+    predictions) or ``eagle3`` (three layers fused, tokens alone, :data:`TTT_STEPS` unrolled steps). ``layout``:
+    SpecViz's own head, or a head in EAGLE's published layout (``eagle``: EAGLE-1/2, reading the last hidden state;
+    ``eagle3``: EAGLE-3, reading three layers, with its own norm and LM head over the draft vocabulary), which
+    fixes the features."""
+    if layout not in HEAD_FORMATS:
+        raise SpecVizError(f"layout must be one of {', '.join(HEAD_FORMATS)}, got {layout!r}")
+    if layout != "specviz":
+        features = "eagle3" if layout == "eagle3" else "last"
     if minutes <= 0:
         raise SpecVizError(f"minutes must be above 0, got {minutes}")
     if text not in TEXTS:
@@ -317,7 +356,9 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
         train, held = teacher_force(target, seqs, progress=say, stop=stop, layers=layers).split(0.1)
     if not train.tokens:
         raise SpecVizError("too little text was read to train on: give more minutes")
-    head = DraftHead(target.model.config, draft_vocabulary(train, int(target.model.config.vocab_size)), layers)
+    vocab = draft_vocabulary(train, int(target.model.config.vocab_size))
+    head = DraftHead(target.model.config, vocab, layers) if layout == "specviz" else \
+        published_head_for(target, layout, vocab)
     head = head.float().to(target.device)
     head.train()
     for p in target.model.parameters():
@@ -349,7 +390,7 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
                 done / total)
     head.eval()
     agree = agreement(head, target, held)
-    info = {"model": target.name, "path": target.path, "seed": seed, "steps": done, "window": window, "batch": batch,
+    info = {"model": target.name, "path": target.path, "layout": layout, "seed": seed, "steps": done, "window": window, "batch": batch,
             "lr": lr, "text": text, "ttt_steps": TTT_STEPS if layers else 2, "text_tokens": train.n_tokens + held.n_tokens, "answer_tokens": made,
             "draft_vocabulary": len(head.vocab), "answers": len(train.tokens) + len(held.tokens), "held_out_answers": len(held.tokens),
             "temperature": 0.8, "minutes": round((time.monotonic() - t_start) / 60, 2), "agreement": agree,

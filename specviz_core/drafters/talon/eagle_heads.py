@@ -327,6 +327,9 @@ def save_eagle_head(head: PublishedHead, target_config: Any, folder: str | Path,
     folder.mkdir(parents=True, exist_ok=True)
     state = {k: (v.detach().long() if k == "d2t" else v.detach().float()).contiguous().cpu()
              for k, v in head.published_state().items()}
+    if isinstance(head, Eagle3Head):  # t2d, as the official checkpoints carry it (only training reads it)
+        state["t2d"] = torch.zeros(int(target_config.vocab_size), dtype=torch.bool)
+        state["t2d"][head.vocab.cpu()] = True
     files = {"model.safetensors": None, "config.json": json.dumps(config_of(head, target_config), indent=2)}
     if info is not None:
         files["specviz_head.json"] = json.dumps(dict(info, layout=head.layout), indent=1)
@@ -334,6 +337,9 @@ def save_eagle_head(head: PublishedHead, target_config: Any, folder: str | Path,
         tmp = folder / f".{name}.tmp{os.getpid()}"
         if text is None:
             save_file(state, str(tmp))
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # as any file the user writes (the library makes it private)
         else:
             tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, folder / name)
