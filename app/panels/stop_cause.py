@@ -25,7 +25,7 @@ from specviz_core.analysis.metrics import oracle_runs
 from specviz_core.analysis.spine import SpineAnalysis, analyze_spine
 from specviz_core.analysis.stop_cause import ar_reason, method_notes, stop_cause
 from specviz_core.analysis.timing import CostCurve, cycle_cost
-from specviz_core.cycle_state import ContextMatchFacts
+from specviz_core.cycle_state import ContextMatchFacts, TalonFacts
 from specviz_core.methods import CARDS, MethodCard
 from specviz_core.records import CycleRecord, Node
 from specviz_core.viewer.session_model import SessionModel
@@ -269,8 +269,11 @@ class StopCausePanel(PanelMixin, QTextBrowser):
             shape = "a chain" if max(kids.values(), default=0) <= 1 else "a tree"
             verified = sum(1 for n in drafted if n.verified)
             cut = len(drafted) - verified
+            rerank = TalonFacts.read(rec.state).rerank_cut
+            why = (f"cut by the reranking below path probability {_p(rerank)}" if rerank is not None
+                   else "cut by the gate or the budget")
             return (f"{name} drafted {shape} of {verified} {sources} token{_s(verified)}"
-                    + (f" ({cut} more considered, cut by the gate or the budget)." if cut else "."))
+                    + (f" ({cut} more considered, {why})." if cut else "."))
         return f"No spine this cycle: {name} drafted a tree of {sources} nodes, with no context-copied chain."
 
     def _chip(self, token: int, source: str | None, node_id: int | None = None, border: str | None = None) -> str:

@@ -8,6 +8,7 @@ from PySide6.QtGui import QColor, QHelpEvent, QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from gui_records import first_rejected_spine, goose_session, keep_none_alive, word_id, word_vocab
+from helpers import tree_record
 from specviz_app.panels.tree.items import NodeItem
 from specviz_app.panels.tree.view import TreeView
 from specviz_app.theme import ACCEPTED, REJECTED, source_color
@@ -297,3 +298,22 @@ def test_layout_tree_columns_by_depth_and_the_bonus_after_the_last_accepted_node
     assert hidden.hidden == {3: [5]} and hidden.pos[marker_id(3)][0] == x[5]
     opened = layout_tree(rec, False, lambda t: f"t{t}", lambda label: 10.0 * len(label), m, expanded={3})
     assert 5 in opened.pos and marker_id(3) not in opened.pos
+
+
+def test_an_eagle_cycle_says_its_path_probabilities_and_the_reranking_cut(qtbot):
+    """EAGLE-2's dynamic tree: a node's hover text gives its path probability, the gated box says the reranking cut
+    them below the last kept path probability, and the legend gives the cut line (from the cycle's rerank_cut)."""
+    from specviz_app.panels.tree.text import legend_html, marker_tip, node_tip
+    from specviz_core.runtime.vocab import TokenText
+
+    from dataclasses import replace
+
+    rec = tree_record([(1, 0, "head", 0.5, 1, False), (2, 0, "head", 0.002, 1, False)], drafter="head",
+                      rerank_cut=0.004)
+    rec = replace(rec, nodes=(*rec.nodes[:2], replace(rec.nodes[2], verified=False, gated=True)))
+    vocab = TokenText(None)
+    nodes = rec.node_by_id
+    assert "path probability 0.500" in node_tip(nodes[1], vocab, False, path_scores=True)
+    assert "cut by the reranking: path probability below 0.004" in marker_tip([nodes[2]], vocab, 0.004)
+    assert "the reranking kept path p ≥ 0.004" in legend_html(rec, False)
+    assert "cut by the confidence gate or the budget" in marker_tip([nodes[2]], vocab)  # TALON's own words stay

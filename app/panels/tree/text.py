@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from specviz_app.theme import ACCEPTED, GATED, REJECTED, SOURCE_COLORS, SOURCE_LABELS
 from specviz_core.analysis.spine import SpineAnalysis, topk_after
+from specviz_core.cycle_state import TalonFacts
 from specviz_core.records import CycleRecord, Node
 from specviz_core.runtime.vocab import TokenText
 
@@ -26,7 +27,9 @@ def legend_html(rec: CycleRecord, spine_broke: bool) -> str:
     parts.append(f"<span style='color:{ACCEPTED}'>━</span>&nbsp;accepted")
     parts.append(f"<span style='color:{SOURCE_COLORS['bonus']}'>★</span>&nbsp;bonus")
     if any(n.gated for n in rec.nodes):
-        parts.append(f"<span style='color:{GATED}'>┅</span>&nbsp;gated")
+        cut = TalonFacts.read(rec.state).rerank_cut
+        parts.append(f"<span style='color:{GATED}'>┅</span>&nbsp;gated" + (
+            f" (the reranking kept path p ≥ {_p(cut)})" if cut is not None else ""))
     if spine_broke:
         parts.append(f"<span style='color:{REJECTED}'>▢</span>&nbsp;spine broke")
     return "&nbsp;&nbsp; ".join(parts)
@@ -46,13 +49,15 @@ def callout_text(spine: SpineAnalysis, broken: Node, vocab: TokenText) -> str:
     return "\n".join(lines)
 
 
-def node_tip(n: Node, vocab: TokenText, broken: bool) -> str:
-    """A node's hover text; ``broken``: it is the first rejected spine node."""
+def node_tip(n: Node, vocab: TokenText, broken: bool, path_scores: bool = False) -> str:
+    """A node's hover text; ``broken``: it is the first rejected spine node; ``path_scores``: its score is its path
+    probability (TALON and the EAGLE trees)."""
     status = ("gated (never verified)" if n.gated else "verified, accepted" if n.accepted
               else "verified, rejected" if n.verified else "not verified")
     lines = [f"node {n.id} · depth {n.depth} · {SOURCE_LABELS.get(n.source, n.source)}",
              f"token '{vocab.label(n.token, 40)}' (id {n.token})",
-             f"score {n.score:.3f} · target p {_p(n.target_prob)}", status]
+             f"{'path probability' if path_scores else 'score'} {_p(n.score) if path_scores else f'{n.score:.3f}'}"
+             f" · target p {_p(n.target_prob)}", status]
     if n.parent < 0:
         lines[-1] = "root: the last committed token (accepted)"
     if n.target_token >= 0:
@@ -62,13 +67,15 @@ def node_tip(n: Node, vocab: TokenText, broken: bool) -> str:
     return "\n".join(lines)
 
 
-def marker_tip(hidden: list[Node], vocab: TokenText) -> str:
-    """The hover text of a "+N gated" box: the gated candidates it stands for, best first."""
+def marker_tip(hidden: list[Node], vocab: TokenText, rerank_cut: float | None = None) -> str:
+    """The hover text of a "+N gated" box: the gated candidates it stands for, best first; ``rerank_cut``: the
+    path probability of the last candidate EAGLE-2's reranking kept (what cut these)."""
     best = sorted(hidden, key=lambda n: -n.score)
     names = ", ".join(f"'{vocab.label(n.token)}' {_p(n.score)}" for n in best[:8])
     more = f", … {len(best) - 8} more" if len(best) > 8 else ""
-    return (f"{len(hidden)} gated candidates (cut by the confidence gate or the budget, never verified)\n"
-            f"{names}{more}\nclick: show them")
+    why = (f"cut by the reranking: path probability below {_p(rerank_cut)}, the last one the budget kept"
+           if rerank_cut is not None else "cut by the confidence gate or the budget")
+    return f"{len(hidden)} gated candidates ({why}, never verified)\n{names}{more}\nclick: show them"
 
 
 def bonus_tip(rec: CycleRecord, last: Node, vocab: TokenText) -> str:

@@ -46,7 +46,7 @@ from specviz_app.panels.tree.text import (
     node_tip,
 )
 from specviz_core.analysis.spine import analyze_spine
-from specviz_core.cycle_state import AssistedFacts
+from specviz_core.cycle_state import AssistedFacts, TalonFacts
 from specviz_core.records import CycleRecord, Node
 from specviz_core.viewer.session_model import SessionModel
 from specviz_core.viewer.tree_layout import BONUS, TreeLayout, is_marker, layout_tree, marker_parent
@@ -175,11 +175,11 @@ class TreeView(PanelMixin, QGraphicsView):
             return bonus_tip(rec, nodes[rec.accepted_path[-1] if rec.accepted_path else 0], self.model.vocab)
         if is_marker(node_id) and self.tree_layout is not None:
             hidden = self.tree_layout.hidden.get(marker_parent(node_id), [])
-            return marker_tip([nodes[i] for i in hidden], self.model.vocab)
+            return marker_tip([nodes[i] for i in hidden], self.model.vocab, TalonFacts.read(rec.state).rerank_cut)
         if node_id not in nodes:
             return ""
         broken = self.broken_node is not None and node_id == self.broken_node.id
-        tip = node_tip(nodes[node_id], self.model.vocab, broken)
+        tip = node_tip(nodes[node_id], self.model.vocab, broken, path_scores=TalonFacts.read(rec.state).drafter is not None)
         alignment = AssistedFacts.read(rec.state).alignment
         align = alignment_tip(alignment, nodes[node_id].depth) if alignment is not None else ""
         return f"{tip}\n{align}" if align else tip
