@@ -126,7 +126,13 @@ class TalonFacts(Facts):
     nodes: int | None = fact("draft nodes in the tree")
     layer_widths: list[int] | None = fact("TALON: nodes kept per layer")
     width: int | None = fact("TALON: the widest layer")
-    gated: int | None = fact("TALON: candidates the `mu` gate cut")
+    gated: int | None = fact("TALON: candidates the `mu` gate cut (of those drafted: each parent's most probable, as "
+                             "many as the budget had room for; older recordings: the gated nodes shown)")
+    layer_passed: list[int] | None = fact("TALON: candidates per layer the gate let through (the root layer: its "
+                                          "top-K), before the budget cut: where it exceeds `layer_widths`, the budget "
+                                          "set the layer's width")
+    ended_by: str | None = fact("TALON: what ended the tree: `budget` (N nodes drafted), `depth` (the context's "
+                                "end) or `empty` (no candidates)")
     mu: float | None = fact("TALON: the gate's margin below the layer's best path probability")
     anchor: float | None = fact("TALON: m_d, the best path probability of the last layer grown (the gate's anchor)")
     pruned: int | None = fact("`eagle_static`: candidates pruned to the budget")

@@ -29,7 +29,7 @@ PROMPT = "Rename x to total:\n\ndef f(x):\n    x = x + 1\n    x = x * 2\n    ret
 PAPER = ["--budget", "paper"]
 CASES = [
     ("ar", []), ("pld", []), ("tr", PAPER), ("draft_tree", ["--draft-model", "default", *PAPER]), ("goose", PAPER),
-    ("isotropic", PAPER), ("talon", PAPER), ("eagle_static", PAPER), ("stand", PAPER),
+    ("isotropic", PAPER), ("talon", PAPER), ("eagle_static", PAPER), ("eagle", PAPER), ("stand", PAPER),
 ]
 #: Session fields that depend on the clock, the host or the temporary folder.
 VOLATILE_SESSION = {"id", "created", "decode_ms", "prefill_ms", "tokens_per_s", "group_id"}

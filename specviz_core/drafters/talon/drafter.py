@@ -72,11 +72,13 @@ def grow_talon(tree: DraftTree, source: NextTokenSource, root: Candidates, p: Ta
     """Algorithm 2 on ``tree`` (root only); ``root`` is the root's next-token candidates. Returns shape stats."""
     score = {0: 1.0}
     frontier, cands = [0], [root]
-    used, depth, widths, gated = 0, 0, [], 0
+    used, depth, widths, gated, passed = 0, 0, [], 0, []
+    ended = "budget"
     m_d = 1.0
     while used < p.budget and depth < max_depth:
         pool = pool_of(frontier, cands, score)
         if not pool:
+            ended = "empty"
             break
         if depth == 0:  # robust initialization: the root's width is K
             kept, cut, gate_cut, threshold = pool[: p.top_k], pool[p.top_k:], [], None
@@ -87,21 +89,23 @@ def grow_talon(tree: DraftTree, source: NextTokenSource, root: Candidates, p: Ta
             kept, cut = pool[:n_pass], pool[n_pass:]
             gate_cut = cut
         room = p.budget - used
+        passed.append(len(kept))
         budget_cut = kept[room:]
         if len(kept) > room:  # the budget cut, by path score
             kept, cut = kept[:room], kept[room:] + cut
         offer_layer(tree, source.node_source, frontier, cands, score, fates_of(kept, gate_cut, budget_cut), threshold)
         frontier = add_layer(tree, kept, cut, source.node_source, score, p.gated_shown)
-        gated += min(len(cut), p.gated_shown)
+        gated += len(gate_cut)
         used += len(frontier)
         widths.append(len(frontier))
         depth += 1
         if used >= p.budget or depth >= max_depth:
+            ended = "budget" if used >= p.budget else "depth"
             break
         # Children of the next layer: one draft step. A parent can pass at most `room` children.
         cands = source.expand(tree, frontier, max(p.top_k, p.budget - used))
-    return {"depth": depth, "layer_widths": widths, "width": max(widths, default=0), "nodes": used,
-            "gated": gated, "mu": p.mu, "anchor": m_d}
+    return {"depth": depth, "layer_widths": widths, "layer_passed": passed, "width": max(widths, default=0),
+            "nodes": used, "gated": gated, "ended_by": ended, "mu": p.mu, "anchor": m_d}
 
 
 class TalonDrafter(SourcedDrafter):
