@@ -34,6 +34,9 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--quick", action="store_true",
                    help="the quick suite (3 prompts) and 48-token sessions instead of every suite and 96 tokens")
     r.add_argument("--model", default=None, help="model folder or cached hub id (default: the embedded model)")
+    r.add_argument("--draft-head", metavar="PATH", default=None,
+                   help="TALON's claims on this EAGLE head (a folder in EAGLE-1/2's or EAGLE-3's published layout) "
+                        "instead of the head train-head made for the model")
     r.add_argument("--out", type=Path, default=None, help="write the claims as JSON here")
     r.add_argument("--chart", type=Path, default=None, help="write a chart of paper against ours here (.svg)")
     add_minutes_arg(r, "the claims over the prompts finished (each claim's data lists them)")
@@ -71,8 +74,14 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise SpecVizError(f"--chart writes an SVG file: give a name ending in .svg, not {args.chart.name}")
     limit = time_limit(args)
     papers = ("goose", "talon", "stand") if args.paper == "all" else (args.paper,)
+    head = ""
     if "talon" in papers:
-        _refuse_without_a_head(args.model, args.paper)
+        if getattr(args, "draft_head", None):
+            from specviz_core.runtime.head_files import check_head_folder
+
+            head = check_head_folder(args.draft_head)
+        else:
+            _refuse_without_a_head(args.model, args.paper)
 
     from specviz_core.bench.reproduce import reproduce
     from specviz_core.bench.reproduce.chart import chart_svg
@@ -104,7 +113,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         prompts = prompts_of(target, suites)
         for paper in papers:
             results.append(reproduce(target, paper, quick=args.quick, work=work, prompts=prompts,
-                                     say=lambda s: None))
+                                     say=lambda s: None, head=head))
             if bar is not None:
                 bar.clear()
             print("\n".join(claim_lines(results[-1])), flush=True)
@@ -146,4 +155,5 @@ def _refuse_without_a_head(model: str | None, paper: str) -> None:
         name = model or "the default model"
         others = " (or give --paper goose or stand)" if paper == "all" else ""
         raise SpecVizError(f"TALON's claims are about a trained draft head and {name} has none: run specviz "
-                           f"train-head{' --model ' + model if model else ''} first (about 10 minutes){others}")
+                           f"train-head{' --model ' + model if model else ''} first (about 10 minutes), or give "
+                           f"--draft-head{others}")

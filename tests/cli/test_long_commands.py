@@ -244,9 +244,12 @@ def test_optimize_tree_ctrl_c_writes_the_tree_of_the_cycles_decoded(capsys, tiny
 
 @pytest.mark.parametrize("more,message", [
     (["--paper", "all"], "TALON's claims are about a trained draft head and the default model has none: run specviz "
-                         "train-head first (about 10 minutes) (or give --paper goose or stand)"),
+                         "train-head first (about 10 minutes), or give --draft-head (or give --paper goose or stand)"),
     (["--paper", "talon"], "TALON's claims are about a trained draft head and the default model has none: run specviz "
-                           "train-head first (about 10 minutes)"),
+                           "train-head first (about 10 minutes), or give --draft-head"),
+    (["--paper", "talon", "--draft-head", "/no/such/head"], "draft head not found: /no/such/head (a folder with "
+                                                             "config.json and pytorch_model.bin or model.safetensors, "
+                                                             "or a hub id in the local cache)"),
     (["--paper", "goose", "--minutes", "0"], "--minutes must be above 0 and at most 10,080 (a week), got 0"),
 ])
 def test_reproduce_refuses_before_any_model_loads(capsys, tmp_path, monkeypatch, more, message):

@@ -120,7 +120,7 @@ def test_talon_layers_follow_algorithm_2(budget):
     p = TalonParams(budget=budget, top_k=3, mu=0.1, gated_shown=100)
     tree = DraftTree(root_token=0)
     src = FakeSource(lambda d: deeper)
-    grow_talon(tree, src, root, p, max_depth=100)
+    tree.state = grow_talon(tree, src, root, p, max_depth=100)
     verified = [i for i in range(1, len(tree)) if not tree.gated[i]]
     assert len(verified) == budget
     # By hand: layer 1 = 0.5, 0.3, 0.15 (0.05 cut). Layer 2 pool: 0.3 .195 .18 .117 .09 .0585 .005 .003 .0015;
@@ -132,6 +132,10 @@ def test_talon_layers_follow_algorithm_2(budget):
         assert layer2 == pytest.approx([0.3, 0.195, 0.18, 0.117])
         cut2 = sorted((tree.scores[i] for i in range(len(tree)) if tree.gated[i] and tree.depths[i] == 2), reverse=True)
         assert cut2 == pytest.approx([0.09, 0.0585, 0.005, 0.003, 0.0015])  # two by the budget, three by the gate
+        # What the record says of the shape: 3 then 6 let through by the gate, 3 then 4 kept (the budget cut the
+        # second layer), three cut by the gate, and the budget ended the tree.
+        assert tree.state["layer_passed"][:2] == [3, 6] and tree.state["layer_widths"][:2] == [3, 4]
+        assert tree.state["gated"] == 3 and tree.state["ended_by"] == "budget"
     for i in verified:  # a node's score is its path probability: its parent's times its own
         parent = tree.parents[i]
         own = dict(zip(*(root if parent == 0 else deeper)))[tree.tokens[i]]
@@ -237,3 +241,23 @@ def test_eagle_rerank_all_keeps_the_n_best_of_every_expanded_candidate(tiny, oth
                     layer_sizes[n.depth] = layer_sizes.get(n.depth, 0) + 1
             assert all(k <= 4 for k in layer_sizes.values())  # at most K survivors a layer are ever verified
     assert chose_cut > 0, "reranking over every candidate never chose a cut one"
+
+
+def test_the_shape_cause_says_what_set_the_width_in_each_half():
+    """reproduce's cause for "deep-narrow when sure": cycles whose gate let more through than the budget had room
+    for are budget-shaped; here every cycle of both halves is, at depth 2, and the head's root top-1 is 0.2 or 0.4."""
+    from helpers import tree_record
+    from specviz_core.bench.reproduce.talon import shape_cause
+
+    recs = []
+    for conf in (0.2, 0.2, 0.4, 0.4):
+        recs.append(tree_record([(1, 0, "head", conf, 1, False)], layer_widths=[10, 50], layer_passed=[10, 180],
+                                depth=2, nodes=60))
+    cause = shape_cause(recs)
+    assert cause.startswith("the budget, not the gate, shaped both halves: the budget set the width in 100% of sure "
+                            "and 100% of unsure cycles")
+    assert "at depth 2 vs 2" in cause and "a median 180 vs 180 candidates" in cause
+    assert "the halves split at a root top-1 of 0.30, and it is 0.5 or more in 0% of cycles" in cause
+    narrow = [tree_record([(1, 0, "head", c, 1, False)], layer_widths=[10, 3, 2], layer_passed=[10, 3, 2], depth=3,
+                          nodes=15) for c in (0.6, 0.7, 0.8, 0.9)]
+    assert "the budget set the width in 0% of sure and 0% of unsure cycles" in shape_cause(narrow)

@@ -32,9 +32,10 @@ PAPERS = ("goose", "talon", "stand")
 
 def reproduce(target: LoadedModel, paper: str, *, quick: bool = False, say: Say | None = None,
               prompts: list[tuple[str, str, list[int]]] | None = None, max_new_tokens: int | None = None,
-              samples: int | None = None, work: Work | None = None) -> dict[str, Any]:
+              samples: int | None = None, work: Work | None = None, head: str = "") -> dict[str, Any]:
     """Run one paper's claims: every built-in suite (``quick``: the quick suite, shorter sessions and fewer STAND
-    samples). ``prompts`` (suite, id, token ids), ``max_new_tokens`` and ``samples`` replace the defaults. ``work``
+    samples). ``head``: TALON's claims on this EAGLE head folder instead of the model's trained head. ``prompts``
+    (suite, id, token ids), ``max_new_tokens`` and ``samples`` replace the defaults. ``work``
     bounds the time and tells progress: when it stops, the claims are over the prompts finished and ``stopped``
     says why."""
     if paper not in PAPERS:
@@ -49,7 +50,7 @@ def reproduce(target: LoadedModel, paper: str, *, quick: bool = False, say: Say 
     if paper == "goose":
         claims = reproduce_goose(target, prompts, n, say, work)
     elif paper == "talon":
-        claims = reproduce_talon(target, prompts, n, say, work)
+        claims = reproduce_talon(target, prompts, n, say, work, head)
     else:
         claims = reproduce_stand(target, prompts, n, say, work, samples or (4 if quick else 8))
     out = {"paper": paper, "model": target.name, "quick": quick, "max_new_tokens": n, "suites": suite_names,

@@ -31,6 +31,57 @@ def _shape_by_confidence(records: list) -> dict[str, float] | None:
             "width_sure": statistics.mean(w for _, _, w in hi), "width_unsure": statistics.mean(w for _, _, w in lo)}
 
 
+def _trace(records: list) -> list[dict]:
+    """Per TALON cycle: the head's root top-1, the tree's depth and widest layer, and whether the budget (rather than
+    the gate) set a layer's width (the gate let more through than the budget had room for) and at which depth."""
+    rows = []
+    for r in records:
+        first = [n.score for n in r.nodes if n.depth == 1]
+        t = TalonFacts.read(r.state)
+        widths, passed = t.layer_widths or [], t.layer_passed or []
+        if not first or not widths:
+            continue
+        bound = next((d + 1 for d, (w, n) in enumerate(zip(widths, passed)) if n > w), None)
+        rows.append({"conf": max(first), "depth": t.depth or 0, "width": max(widths), "bound_at": bound,
+                     "passed2": passed[1] if len(passed) > 1 else None, "room2": (t.nodes or 0) - widths[0]
+                     if len(widths) > 1 else None, "traced": bool(passed)})
+    return rows
+
+
+def shape_cause(records: list) -> str:
+    """Why TALON's trees are (not) deeper and narrower when the head is sure, measured: what set each tree's shape
+    (the budget or the gate) in the sure and the unsure half, and how sure the head is at all."""
+    rows = [x for x in _trace(records) if x["traced"]]
+    if len(rows) < 4:
+        return ""
+    cut = statistics.median(x["conf"] for x in rows)
+    halves = {"sure": [x for x in rows if x["conf"] > cut], "unsure": [x for x in rows if x["conf"] <= cut]}
+    if not all(halves.values()):
+        return ""
+
+    def share(xs: list[dict]) -> float:
+        return sum(1 for x in xs if x["bound_at"] is not None) / len(xs)
+
+    def at(xs: list[dict]) -> str:
+        ds = [x["bound_at"] for x in xs if x["bound_at"] is not None]
+        return f"{statistics.median(ds):.0f}" if ds else "-"
+
+    def passed2(xs: list[dict]) -> str:
+        ps = [x["passed2"] for x in xs if x["passed2"] is not None]
+        return f"{statistics.median(ps):.0f}" if ps else "-"
+
+    sure, unsure = halves["sure"], halves["unsure"]
+    confident = sum(1 for x in rows if x["conf"] >= 0.5) / len(rows)
+    text = (f"the budget set the width in {share(sure):.0%} of sure and {share(unsure):.0%} of unsure cycles (the "
+            f"gate let more through than the budget had room for, at depth {at(sure)} vs {at(unsure)}; at depth 2 it "
+            f"let through a median {passed2(sure)} vs {passed2(unsure)} candidates)")
+    if min(share(sure), share(unsure)) >= 0.5:
+        text = "the budget, not the gate, shaped both halves: " + text
+    text += (f"; the head is rarely sure: the halves split at a root top-1 of {cut:.2f}, and it is 0.5 or more in "
+             f"{confident:.0%} of cycles") if cut < 0.5 else f"; the halves split at a root top-1 of {cut:.2f}"
+    return text
+
+
 def copyable_share(prompt: list[int], output: list[int], n: int = 3) -> float:
     """The share of ``output`` tokens a prompt lookup predicts: the token after the latest earlier occurrence of the
     ``n`` tokens before it, in the prompt and the output so far (how much of the answer copies its context)."""
@@ -66,12 +117,13 @@ def head_loss_cause(copies: list[tuple[str, float, float]], pairs: list[tuple[fl
 
 
 def reproduce_talon(target: LoadedModel, prompts: list[tuple[str, str, list[int]]], n: int, say: Say,
-                    work: Work) -> list[Claim]:
+                    work: Work, head: str = "") -> list[Claim]:
+    """TALON's claims on the model's trained head, or on the EAGLE head folder ``head``."""
     from specviz_core.analysis.cycle_summary import summarize
     from specviz_core.analysis.metrics import session_metrics
     from specviz_core.runtime.head_files import head_info
 
-    if head_info(target) is None:
+    if not head and head_info(target) is None:
         raise SpecVizError(f"TALON's claims are about a trained draft head and {target.name} has none: "
                            f"run specviz train-head --model {target.name} first (about 10 minutes)")
     per_suite: dict[str, dict[str, list]] = {}
@@ -81,8 +133,8 @@ def reproduce_talon(target: LoadedModel, prompts: list[tuple[str, str, list[int]
         for suite, pid, ids in work.each(prompts):
             say(f"talon: {suite}/{pid}")
             got = {}
-            for key, method, params in (("talon", "talon", {"drafter": "head"}),
-                                        ("eagle_static", "eagle_static", {"drafter": "head"}),
+            on_head = {"drafter": "head", **({"head": head} if head else {})}
+            for key, method, params in (("talon", "talon", on_head), ("eagle_static", "eagle_static", on_head),
                                         ("talon_table", "talon", {"drafter": "table"})):
                 got[key] = work.decode(f"talon {suite}/{pid} {key}", target, method, params, ids, n)[0]
             row = per_suite.setdefault(suite, {"talon": [], "eagle_static": [], "talon_table": []})
@@ -115,7 +167,8 @@ def reproduce_talon(target: LoadedModel, prompts: list[tuple[str, str, list[int]
         claims.append(Claim("talon", "deep-narrow when the head is sure, shallow-wide when not",
                             "yes (Sec. 5.2)", f"depth {shape['depth_sure']:.1f} vs {shape['depth_unsure']:.1f}, widest "
                             f"layer {shape['width_sure']:.1f} vs {shape['width_unsure']:.1f} (sure vs unsure)", ok,
-                            "cycles split at the median of the head's root top-1 probability", data=shape))
+                            "cycles split at the median of the head's root top-1 probability", data=shape,
+                            cause="" if ok else shape_cause(all_talon)))
     chat = [(x["tau"], y["tau"]) for s, row in per_suite.items() if s == "chat"
             for x, y in zip(row["talon"], row["talon_table"])]
     pairs = chat or [(x["tau"], y["tau"]) for row in per_suite.values() for x, y in zip(row["talon"], row["talon_table"])]
