@@ -33,6 +33,8 @@ PATTERN = [3, 17, 9, 25, 4, 11]
 PROMPT = PATTERN + [6, 25, 5, 10, 21, 6, 10, 19, 31, 30] + PATTERN  # the middle: the target's greedy continuation
 
 CHI2_RESULTS: dict[str, tuple[float, float, int]] = {}
+PUBLISHED: dict[str, str] = {}
+"""Placeholders in the configs' params -> the folders the models fixture wrote."""
 
 # name -> (method, params, uses a draft model). TALON, the EAGLE-style static tree and EAGLE-2's dynamic tree run with their three drafters
 # (n-gram tables of the target's outputs, a draft model unlike the target, a draft head trained for it); ``stand:samples`` keeps
@@ -53,6 +55,8 @@ CONFIGS = {
     "eagle:table": ("eagle", {"drafter": "table"}, False),
     "eagle:model": ("eagle", {"drafter": "model"}, True),
     "eagle:head": ("eagle", {"drafter": "head"}, False),
+    "eagle:eagle3-layout": ("eagle", {"head": "EAGLE3_HEAD"}, False),
+    "talon:eagle3-layout": ("talon", {"head": "EAGLE3_HEAD"}, False),
     "stand": ("stand", {}, False),
     "stand:samples": ("stand", {}, False),
 }
@@ -60,7 +64,8 @@ CONFIGS = {
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    """The target, and a draft model unlike it; a draft head trained for the target (``drafter=head``)."""
+    """The target, and a draft model unlike it; a draft head trained for the target (``drafter=head``), and one in
+    EAGLE-3's published layout, written to a folder (``head=EAGLE3_HEAD`` in the configs)."""
     import os
     import random
 
@@ -74,6 +79,11 @@ def models(tmp_path_factory):
     old = os.environ.get("SPECVIZ_HEADS")
     os.environ["SPECVIZ_HEADS"] = str(tmp_path_factory.mktemp("heads"))
     save_head(target, head, info)
+    from specviz_core.drafters.talon.eagle_heads import save_eagle_head
+
+    head3, info3 = train_head(target, steps=200, text="own", text_tokens=4000, lr=3e-3, layout="eagle3",
+                              prompts=[[rng.randrange(3, 32) for _ in range(8)] for _ in range(8)])
+    PUBLISHED["EAGLE3_HEAD"] = str(save_eagle_head(head3, target.model.config, tmp_path_factory.mktemp("eagle3"), info3))
     yield target, concentrated_llama(1, noise=0.3)
     if old is None:
         os.environ.pop("SPECVIZ_HEADS")
@@ -143,6 +153,7 @@ def exact(models):
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_sampling_matches_plain_sampling(models, exact, name):
     method, params, uses_draft = CONFIGS[name]
+    params = {k: PUBLISHED.get(v, v) if isinstance(v, str) else v for k, v in params.items()}
     counts, accepted = sample_counts(*models, method, params, uses_draft, shared_drafter=name.endswith(":samples"))
     stat, p, k = chi_square(counts, exact, N_SEEDS)
     CHI2_RESULTS[name] = (stat, p, k)
