@@ -244,23 +244,27 @@ def test_eagle_rerank_all_keeps_the_n_best_of_every_expanded_candidate(tiny, oth
 
 
 def test_the_shape_cause_says_what_set_the_width_in_each_half():
-    """reproduce's cause for "deep-narrow when sure": cycles whose gate let more through than the budget had room
-    for are budget-shaped; here every cycle of both halves is, at depth 2, and the head's root top-1 is 0.2 or 0.4."""
+    """reproduce's cause for "deep-narrow when sure": at depth 2, how many candidates the gate let through against
+    the places the budget had left. Here the gate lets 180 through for 50 places in every cycle of both halves (the
+    budget ends each tree at depth 2), and the head's root top-1 is 0.2 or 0.4."""
     from dataclasses import replace
 
     from helpers import tree_record
     from specviz_core.bench.reproduce.talon import shape_cause
 
-    recs = []
-    for conf in (0.2, 0.2, 0.4, 0.4):
-        recs.append(replace(tree_record([(1, 0, "head", conf, 1, False)]),
-                            state={"layer_widths": [10, 50], "depth": 2, "layer_passed": [10, 180], "nodes": 60}))
-    cause = shape_cause(recs)
-    assert cause.startswith("the budget, not the gate, shaped both halves: the budget set the width in 100% of sure "
-                            "and 100% of unsure cycles")
-    assert "at depth 2 vs 2" in cause and "a median 180 vs 180 candidates" in cause
+    def rec(conf, widths, passed, depth):
+        return replace(tree_record([(1, 0, "head", conf, 1, False)]), state={
+            "layer_widths": widths, "layer_passed": passed, "depth": depth, "nodes": sum(widths), "ended_by": "budget"})
+
+    flat = [rec(c, [10, 50], [10, 180], 2) for c in (0.2, 0.2, 0.4, 0.4)]
+    cause = shape_cause(flat)
+    assert cause.startswith("the gate cut too little to shape the trees (the budget ended most at depth 2): at depth "
+                            "2 the gate let through a median 180 candidates when the head was sure and 180 when not, "
+                            "for the 50 places the budget had left, and filled them in 100% vs 100% of cycles")
     assert "the halves split at a root top-1 of 0.30, and it is 0.5 or more in 0% of cycles" in cause
-    narrow = [replace(tree_record([(1, 0, "head", c, 1, False)]), state={"layer_widths": [10, 3, 2], "depth": 3,
-                                                                         "layer_passed": [10, 3, 2], "nodes": 15})
-              for c in (0.6, 0.7, 0.8, 0.9)]
-    assert "the budget set the width in 0% of sure and 0% of unsure cycles" in shape_cause(narrow)
+    sharp = [rec(c, [10, 4, 3, 43], [10, 4, 3, 90], 4) for c in (0.6, 0.7)] + \
+        [rec(c, [10, 50], [10, 70], 2) for c in (0.1, 0.2)]
+    cause = shape_cause(sharp)
+    assert "a median 4 candidates when the head was sure and 70 when not" in cause
+    assert "filled them in 0% vs 100% of cycles; the trees were 4 vs 2 deep" in cause
+    assert not cause.startswith("the gate cut too little")

@@ -32,51 +32,50 @@ def _shape_by_confidence(records: list) -> dict[str, float] | None:
 
 
 def _trace(records: list) -> list[dict]:
-    """Per TALON cycle: the head's root top-1, the tree's depth and widest layer, and whether the budget (rather than
-    the gate) set a layer's width (the gate let more through than the budget had room for) and at which depth."""
+    """Per TALON cycle: the head's root top-1, the tree's depth, and at depth 2 (the first gated layer) how many
+    candidates the gate let through against the places the budget had left after the root's top-K."""
     rows = []
     for r in records:
         first = [n.score for n in r.nodes if n.depth == 1]
         t = TalonFacts.read(r.state)
         widths, passed = t.layer_widths or [], t.layer_passed or []
-        if not first or not widths:
+        if not first or not widths or len(passed) < 2:
             continue
-        bound = next((d + 1 for d, (w, n) in enumerate(zip(widths, passed)) if n > w), None)
-        rows.append({"conf": max(first), "depth": t.depth or 0, "width": max(widths), "bound_at": bound,
-                     "passed2": passed[1] if len(passed) > 1 else None, "room2": (t.nodes or 0) - widths[0]
-                     if len(widths) > 1 else None, "traced": bool(passed)})
+        rows.append({"conf": max(first), "depth": t.depth or 0, "passed2": passed[1],
+                     "room2": max((t.nodes or 0) - widths[0], 0) if t.ended_by == "budget" else None})
     return rows
 
 
 def shape_cause(records: list) -> str:
-    """Why TALON's trees are (not) deeper and narrower when the head is sure, measured: what set each tree's shape
-    (the budget or the gate) in the sure and the unsure half, and how sure the head is at all."""
-    rows = [x for x in _trace(records) if x["traced"]]
+    """Why TALON's trees are (not) deeper and narrower when the head is sure, measured: at depth 2, the first gated
+    layer, whether the gate cut the candidates below the places the budget had left (a narrow layer, a deeper tree)
+    or let more through (the budget fills depth 2 and the tree ends there), in the sure and the unsure half; and how
+    sure the head is at all."""
+    rows = _trace(records)
     if len(rows) < 4:
         return ""
     cut = statistics.median(x["conf"] for x in rows)
-    halves = {"sure": [x for x in rows if x["conf"] > cut], "unsure": [x for x in rows if x["conf"] <= cut]}
-    if not all(halves.values()):
+    sure, unsure = [x for x in rows if x["conf"] > cut], [x for x in rows if x["conf"] <= cut]
+    if not sure or not unsure:
         return ""
 
-    def share(xs: list[dict]) -> float:
-        return sum(1 for x in xs if x["bound_at"] is not None) / len(xs)
+    def filled(xs: list[dict]) -> float:
+        known = [x for x in xs if x["room2"] is not None]
+        return sum(1 for x in known if x["passed2"] >= x["room2"]) / len(known) if known else 0.0
 
-    def at(xs: list[dict]) -> str:
-        ds = [x["bound_at"] for x in xs if x["bound_at"] is not None]
-        return f"{statistics.median(ds):.0f}" if ds else "-"
+    def med(xs: list[dict], k: str) -> str:
+        vals = [x[k] for x in xs if x[k] is not None]
+        return f"{statistics.median(vals):.0f}" if vals else "-"
 
-    def passed2(xs: list[dict]) -> str:
-        ps = [x["passed2"] for x in xs if x["passed2"] is not None]
-        return f"{statistics.median(ps):.0f}" if ps else "-"
-
-    sure, unsure = halves["sure"], halves["unsure"]
+    rooms = [x["room2"] for x in rows if x["room2"] is not None]
+    room = f"the {statistics.median(rooms):.0f} places" if rooms else "the places"
+    text = (f"at depth 2 the gate let through a median {med(sure, 'passed2')} candidates when the head was sure and "
+            f"{med(unsure, 'passed2')} when not, for {room} the budget had left, and filled them in "
+            f"{filled(sure):.0%} vs {filled(unsure):.0%} of cycles; the trees were {med(sure, 'depth')} vs "
+            f"{med(unsure, 'depth')} deep")
+    if min(filled(sure), filled(unsure)) >= 0.5:
+        text = "the gate cut too little to shape the trees (the budget ended most at depth 2): " + text
     confident = sum(1 for x in rows if x["conf"] >= 0.5) / len(rows)
-    text = (f"the budget set the width in {share(sure):.0%} of sure and {share(unsure):.0%} of unsure cycles (the "
-            f"gate let more through than the budget had room for, at depth {at(sure)} vs {at(unsure)}; at depth 2 it "
-            f"let through a median {passed2(sure)} vs {passed2(unsure)} candidates)")
-    if min(share(sure), share(unsure)) >= 0.5:
-        text = "the budget, not the gate, shaped both halves: " + text
     text += (f"; the head is rarely sure: the halves split at a root top-1 of {cut:.2f}, and it is 0.5 or more in "
              f"{confident:.0%} of cycles") if cut < 0.5 else f"; the halves split at a root top-1 of {cut:.2f}"
     return text
