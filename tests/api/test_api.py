@@ -55,6 +55,26 @@ def test_a_session_on_the_users_model_equals_generate(user_model, method, one_th
     assert sum(len(c.committed_ids) for c in s.cycles) == len(ref)
 
 
+@pytest.mark.parametrize("layout", ["eagle", "eagle3"])
+def test_draft_head_gives_the_tree_methods_an_eagle_head(user_model, tmp_path, layout, one_thread):
+    """``draft_head=``: an EAGLE head folder (written here with random weights, in the published layout) drafts
+    eagle and TALON; the output stays generate's, and the session records the head and its layout."""
+    from test_eagle_layouts import write_checkpoint
+
+    model, tok = user_model
+    write_checkpoint(tmp_path / "head", layout, model.config, draft_vocab=300 if layout == "eagle3" else None)
+    _, ref = generate_greedy(model, tok, 16)
+    for method in ("eagle", "talon"):
+        s = specviz.Session(model, tok, method=method, prompt=PROMPT, max_new_tokens=16, draft_head=tmp_path / "head")
+        s.run()
+        assert s.output_ids == ref
+        assert s.cycles[0].state["drafter"] == "head"
+        assert s.session.stats()["head_layout"] == layout
+        assert s.info.params["head"] == str((tmp_path / "head").resolve())
+    with pytest.raises(specviz.SpecVizError, match="method goose drafts with no head"):
+        specviz.Session(model, tok, method="goose", prompt=PROMPT, draft_head=tmp_path / "head")
+
+
 def test_run_in_parts_and_token_id_prompts(user_model, one_thread):
     model, tok = user_model
     prompt_ids, ref = generate_greedy(model, tok, 20)

@@ -87,7 +87,6 @@ class EagleDrafter(SourcedDrafter):
             level_start = len(cands)
             draft_below(frontier, self.source.expand(tree, frontier, k), level, logp)
             frontier_c = _ranked(cands[level_start:])[:k] if level <= depth else []
-            # the parents of the next frontier are nodes: re-point the candidates at their node ids
         n_keep = self.cycle_budget(ctx)  # budget=auto may lower the budget this cycle
         ranked = _ranked(cands)
         kept, cut = ranked[:n_keep], ranked[n_keep:]
@@ -113,7 +112,8 @@ class EagleDrafter(SourcedDrafter):
             tree.offer(v, src, [c.token for c in kids], [math.exp(c.logp) for c in kids],
                        ["drafted" if id(c) in kept_set else "budget" for c in kids], threshold=threshold, note=RERANK)
         _note_leaves(tree, src, cands, kept, set(expanded), depth, k)
-        tree.state = {"depth": max((tree.depths[c.node] for c in kept), default=0), "nodes": len(kept),
+        verified = [n for n in range(1, len(tree)) if not tree.gated[n]]  # a kept child of a cut parent is not
+        tree.state = {"depth": max((tree.depths[n] for n in verified), default=0), "nodes": len(verified),
                       "candidates": len(cands), "expanded": len(expanded), "pruned": len(cut),
                       "rerank_cut": threshold}
         if tree.n_verified == 1:
