@@ -103,7 +103,7 @@ class RefHead:
 
 
 def write_checkpoint(folder, layout, tcfg, *, hidden=None, fmt="safetensors", draft_vocab=None, seed=0, extra=None,
-                     drop=None, with_embed=False):
+                     drop=None, with_embed=False, qkv_bias=False):
     """A published-layout head for a target with config ``tcfg``: random weights, the published names and config."""
     g = torch.Generator().manual_seed(seed)
     H = hidden or tcfg.hidden_size
@@ -136,6 +136,9 @@ def write_checkpoint(folder, layout, tcfg, *, hidden=None, fmt="safetensors", dr
         sd.update({"fc.weight": w(H, 2 * H), "fc.bias": 0.1 * w(H, scale=1)})
     if with_embed:
         sd["embed_tokens.weight"] = w(V, H, scale=1.0)
+    if qkv_bias:  # Qwen2's heads: biases on q, k and v (and the config may not say so)
+        for name, n in (("q_proj", nh * hd), ("k_proj", nkv * hd), ("v_proj", nkv * hd)):
+            sd[f"{p}self_attn.{name}.bias"] = 0.5 * w(n, scale=1)
     cfg.update(extra or {})
     for k in drop or ():
         sd.pop(k)
@@ -181,16 +184,17 @@ def max_diff(ours, ref, vocab_ids):
     return max(float((a[:, vocab_ids] - b[:, vocab_ids]).abs().max()) for a, b in zip(ours, ref))
 
 
-CASES = [("eagle", "safetensors", None), ("eagle", "bin", None), ("eagle3", "safetensors", 40),
-         ("eagle3", "bin", None)]
+CASES = [("eagle", "safetensors", None, False), ("eagle", "bin", None, False), ("eagle", "bin", None, True),
+         ("eagle3", "safetensors", 40, False), ("eagle3", "bin", None, False)]
 
 
-@pytest.mark.parametrize("layout,fmt,draft_vocab", CASES, ids=["eagle-st", "eagle-bin", "eagle3-st-dv40",
-                                                               "eagle3-bin"])
+@pytest.mark.parametrize("layout,fmt,draft_vocab,qkv_bias", CASES, ids=["eagle-st", "eagle-bin", "eagle-qkv-bias",
+                                                                        "eagle3-st-dv40", "eagle3-bin"])
 @torch.no_grad()
-def test_a_published_checkpoint_drafts_the_reference_logits(tmp_path, layout, fmt, draft_vocab):
+def test_a_published_checkpoint_drafts_the_reference_logits(tmp_path, layout, fmt, draft_vocab, qkv_bias):
     target = tiny_llama(vocab=96, seed=1, layers=6)
-    sd, cfg = write_checkpoint(tmp_path / "head", layout, target.model.config, fmt=fmt, draft_vocab=draft_vocab)
+    sd, cfg = write_checkpoint(tmp_path / "head", layout, target.model.config, fmt=fmt, draft_vocab=draft_vocab,
+                               qkv_bias=qkv_bias)
     head = load_eagle_head(tmp_path / "head", target)
     assert head.layout == layout
     ids = [3, 17, 42, 8, 61, 5, 29]

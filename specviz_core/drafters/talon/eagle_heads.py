@@ -69,6 +69,9 @@ class PublishedHead(nn.Module):
         self.raw_config = dict(raw)
         self.body = LlamaModel(_body_config(raw))
         self.body.norm = _NoNorm()
+        attn = self.body.layers[0].self_attn
+        if attn.o_proj.bias is not None:  # q/k/v biases (Qwen2's heads) come without one on o_proj
+            attn.o_proj = nn.Linear(attn.o_proj.in_features, attn.o_proj.out_features, bias=False)
         self.hidden_size = int(raw["hidden_size"])
         self.embed_tokens: nn.Embedding | None = None
         """The checkpoint's own embedding table, when it has one (else the target's is read)."""
@@ -119,6 +122,8 @@ class Eagle3MidLayer(nn.Module):
         h = int(cfg.hidden_size)
         self.hidden_size = h
         self.self_attn = LlamaAttention(cfg, layer_idx=0)
+        o = self.self_attn.o_proj
+        self.self_attn.o_proj = nn.Linear(o.in_features, o.out_features, bias=False)
         for name in ("q_proj", "k_proj", "v_proj"):
             old = getattr(self.self_attn, name)
             setattr(self.self_attn, name, nn.Linear(2 * h, old.out_features, bias=old.bias is not None))
@@ -264,6 +269,10 @@ def load_eagle_head(path: str | Path, target: Any) -> PublishedHead:
     if int(raw["vocab_size"]) != tv:
         raise SpecVizError(f"the draft head {where} has a vocabulary of {int(raw['vocab_size']):,} tokens, the target "
                            f"{tv:,} ({target.name}): it was trained for another model's tokenizer")
+    # Biases the config does not mention are read from the weights (the official code would leave them random).
+    p = "midlayer." if layout == "eagle3" else "layers.0."
+    raw = dict(raw, bias=raw.get("bias", "fc.bias" in state),
+               qkv_bias=raw.get("qkv_bias", f"{p}self_attn.q_proj.bias" in state))
     head: PublishedHead = Eagle3Head(raw, int(cfg.num_hidden_layers)) if layout == "eagle3" else Eagle1Head(raw)
     expected = head.published_state()
     if layout == "eagle3":
