@@ -124,6 +124,10 @@ def cmd_train_head(args: argparse.Namespace) -> int:
     print(f"held-out agreement with {target.name} ({a['positions']:,} positions of {info['held_out_answers']} "
           f"answers it did not train on): top-1 {a['top1']:.1%}, top-5 {a['top5']:.1%} at the root; "
           f"top-1 {a['top1_step2']:.1%}, top-5 {a['top5_step2']:.1%} a step further")
+    t, applied = info["calibration"]["temperature"], info["calibration"]["applied"]
+    print(f"calibrated on the held-out answers: its probabilities are softmax(logits / {t:.2f})" if applied else
+          f"its probabilities are as trained (the fitted temperature, {t:.2f}, cannot be written into EAGLE-1/2's "
+          "layout, which reads the model's own LM head)")
     print(f"trained {info['steps']} steps on {info['text_tokens']:,} tokens in {info['minutes']:.1f} min; "
           f"saved {path}{' (replacing the previous head)' if (existed if layout != 'specviz' else old) else ''}")
     how = f"--format {layout}" if layout != "specviz" else f"--features {args.features}"

@@ -277,16 +277,25 @@ def draft_vocabulary(c: Corpus, vocab_size: int, most: int = DRAFT_VOCAB) -> tor
     return counts.argsort(descending=True, stable=True)[: min(most, seen)]
 
 
+CALIBRATION_ROWS = 2048
+"""Held-out rows per draft step the temperature is fitted on (their logits are kept in memory: rows x vocabulary)."""
+
+
 @torch.no_grad()
-def agreement(head: DraftHead, target: LoadedModel, held: Corpus) -> dict[str, float]:
+def agreement(head: DraftHead, target: LoadedModel, held: Corpus,
+              keep: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> dict[str, float]:
     """Held-out agreement with the target over answer rows: the target's most likely next token is the head's
     top-1 / in its top-5, reading the target's features (a root step), and reading the head's own (a step further,
-    attending as a draft step does: :func:`unroll`)."""
-    embed = target.model.get_input_embeddings()
+    attending as a draft step does: :func:`unroll`). ``keep``: gets (logits, the target's top-1 as an index of the
+    head's vocabulary) of up to :data:`CALIBRATION_ROWS` rows a step, for :func:`fit_temperature`."""
+    embed = head.embedding_for(target.model)
     logits = head.logits_for(target.model)
     hits = {"top1": 0, "top5": 0, "top1_step2": 0, "top5_step2": 0}
     n = 0
     dev = target.device
+    index = torch.full((int(target.model.config.vocab_size),), -1, dtype=torch.long, device=dev)
+    index[logits.vocab.to(dev)] = torch.arange(len(logits.vocab), device=dev)
+    kept = {"": 0, "_step2": 0}
     for toks, f, ids, start in zip(held.tokens, held.feats, held.top_ids, held.starts):
         f = f.to(dev).float()
         prev = torch.cat([torch.zeros_like(f[:1]), f[:-1]])[None]  # [1, T, H]
@@ -299,8 +308,57 @@ def agreement(head: DraftHead, target: LoadedModel, held: Corpus) -> dict[str, f
             ok = torch.arange(rows.start, len(toks), device=dev) >= skip  # a step further needs a row before
             hits["top1" + suffix] += int(((top[:, 0] == want) & ok).sum())
             hits["top5" + suffix] += int(((top == want[:, None]).any(-1) & ok).sum())
+            if keep is not None and kept[suffix] < CALIBRATION_ROWS:
+                use = ok & (index[want] >= 0)
+                take = pred[0, rows][use][: CALIBRATION_ROWS - kept[suffix]]
+                keep.append((logits(take), index[want[use]][: len(take)]))
+                kept[suffix] += len(take)
         n += len(want)
     return {k: v / max(n, 1) for k, v in hits.items()} | {"positions": n}
+
+
+def fit_temperature(kept: list[tuple[torch.Tensor, torch.Tensor]]) -> float:
+    """The temperature T that makes softmax(logits / T) the most likely explanation of the target's top-1 on held-out
+    rows (temperature scaling, Guo et al. 2017): the negative log-likelihood is convex in 1/T, so a golden-section
+    search over 1/T in [0.2, 5] finds it. 1.0 when there is nothing to fit on."""
+    if not kept:
+        return 1.0
+    lg = torch.cat([a for a, _ in kept]).float()
+    want = torch.cat([b for _, b in kept])
+    if not len(want):
+        return 1.0
+
+    def nll(beta: float) -> float:
+        return float(nn.functional.cross_entropy(lg * beta, want))
+
+    lo, hi = 0.2, 5.0
+    g = (math.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = nll(a), nll(b)
+    for _ in range(40):
+        if fa < fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = nll(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = nll(b)
+    return 1.0 / ((lo + hi) / 2)
+
+
+def calibrate(head: Any, temperature: float) -> bool:
+    """Apply the fitted temperature to ``head``'s logits: SpecViz's head keeps it beside its weights, EAGLE-3's layout
+    folds it into its own LM head (so the serving engines draft with it too). EAGLE-1/2's layout reads the target's
+    LM head, which a head file cannot change: it stays as trained (False)."""
+    with torch.no_grad():
+        if isinstance(head, Eagle3Head):
+            head.lm_head.weight.div_(temperature)
+            return True
+        if isinstance(head, DraftHead):
+            head.temperature.fill_(temperature)
+            return True
+    return False
 
 
 def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None = None, seed: int = 0,
@@ -389,9 +447,14 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
             say(f"Training the head: step {done} of {total}, loss {sum(losses[-10:]) / len(losses[-10:]):.3f}",
                 done / total)
     head.eval()
-    agree = agreement(head, target, held)
+    kept: list[tuple[torch.Tensor, torch.Tensor]] = []
+    agree = agreement(head, target, held, kept)
+    temperature = fit_temperature(kept)  # a head trained on features regressed to their mean is under-confident
+    del kept
+    applied = calibrate(head, temperature)
     info = {"model": target.name, "path": target.path, "layout": layout, "seed": seed, "steps": done, "window": window, "batch": batch,
             "lr": lr, "text": text, "ttt_steps": TTT_STEPS if layers else 2, "text_tokens": train.n_tokens + held.n_tokens, "answer_tokens": made,
+            "calibration": {"temperature": round(temperature, 4), "applied": applied},
             "draft_vocabulary": len(head.vocab), "answers": len(train.tokens) + len(held.tokens), "held_out_answers": len(held.tokens),
             "temperature": 0.8, "minutes": round((time.monotonic() - t_start) / 60, 2), "agreement": agree,
             "final_loss": sum(losses[-10:]) / max(1, len(losses[-10:])), "created": time.strftime("%Y-%m-%d %H:%M")}

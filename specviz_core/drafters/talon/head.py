@@ -93,6 +93,9 @@ class DraftHead(nn.Module):
         if vocab is None:
             vocab = torch.arange(int(target_config.vocab_size))
         self.register_buffer("vocab", vocab.long().clone())
+        self.register_buffer("temperature", torch.ones(()))
+        """Its logits are divided by this (fitted on held-out text after training:
+        :func:`specviz_core.training.train.fit_temperature`)."""
 
     def forward(self, feats: torch.Tensor, embeds: torch.Tensor, **body_kwargs: Any) -> tuple[torch.Tensor, Any]:
         """``feats`` ([b, m, H], or the target's fused features [b, m, feature_width]), ``embeds`` [b, m, H] ->
@@ -138,10 +141,13 @@ class DraftLogits:
         self.weight = lm.weight if whole else lm.weight[self.vocab]  # [V', H]; the whole vocabulary is not copied
         bias = getattr(lm, "bias", None)
         self.bias = bias if bias is None or whole else bias[self.vocab]
+        t = getattr(head, "temperature", None)
+        self.temperature = float(t) if isinstance(t, torch.Tensor) else 1.0
 
     def __call__(self, feats: torch.Tensor) -> torch.Tensor:
-        """Logits [m, V'] (float32) for features [m, H]."""
-        return nn.functional.linear(feats.to(self.weight.dtype), self.weight, self.bias).float()
+        """Logits [m, V'] (float32) for features [m, H], at the head's temperature."""
+        out = nn.functional.linear(feats.to(self.weight.dtype), self.weight, self.bias).float()
+        return out / self.temperature if self.temperature != 1.0 else out
 
     def top(self, feats: torch.Tensor, m: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The m most likely tokens after each feature: (target token ids [r, m], probabilities [r, m])."""
@@ -258,6 +264,7 @@ def load_head(target: Any) -> DraftHead | None:
         raise SpecVizError(f"the draft head {weights} reads layers this model does not have; train it again: "
                            "specviz train-head")
     head = DraftHead(target.model.config, vocab, tuple(layers) if layers else None)
+    state.setdefault("temperature", torch.ones(()))  # a head saved before calibration: as trained
     missing = set(head.trained_state()) - set(state)
     if missing or set(state) - set(head.state_dict()):
         raise SpecVizError(f"the draft head {weights} does not fit this model; train it again: specviz train-head")
