@@ -307,3 +307,24 @@ def test_a_head_folder_is_described_without_loading_it(tmp_path, fmt):
     (tmp_path / "model").mkdir()
     target.model.save_pretrained(tmp_path / "model")
     assert describe_head_folder(tmp_path / "model") is None  # a model is not a head
+
+
+@torch.no_grad()
+def test_an_eagle3_head_narrower_than_its_target_reads_its_own_embedding(tmp_path):
+    """EAGLE-3's ``target_hidden_size``: a 32-wide head over a 64-wide target's three layers, with its own 32-wide
+    embedding (the official code reads none from the target then); without the embedding it is refused."""
+    target = tiny_llama(vocab=96, seed=1, layers=6)
+    sd, cfg = write_checkpoint(tmp_path / "head", "eagle3", target.model.config, hidden=32, draft_vocab=50,
+                               extra={"target_hidden_size": 64}, with_embed=True)
+    head = load_eagle_head(tmp_path / "head", target)
+    ids, tree = [3, 17, 42, 8, 61], ([11, 54], [7, 90])
+    feats = torch.randn(len(ids) - 1, 3 * 64, generator=torch.Generator().manual_seed(4))
+    ours = draft_through_runner(head, target, ids, feats, tree)
+    ref = RefHead(sd, cfg, "eagle3", sd["embed_tokens.weight"], target.model.lm_head.weight)
+    want = draft_through_reference(ref, ids, feats, tree)
+    vocab_ids = torch.arange(50) + sd["d2t"]
+    ours = [torch.full((len(o), 96), float("-inf")).index_copy_(1, vocab_ids, o) for o in ours]
+    assert max_diff(ours, want, vocab_ids) < 1e-4
+    write_checkpoint(tmp_path / "bare", "eagle3", target.model.config, hidden=32, extra={"target_hidden_size": 64})
+    with pytest.raises(SpecVizError, match="is 32 wide where the target is 64: it needs its own embed_tokens.weight"):
+        load_eagle_head(tmp_path / "bare", target)

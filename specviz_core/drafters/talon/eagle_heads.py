@@ -288,11 +288,15 @@ def load_eagle_head(path: str | Path, target: Any) -> PublishedHead:
             raise SpecVizError(f"the draft head {where}: its d2t maps draft tokens to ids outside the target's "
                                f"vocabulary of {tv:,}")
     emb = state.get("embed_tokens.weight")
+    h = head.hidden_size
+    if emb is None and h != th:  # the official code, too, reads no embedding from a target of another width
+        raise SpecVizError(f"the draft head {where} is {h} wide where the target is {th}: it needs its own "
+                           "embed_tokens.weight, which its weights lack")
     if emb is not None:
-        if tuple(emb.shape) != (tv, th):
-            raise SpecVizError(f"the draft head {where}: embed_tokens.weight is {_shape(emb)}, the target's "
-                               f"embedding is {tv}x{th}")
-        head.embed_tokens = nn.Embedding(tv, th)
+        if tuple(emb.shape) != (tv, h):
+            raise SpecVizError(f"the draft head {where}: embed_tokens.weight is {_shape(emb)}, its config makes it "
+                               f"{tv}x{h}")
+        head.embed_tokens = nn.Embedding(tv, h)
     with torch.no_grad():
         for k, t in head.published_state().items():
             t.copy_(state[k].to(t.dtype))
