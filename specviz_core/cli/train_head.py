@@ -126,8 +126,8 @@ def cmd_train_head(args: argparse.Namespace) -> int:
           f"top-1 {a['top1_step2']:.1%}, top-5 {a['top5_step2']:.1%} a step further")
     t, applied = info["calibration"]["temperature"], info["calibration"]["applied"]
     print(f"calibrated on the held-out answers: its probabilities are softmax(logits / {t:.2f})" if applied else
-          f"its probabilities are as trained (the fitted temperature, {t:.2f}, cannot be written into EAGLE-1/2's "
-          "layout, which reads the model's own LM head)")
+          "its probabilities are as trained: EAGLE-1/2's layout reads the model's own LM head, which a head file "
+          "cannot recalibrate")
     print(f"trained {info['steps']} steps on {info['text_tokens']:,} tokens in {info['minutes']:.1f} min; "
           f"saved {path}{' (replacing the previous head)' if (existed if layout != 'specviz' else old) else ''}")
     how = f"--format {layout}" if layout != "specviz" else f"--features {args.features}"

@@ -101,42 +101,63 @@ layers, a draft vocabulary): :mod:`specviz_core.drafters.talon.eagle_heads` load
 
 
 def head_folder_layout(config: dict[str, Any], keys: Any) -> str | None:
-    """``eagle3``, ``eagle`` or None (not an EAGLE head), from a checkpoint's weight names."""
+    """``eagle3``, ``eagle`` or None (not an EAGLE head), from a checkpoint's weight names: EAGLE-3's decoder layer is
+    ``midlayer.*`` (some converters name it ``layers.0.*``, beside EAGLE-3's own ``d2t`` or ``lm_head``)."""
     names = set(keys)
     if "fc.weight" not in names:
         return None
     if any(k.startswith("midlayer.") for k in names):
         return "eagle3"
     if any(k.startswith("layers.0.") for k in names):
-        return "eagle"
+        return "eagle3" if names & {"d2t", "lm_head.weight"} else "eagle"
     return None
 
 
-def _weight_names(folder: Path) -> list[str] | None:
-    """The weight names of a head folder without torch: a safetensors header, or the names pickled in a
-    ``pytorch_model.bin`` zip (the keys of its state dict are plain strings there)."""
-    st = folder / "model.safetensors"
-    if st.is_file():
-        import struct
+WEIGHT_FILES = ("pytorch_model.bin", "model.safetensors")
+"""What a head folder's weights are called, in the order the official loader tries them."""
 
-        with open(st, "rb") as fh:
-            (size,) = struct.unpack("<Q", fh.read(8))
-            return [k for k in json.loads(fh.read(size)) if k != "__metadata__"]
-    pt = folder / "pytorch_model.bin"
-    if pt.is_file():
-        import re
+
+def _pickled_names(data: bytes) -> set[str]:
+    """The strings of a pickle stream that look like weight names (a state dict's keys), read by walking its opcodes
+    (any protocol); the streams after the first too (the legacy, non-zip format holds several)."""
+    import io
+    import pickletools
+    import re
+
+    names: set[str] = set()
+    stream = io.BytesIO(data)
+    while stream.tell() < len(data):
+        try:
+            for op, arg, _ in pickletools.genops(stream):
+                if isinstance(arg, str) and re.fullmatch(r"[A-Za-z_][\w.]*\.\w+|d2t|t2d", arg):
+                    names.add(arg)
+        except Exception:  # the tensor bytes after the pickles (legacy format), or a damaged file
+            break
+    return names
+
+
+def _weight_names(folder: Path) -> list[str] | None:
+    """The weight names of a head folder without torch, from the file the loader reads first: the names pickled in
+    ``pytorch_model.bin`` (a zip, or the legacy stream), or a safetensors header. None: no weights or unreadable."""
+    for name in WEIGHT_FILES:
+        f = folder / name
+        if not f.is_file():
+            continue
+        if name.endswith(".safetensors"):
+            import struct
+
+            with open(f, "rb") as fh:
+                (size,) = struct.unpack("<Q", fh.read(8))
+                return [k for k in json.loads(fh.read(size)) if k != "__metadata__"]
         import zipfile
 
-        with zipfile.ZipFile(pt) as z:
-            pkl = next((n for n in z.namelist() if n.endswith("data.pkl")), None)
-            data = z.read(pkl) if pkl else b""
-        names = set()
-        for m in re.finditer(rb"X([\x00-\xff]{4})", data):  # pickle's short strings: X, a 4-byte length, the text
-            n = int.from_bytes(m.group(1), "little")
-            text = data[m.end(): m.end() + n] if n < 256 else b""
-            if re.fullmatch(rb"[A-Za-z_][\w.]*", text):
-                names.add(text.decode())
-        return sorted(names)
+        if zipfile.is_zipfile(f):
+            with zipfile.ZipFile(f) as z:
+                pkl = next((n for n in z.namelist() if n.endswith("data.pkl")), None)
+                data = z.read(pkl) if pkl else b""
+        else:
+            data = f.read_bytes()[: 1 << 20]  # the legacy format: its pickles come first
+        return sorted(_pickled_names(data))
     return None
 
 

@@ -46,6 +46,11 @@ def fork_request(parent: SessionInfo, method: str | None = None, params: dict[st
     defaults), checked."""
     method = method or parent.method
     raw = dict(parent.params) if method == parent.method else {}
+    if method != parent.method and parent.params.get("head") and "head" not in (params or {}):
+        from specviz_core.session.request import choice_fields
+
+        if "head" in choice_fields(method):  # the parent's EAGLE head drafts the new method too, as its draft model
+            raw["head"] = parent.params["head"]
     raw.update(params or {})
     if budget is not None:
         raw.pop("budget", None)

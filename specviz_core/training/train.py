@@ -137,16 +137,17 @@ def check_minutes(target: LoadedModel, minutes: float, text: str) -> None:
                            "or more")
 
 
-def _windows(c: Corpus, length: int, batch: int, rng: random.Random) -> tuple[torch.Tensor, ...]:
+def _windows(c: Corpus, length: int, batch: int, rng: random.Random, first: int = 0) -> tuple[torch.Tensor, ...]:
     """A batch of windows, each as late in its answer as fits: tokens [b, L], previous features [b, L, H], features
-    [b, L, H], top-k ids and probabilities [b, L, k], and which rows predict answer text [b, L]."""
+    [b, L, H], top-k ids and probabilities [b, L, k], and which rows predict answer text [b, L]. ``first``: the first
+    token a window may start at (1 for a head with no row for the text's first token: EAGLE's layouts)."""
     toks, prev, feats, ids, ps, keep = [], [], [], [], [], []
-    usable = [i for i, t in enumerate(c.tokens) if len(t) >= 2]
-    L = min(length, min(len(c.tokens[i]) for i in usable))
+    usable = [i for i, t in enumerate(c.tokens) if len(t) >= 2 + first]
+    L = min(length, min(len(c.tokens[i]) - first for i in usable))
     for _ in range(batch):
         i = rng.choice(usable)
         n = len(c.tokens[i])
-        s = rng.randrange(min(max(0, c.starts[i] - 1 - L // 2), n - L), n - L + 1)
+        s = rng.randrange(min(max(first, c.starts[i] - 1 - L // 2), n - L), n - L + 1)
         f = c.feats[i].float()
         toks.append(c.tokens[i][s:s + L])
         prev.append(torch.cat([torch.zeros_like(f[:1]), f[:-1]])[s:s + L])
@@ -296,9 +297,13 @@ def agreement(head: DraftHead, target: LoadedModel, held: Corpus,
     index = torch.full((int(target.model.config.vocab_size),), -1, dtype=torch.long, device=dev)
     index[logits.vocab.to(dev)] = torch.arange(len(logits.vocab), device=dev)
     kept = {"": 0, "_step2": 0}
+    off = head.first_row  # EAGLE's layouts have no row for the text's first token (and no zero feature)
     for toks, f, ids, start in zip(held.tokens, held.feats, held.top_ids, held.starts):
+        if len(toks) <= off + 1:
+            continue
         f = f.to(dev).float()
-        prev = torch.cat([torch.zeros_like(f[:1]), f[:-1]])[None]  # [1, T, H]
+        prev = torch.cat([torch.zeros_like(f[:1]), f[:-1]])[off:][None]  # [1, T, H]: row j reads f[j - 1]
+        toks, ids, start = toks[off:], ids[off:], max(start - off, 0)
         emb = embed(toks[None].to(dev)).float()
         rows = slice(max(0, start - 1), len(toks))
         want = ids[rows, 0].to(dev)
@@ -436,7 +441,7 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
         frac = done / total if total else 0.0
         for g in opt.param_groups:  # warm-up, then cosine to a tenth
             g["lr"] = lr * min(1.0, (done + 1) / 20) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
-        loss = _loss(head, embed, target.model, _windows(train, window, batch, rng))
+        loss = _loss(head, embed, target.model, _windows(train, window, batch, rng, head.first_row))
         opt.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(head.parameters(), 1.0)
@@ -447,11 +452,13 @@ def train_head(target: LoadedModel, *, minutes: float = 10.0, steps: int | None 
             say(f"Training the head: step {done} of {total}, loss {sum(losses[-10:]) / len(losses[-10:]):.3f}",
                 done / total)
     head.eval()
-    kept: list[tuple[torch.Tensor, torch.Tensor]] = []
+    # A head trained on features regressed to their mean is under-confident: fit a temperature where it can be kept
+    # (EAGLE-1/2's layout reads the model's own LM head: nothing to fit, nothing kept over the whole vocabulary).
+    kept: list[tuple[torch.Tensor, torch.Tensor]] | None = [] if layout != "eagle" else None
     agree = agreement(head, target, held, kept)
-    temperature = fit_temperature(kept)  # a head trained on features regressed to their mean is under-confident
+    temperature = fit_temperature(kept or [])
     del kept
-    applied = calibrate(head, temperature)
+    applied = calibrate(head, temperature) if layout != "eagle" else False
     info = {"model": target.name, "path": target.path, "layout": layout, "seed": seed, "steps": done, "window": window, "batch": batch,
             "lr": lr, "text": text, "ttt_steps": TTT_STEPS if layers else 2, "text_tokens": train.n_tokens + held.n_tokens, "answer_tokens": made,
             "calibration": {"temperature": round(temperature, 4), "applied": applied},

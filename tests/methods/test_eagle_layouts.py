@@ -328,3 +328,40 @@ def test_an_eagle3_head_narrower_than_its_target_reads_its_own_embedding(tmp_pat
     write_checkpoint(tmp_path / "bare", "eagle3", target.model.config, hidden=32, extra={"target_hidden_size": 64})
     with pytest.raises(SpecVizError, match="is 32 wide where the target is 64: it needs its own embed_tokens.weight"):
         load_eagle_head(tmp_path / "bare", target)
+
+
+@pytest.mark.parametrize("kw", [{"pickle_protocol": 4}, {"_use_new_zipfile_serialization": False}],
+                         ids=["protocol-4", "legacy"])
+def test_a_bin_saved_any_way_torch_saves_is_described_and_loaded_or_refused_in_one_line(tmp_path, kw):
+    """Any .bin is described (its names read from the pickle's opcodes, nothing run); torch's safe loader reads the
+    legacy format, and a pickle protocol it cannot read is refused in one line, never unpickled unsafely."""
+    target = tiny_llama(vocab=96, seed=1, layers=4)
+    sd, _ = write_checkpoint(tmp_path / "h", "eagle3", target.model.config, fmt="bin", draft_vocab=40)
+    torch.save(sd, tmp_path / "h" / "pytorch_model.bin", **kw)
+    assert describe_head_folder(tmp_path / "h")["layout"] == "eagle3"
+    if "pickle_protocol" in kw:
+        with pytest.raises(SpecVizError, match="save them as model.safetensors"):
+            load_eagle_head(tmp_path / "h", target)
+    else:
+        assert load_eagle_head(tmp_path / "h", target).layout == "eagle3"
+
+
+def test_an_eagle3_head_with_its_layer_named_layers_0_is_read_as_eagle3(tmp_path):
+    """Some converters name EAGLE-3's midlayer ``layers.0``; its d2t and lm_head say what it is."""
+    target = tiny_llama(vocab=96, seed=1, layers=6)
+    sd, cfg = write_checkpoint(tmp_path / "h", "eagle3", target.model.config, draft_vocab=40)
+    renamed = {k.replace("midlayer.", "layers.0."): v for k, v in sd.items()}
+    from safetensors.torch import save_file
+
+    save_file({k: v.contiguous() for k, v in renamed.items()}, str(tmp_path / "h" / "model.safetensors"))
+    assert describe_head_folder(tmp_path / "h")["layout"] == "eagle3"
+    head = load_eagle_head(tmp_path / "h", target)
+    ids, tree = [3, 17, 42, 8, 61], ([11, 54], [7, 90])
+    feats = torch.randn(len(ids) - 1, 3 * 64, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        ours = draft_through_runner(head, target, ids, feats, tree)
+        want = draft_through_reference(RefHead(sd, cfg, "eagle3", target.model.get_input_embeddings().weight,
+                                               target.model.lm_head.weight), ids, feats, tree)
+    vocab_ids = torch.arange(40) + sd["d2t"]
+    ours = [torch.full((len(o), 96), float("-inf")).index_copy_(1, vocab_ids, o) for o in ours]
+    assert max_diff(ours, want, vocab_ids) < 1e-4

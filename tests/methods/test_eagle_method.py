@@ -137,3 +137,17 @@ def test_why_a_cycle_stopped_names_the_reranking_and_the_expansion_limit(tiny):
         sentences += [stop_cause(r).sentence() for r in records]
     assert any("the reranking kept only the budget's most probable candidates" in s for s in sentences)
     assert any("the depth limit: depth=1" in s for s in sentences)
+
+
+def test_a_fork_to_another_head_method_keeps_the_parents_head(tiny, head_folders):
+    """Forking a TALON session on an EAGLE head into eagle (or back) drafts with the same head, as a fork keeps
+    the parent's draft model; a method without a head does not get one."""
+    from gui_records import session_info
+    from specviz_core.session.fork import fork_request
+
+    folder = str((head_folders / "eagle").resolve())
+    parent = session_info("talon", PROMPTS[0], head=folder, drafter="auto")
+    assert fork_request(parent, method="eagle").choice.params.head == folder
+    assert "head" not in vars(fork_request(parent, method="goose").choice.params)
+    other = str((head_folders / "eagle3").resolve())
+    assert fork_request(parent, method="eagle", params={"head": other}).choice.params.head == other

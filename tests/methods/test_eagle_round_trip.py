@@ -82,3 +82,14 @@ def test_train_head_format_eagle3_writes_a_folder_that_drafts(tiny_dir, tmp_path
     assert main(["train-head", "--model", str(tiny_dir), "--format", "eagle", "--features", "eagle3",
                  "--steps", "1"]) == 2
     assert "leave --features out" in capsys.readouterr().err
+
+
+def test_writing_over_a_folder_with_an_old_bin_leaves_only_the_new_head(tiny, tmp_path):
+    """The official loader (and SpecViz) read pytorch_model.bin before model.safetensors: a stale one must go."""
+    head, info = train_head(tiny, steps=5, text="own", text_tokens=600, lr=1e-2, prompts=prompts(4, 2),
+                            layout="eagle3")
+    (tmp_path / "h").mkdir()
+    torch.save({"fc.weight": torch.zeros(1)}, tmp_path / "h" / "pytorch_model.bin")
+    save_eagle_head(head, tiny.model.config, tmp_path / "h", info)
+    assert not (tmp_path / "h" / "pytorch_model.bin").exists()
+    assert load_eagle_head(tmp_path / "h", tiny).layout == "eagle3"

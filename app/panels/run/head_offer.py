@@ -39,14 +39,21 @@ def given_head_text(method: str, head: str) -> str:
     from pathlib import Path
 
     from specviz_core.runtime.head_files import describe_head_folder
+    from specviz_core.runtime.locations import is_hub_id, resolve_model_path
 
-    d = describe_head_folder(Path(head).expanduser()) if Path(head).expanduser().is_dir() else None
+    folder = Path(head).expanduser()
+    if not folder.is_dir() and is_hub_id(head):
+        try:  # a hub id already in the local cache (nothing is downloaded)
+            folder = resolve_model_path(head)
+        except Exception:
+            pass
+    d = describe_head_folder(folder) if folder.is_dir() else None
     if d is None:
         return (f"head={head} is not an EAGLE head folder here (config.json and pytorch_model.bin or "
                 "model.safetensors in EAGLE-1/2's or EAGLE-3's layout): a session would be refused.")
     name = {"eagle": "EAGLE-1/2", "eagle3": "EAGLE-3"}[d["layout"]]
     vocab = (f", a draft vocabulary of {d['draft_vocab_size']:,}" if d["draft_vocab_size"] != d["vocab_size"] else "")
-    return (f"{method} drafts with the {name} head in {Path(head).name} (reads features {d['reads_width']} wide, "
+    return (f"{method} drafts with the {name} head in {Path(head).name or head} (reads features {d['reads_width']} wide, "
             f"{d['vocab_size']:,} tokens{vocab}); the target must match.")
 
 

@@ -33,10 +33,7 @@ from transformers.models.llama.modeling_llama import LlamaAttention, LlamaMLP, L
 
 from specviz_core.drafters.talon.head import DraftLogits, eagle3_layers, lm_head_of
 from specviz_core.errors import SpecVizError
-from specviz_core.runtime.head_files import EAGLE_LAYOUTS, head_folder_layout
-
-WEIGHT_FILES = ("pytorch_model.bin", "model.safetensors")
-"""What a head folder's weights are called, in the order the official loader tries them."""
+from specviz_core.runtime.head_files import EAGLE_LAYOUTS, WEIGHT_FILES, head_folder_layout
 
 
 def _body_config(raw: dict[str, Any]) -> LlamaConfig:
@@ -215,11 +212,19 @@ def _read_state(folder: Path) -> dict[str, torch.Tensor]:
             continue
         try:
             if name.endswith(".bin"):
-                return torch.load(str(f), map_location="cpu", weights_only=True)
+                import warnings
+
+                with warnings.catch_warnings():  # a protocol other than torch's default is read all the same
+                    warnings.simplefilter("ignore", UserWarning)
+                    return torch.load(str(f), map_location="cpu", weights_only=True)
             from safetensors.torch import load_file
 
             return load_file(str(f))
         except Exception as e:  # a damaged or foreign file: say which, in one line
+            if "Unsupported operand" in str(e) or "weights_only" in str(e):
+                raise SpecVizError(f"the draft head's weights {f} hold more than tensors, or were pickled with a "
+                                   "protocol torch's safe loader cannot read: SpecViz does not run the code a pickle "
+                                   "may hold; save them as model.safetensors") from None
             raise SpecVizError(f"the draft head's weights {f} cannot be read ({type(e).__name__}: "
                                f"{str(e).splitlines()[0][:120] if str(e) else 'no detail'})") from None
     raise SpecVizError(f"{folder} holds no EAGLE head weights ({' or '.join(WEIGHT_FILES)})")
@@ -252,6 +257,8 @@ def load_eagle_head(path: str | Path, target: Any) -> PublishedHead:
         raise SpecVizError(f"{folder} is not an EAGLE head folder: its config.json cannot be read ({e})") from None
     state = _read_state(folder)
     layout = head_folder_layout(raw, state.keys())
+    if layout == "eagle3" and not any(k.startswith("midlayer.") for k in state):  # a converter's layers.0.* naming
+        state = {("midlayer." + k[len("layers.0."):] if k.startswith("layers.0.") else k): v for k, v in state.items()}
     if layout is None:
         raise SpecVizError(f"{folder} is not an EAGLE head: its weights hold neither layers.0.* (EAGLE-1/2) nor "
                            "midlayer.* (EAGLE-3) beside fc.weight")
@@ -346,6 +353,9 @@ def save_eagle_head(head: PublishedHead, target_config: Any, folder: str | Path,
     files = {"model.safetensors": None, "config.json": json.dumps(config_of(head, target_config), indent=2)}
     if info is not None:
         files["specviz_head.json"] = json.dumps(dict(info, layout=head.layout), indent=1)
+    stale = folder / "pytorch_model.bin"  # read before model.safetensors, by the official loader and by SpecViz
+    if stale.exists():
+        stale.unlink()
     for name, text in files.items():
         tmp = folder / f".{name}.tmp{os.getpid()}"
         if text is None:
@@ -385,7 +395,8 @@ def published_head_for(target: Any, layout: str, vocab: torch.Tensor | None = No
         head.lm_head.weight.copy_(lm_head_of(target.model).weight[ids.to(target.device)].float().cpu())
         norm = getattr(getattr(target.model, "model", None), "norm", None)
         if isinstance(getattr(norm, "weight", None), torch.Tensor) and norm.weight.shape == head.norm.weight.shape:
-            head.norm.weight.copy_(norm.weight.float().cpu())
+            w = norm.weight.float().cpu()  # Gemma's norms scale by 1 + weight, Llama's (the head's) by weight
+            head.norm.weight.copy_(w + 1 if "gemma" in str(getattr(cfg, "model_type", "")) else w)
     return head
 
 
