@@ -44,11 +44,20 @@ class MethodSpec:
     @property
     def base(self) -> str:
         """The label without its budget: what a fixed-budget variant of this configuration adds its budget to."""
-        return self.method + "".join(f":{k}={v}" for k, v in self.params.items() if k != "budget")
+        return self.method + "".join(_shown(k, v) for k, v in self.params.items() if k != "budget")
 
     def with_budget(self, budget: str) -> MethodSpec:
         params = {**{k: v for k, v in self.params.items() if k != "budget"}, "budget": budget}
         return MethodSpec(f"{self.base}:budget={budget}", self.method, params, sweep=True)
+
+
+def _shown(key: str, value: Any) -> str:
+    """A parameter as a label shows it: a head folder by its name (the results keep the whole path)."""
+    if key == "head" and value:
+        from pathlib import Path
+
+        return f":head={Path(str(value)).name or value}"
+    return f":{key}={value}"
 
 
 def add_fixed_budgets(specs: list[MethodSpec], budgets: list[str]) -> list[MethodSpec]:
@@ -120,7 +129,7 @@ def parse_method_specs(text: str, extra_params: dict[str, str] | None = None) ->
                     params[key] = value
             rest, _ = split_auto(method, cls.params_cls, params)
             parse_params(method, cls.params_cls, rest)  # check now, before the slow part
-        label = method + "".join(f":{k}={v}" for k, v in params.items())
+        label = method + "".join(_shown(k, v) for k, v in params.items())
         if label in seen:
             continue
         seen.add(label)

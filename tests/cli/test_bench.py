@@ -109,6 +109,10 @@ def test_compare_to_ar_names_the_divergence(tiny_dir):
 def test_method_specs():
     specs = parse_method_specs("ar,goose:budget=auto,isotropic:branching_factor=5,hf_prompt_lookup", {"budget": "40"})
     assert [s.label for s in specs] == ["ar", "goose:budget=auto", "isotropic:branching_factor=5:budget=40", "hf_prompt_lookup"]
+    # A head folder shows by its name in the tables (the run keeps the whole path in its parameters).
+    specs = parse_method_specs("ar,eagle:depth=5", {"head": "/heads/smol-eagle3"})
+    assert [s.label for s in specs] == ["ar", "eagle:depth=5:head=smol-eagle3"]
+    assert specs[1].params["head"] == "/heads/smol-eagle3"
     for bad in ("nope", "goose:budget", "goose:adjacency_top_k=x", "pld:budget=auto", "hf_greedy:k=1", "ar,nope",
                 "goose:budget=auto,nope"):
         with pytest.raises(SpecVizError):
