@@ -157,3 +157,20 @@ def test_no_display_or_missing_qt_libraries_is_one_line_saying_what_to_do():
     check_platform({"DISPLAY": ":0"}, missing_libraries=lambda: [])  # all there: Qt starts
     check_platform({"QT_QPA_PLATFORM": "offscreen"}, missing_libraries=lambda: ["libx.so.1"])  # needs no display
     assert debian_package("libxcb-icccm.so.4") == "libxcb-icccm4" and debian_package("libGL.so.1") == "libGL1"
+
+
+@pytest.mark.default_model
+def test_a_live_talon_session_renders_in_presentation_mode_and_returns(tmp_path):
+    """Last stop's hang: after a live TALON session, presentation mode looped forever between showing and hiding a
+    chart's side-axis label (the label narrowed the view, the title rewrapped, the label no longer fitted). The
+    command that hung must return, with its picture, within the subprocess's time limit."""
+    import subprocess
+
+    try:
+        done = _specviz(["screenshot", "--db", str(tmp_path / "t.db"), "--live", "3", "--method", "talon", "--prompt",
+                         "Count: 1 2 3 4 5 6 7 8 9 10 11 12", "--presentation", "--out", str(tmp_path / "t.png")],
+                        tmp_path)
+    except subprocess.TimeoutExpired:
+        pytest.fail("specviz screenshot --presentation after a live TALON session did not return in 300 s")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "t.png").stat().st_size > 10_000
