@@ -269,9 +269,12 @@ class StopCausePanel(PanelMixin, QTextBrowser):
             shape = "a chain" if max(kids.values(), default=0) <= 1 else "a tree"
             verified = sum(1 for n in drafted if n.verified)
             cut = len(drafted) - verified
-            rerank = TalonFacts.read(rec.state).rerank_cut
+            facts = TalonFacts.read(rec.state)
+            rerank = facts.rerank_cut
             why = (f"cut by the reranking below path probability {_p(rerank)}" if rerank is not None
                    else "cut by the gate or the budget")
+            if rerank is not None and facts.pruned:  # every candidate the reranking cut, not only those recorded
+                cut = max(cut, int(facts.pruned))
             return (f"{name} drafted {shape} of {verified} {sources} token{_s(verified)}"
                     + (f" ({cut} more considered, {why})." if cut else "."))
         return f"No spine this cycle: {name} drafted a tree of {sources} nodes, with no context-copied chain."
