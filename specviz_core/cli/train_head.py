@@ -111,7 +111,7 @@ def cmd_train_head(args: argparse.Namespace) -> int:
     if layout != "specviz":
         from pathlib import Path
 
-        from specviz_core.drafters.talon.eagle_heads import save_eagle_head
+        from specviz_core.drafters.talon.eagle.heads import save_eagle_head
         from specviz_core.runtime.head_files import head_key, heads_dir
 
         out = Path(args.out) if args.out else heads_dir() / f"{head_key(target)}-{layout}"

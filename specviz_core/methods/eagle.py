@@ -29,6 +29,6 @@ CARD = MethodCard(
     description="EAGLE-2's dynamic draft tree: expand the top-k most probable nodes a depth at a time, then keep "
                 "the budget's most probable nodes of everything drafted by path probability (the reranking); "
                 "from an EAGLE head, a draft model or the n-gram tables.",
-    drafter="specviz_core.drafters.talon.eagle_dynamic:EagleDrafter",
+    drafter="specviz_core.drafters.talon.eagle.dynamic:EagleDrafter",
     params_cls=EagleParams,
 )

@@ -27,6 +27,6 @@ CARD = MethodCard(
     display_name="EAGLE's static tree",
     description="EAGLE-style static tree (TALON's baseline): top-K children per parent, top-K per layer by "
                 "path score, depth D, pruned to the N best; from a draft model or the n-gram tables.",
-    drafter="specviz_core.drafters.talon.eagle_static:EagleStaticDrafter",
+    drafter="specviz_core.drafters.talon.eagle.static:EagleStaticDrafter",
     params_cls=EagleStaticParams,
 )

@@ -97,7 +97,7 @@ def head_info_for(name: str | None) -> dict[str, Any] | None:
 
 EAGLE_LAYOUTS = ("eagle", "eagle3")
 """EAGLE-1/2's layout (``layers.0.*``, the target's last hidden state) and EAGLE-3's (``midlayer.*``, three fused
-layers, a draft vocabulary): :mod:`specviz_core.drafters.talon.eagle_heads` loads and writes them."""
+layers, a draft vocabulary): :mod:`specviz_core.drafters.talon.eagle.heads` loads and writes them."""
 
 
 def head_folder_layout(config: dict[str, Any], keys: Any) -> str | None:

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 from transformers import DynamicCache
 
-from specviz_core.drafters.talon.eagle_heads import Eagle3Head, published_head_for
+from specviz_core.drafters.talon.eagle.heads import Eagle3Head, published_head_for
 from specviz_core.drafters.talon.head import DraftHead, feature_layers_of
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime import kv

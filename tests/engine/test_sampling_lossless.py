@@ -79,7 +79,7 @@ def models(tmp_path_factory):
     old = os.environ.get("SPECVIZ_HEADS")
     os.environ["SPECVIZ_HEADS"] = str(tmp_path_factory.mktemp("heads"))
     save_head(target, head, info)
-    from specviz_core.drafters.talon.eagle_heads import save_eagle_head
+    from specviz_core.drafters.talon.eagle.heads import save_eagle_head
 
     head3, info3 = train_head(target, steps=200, text="own", text_tokens=4000, lr=3e-3, layout="eagle3",
                               prompts=[[rng.randrange(3, 32) for _ in range(8)] for _ in range(8)])

@@ -303,10 +303,10 @@ def test_layout_tree_columns_by_depth_and_the_bonus_after_the_last_accepted_node
 def test_an_eagle_cycle_says_its_path_probabilities_and_the_reranking_cut(qtbot):
     """EAGLE-2's dynamic tree: a node's hover text gives its path probability, the gated box says the reranking cut
     them below the last kept path probability, and the legend gives the cut line (from the cycle's rerank_cut)."""
+    from dataclasses import replace
+
     from specviz_app.panels.tree.text import legend_html, marker_tip, node_tip
     from specviz_core.runtime.vocab import TokenText
-
-    from dataclasses import replace
 
     rec = tree_record([(1, 0, "head", 0.5, 1, False), (2, 0, "head", 0.002, 1, False)], drafter="head",
                       rerank_cut=0.004)

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from helpers import tiny_llama
-from specviz_core.drafters.talon.eagle_heads import load_eagle_head
+from specviz_core.drafters.talon.eagle.heads import load_eagle_head
 from specviz_core.drafters.talon.head import HeadRunner
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime.head_files import describe_head_folder

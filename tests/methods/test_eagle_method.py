@@ -20,7 +20,7 @@ from test_eagle_layouts import write_checkpoint
 from helpers import compare_greedy, concentrated_llama, hf_greedy, run
 from specviz_core.analysis.stop_cause import stop_cause
 from specviz_core.drafters.base import DraftContext
-from specviz_core.drafters.talon.eagle_dynamic import EagleDrafter
+from specviz_core.drafters.talon.eagle.dynamic import EagleDrafter
 from specviz_core.drafters.talon.next_token import NextTokenSource
 from specviz_core.methods.eagle import EagleParams
 

@@ -31,7 +31,7 @@ import torch
 
 from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.drafters.draft_tree import DraftModelRunner
-from specviz_core.drafters.talon.eagle_heads import load_eagle_head
+from specviz_core.drafters.talon.eagle.heads import load_eagle_head
 from specviz_core.drafters.talon.head import HeadRunner, install_feature_tap, load_head, tapped_features
 from specviz_core.drafters.talon.ngram_tables import NGramTables, Tail
 from specviz_core.errors import SpecVizError
