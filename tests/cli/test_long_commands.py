@@ -118,6 +118,15 @@ def test_bench_refuses_bad_minutes_before_any_model_loads(capsys, tmp_path, monk
     assert not (tmp_path / "b.json").exists()
 
 
+def test_bench_refuses_a_head_folder_that_is_not_there_before_any_model_loads(capsys, tmp_path, monkeypatch):
+    no_model(monkeypatch)
+    code, _, err = cli(capsys, "bench", "--suite", "quick", "--methods", "ar,eagle", "--param", "head=/no/such/head",
+                       "--out", str(tmp_path / "b.json"))
+    assert one_error(code, err) == ("draft head not found: /no/such/head (a folder with config.json and "
+                                    "pytorch_model.bin or model.safetensors, or a hub id in the local cache)")
+    assert not (tmp_path / "b.json").exists()
+
+
 def test_bench_stops_at_the_time_limit_with_the_finished_prompts(capsys, tiny_dir, tmp_path, monkeypatch):
     import json
 
