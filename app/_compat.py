@@ -10,11 +10,7 @@ def guard_none_refcount() -> None:
     so every such call drops one of None's references and the interpreter aborts ("none_dealloc") after a
     few thousand. pyproject pins ``<6.12``; if 6.12 is installed anyway, give None a reference count no
     session can use up (None is never freed in CPython, so this changes nothing else)."""
-    if sys.version_info >= (3, 12):
-        return
-    import PySide6
-
-    if not PySide6.__version__.startswith("6.12."):
+    if sys.version_info >= (3, 12) or not _installed_pyside().startswith("6.12."):
         return
     import ctypes
 
@@ -22,3 +18,18 @@ def guard_none_refcount() -> None:
         refcnt = ctypes.c_ssize_t.from_address(id(obj))  # ob_refcnt is PyObject's first field
         if refcnt.value < 1 << 40:
             refcnt.value += 1 << 40
+
+
+def _installed_pyside() -> str:
+    """The installed PySide6's version, read from its metadata: importing PySide6 here would cost every command
+    (``specviz record`` too) a tenth of a second."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("PySide6-Essentials", "PySide6"):
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            continue
+    import PySide6  # installed some other way: ask the module itself
+
+    return str(PySide6.__version__)

@@ -175,6 +175,9 @@ def run_gui(db: Path, session: str | None = None, replay: bool = False) -> int:
         return app.exec()
     finally:
         sys.excepthook = previous
+        # The window deleted while the application lives: one left to the interpreter's exit (the event loop ended
+        # by QApplication.quit, not by closing it) is torn down in no set order, and that crashed now and then.
+        dispose(window)
         engine = sys.modules.get("specviz_app.session.worker")  # imported with the first live session, if any
         if engine is not None:
             engine.WorkerThread.join_unfinished()  # a model that was still loading when the window closed

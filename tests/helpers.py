@@ -10,7 +10,7 @@ from specviz_core.drafters import METHODS
 from specviz_core.engine.cycle import Engine
 from specviz_core.records import CycleRecord, Node
 from specviz_core.runtime.models import LoadedModel
-from specviz_core.session.request import check_method
+from specviz_core.session.spec import check_method, spec_for
 from specviz_core.session.session import Session
 
 TIE_GAP = 1e-3
@@ -90,10 +90,12 @@ def make_session(m: LoadedModel, method: str, prompt: list[int], n: int, draft: 
     if "budget" in METHODS[method].params_cls.__dataclass_fields__:
         params.setdefault("budget", "paper")
     choice = check_method(method, params)
-    if choice.cls.needs_draft_model and draft is None:
+    if choice.wants_draft_model and draft is None:
         draft = m
-    return Session(m, choice, prompt, draft=draft, max_new_tokens=n, temperature=temperature, seed=seed,
-                   drafter=reuse, recording=recording, info=info)
+    spec = spec_for(choice, prompt, max_new_tokens=n, temperature=temperature, seed=seed,
+                    draft_model=draft.name if draft is not None else None)
+    return Session(spec, m, draft if choice.wants_draft_model else None, drafter=reuse, recording=recording,
+                   info=info)
 
 
 def run(m: LoadedModel, method: str, prompt: list[int], n: int, **kw) -> tuple[list[int], list]:

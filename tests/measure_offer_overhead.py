@@ -31,11 +31,11 @@ def session(method, on):
     import tempfile
 
     from specviz_core.recording.store import Recording
-    from specviz_core.session.request import SessionRequest
+    from specviz_core.session.spec import SessionRequest
     from specviz_core.session.session import Session
     d = tempfile.mkdtemp()
     with Recording(os.path.join(d, "o.db"), create=True) as rec:
-        run = Session.start(SessionRequest(method=method, prompt=TEXT, max_new_tokens=64, chat_template=True).check(), m,
+        run = Session(SessionRequest(method=method, prompt=TEXT, max_new_tokens=64, chat_template=True).check(), m,
                             recording=rec)
         run.prefill()
         t0 = time.perf_counter()

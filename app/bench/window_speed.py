@@ -39,12 +39,12 @@ def _long_recording(db: Path, cycles: int, model: str | None, device: str | None
     each session and its real cycles."""
     from specviz_core.recording.store import Recording
     from specviz_core.runtime.models import load_model
-    from specviz_core.session.request import SessionRequest
+    from specviz_core.session.spec import SessionRequest
     from specviz_core.session.session import Session
 
     target = load_model(model, device=device or "cpu", dtype=dtype)
     request = SessionRequest(method="tr", prompt=PROMPT, max_new_tokens=400, params={"budget": 60})
-    prepared = Session.start(request.check(), target)
+    prepared = Session(request.check(), target)
     real = [prepared.step().record for _ in range(REAL_CYCLES)]
     t0 = time.perf_counter()
     with Recording(db, create=True) as rec:
@@ -53,8 +53,8 @@ def _long_recording(db: Path, cycles: int, model: str | None, device: str | None
             writer.append(real[i % len(real)].replace(index=i))
         writer.finish("complete", "benchmark")
     print(f"wrote {cycles} cycles in {time.perf_counter() - t0:.1f} s ({db.stat().st_size / 1e6:.1f} MB)")
-    talon = Session.start(SessionRequest(method="talon", prompt=PROMPT, max_new_tokens=400,
-                                         params=TALON_PARAMS).check(), target)
+    talon = Session(SessionRequest(method="talon", prompt=PROMPT, max_new_tokens=400, params=TALON_PARAMS).check(),
+                    target)
     talon_real = [talon.step().record for _ in range(TALON_CYCLES)]
     with Recording(db) as rec:
         writer = rec.new_session(talon.info)

@@ -27,7 +27,7 @@ from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
 from specviz_core.runtime.vocab import TokenText, load_token_text
-from specviz_core.session.request import CheckedRequest
+from specviz_core.session.spec import SessionSpec
 from specviz_core.viewer.filters import CycleFilter
 from specviz_core.viewer.lifecycle import Activity, Open, SessionState
 from specviz_core.viewer.session_model import SessionModel
@@ -43,7 +43,7 @@ NO_SESSION = "No session: press Step (F10) to start one."
 class RunSettings(Protocol):
     """What to decode next (the Run panel)."""
 
-    def request(self) -> CheckedRequest:
+    def request(self) -> SessionSpec:
         """The session the settings describe; raises SpecVizError with a message for the user."""
 
     def breakpoint(self) -> CycleFilter: ...

@@ -8,7 +8,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
     QLabel,
@@ -18,9 +17,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from specviz_app.panels.run.params import param_value, param_widget, set_param_value
+from specviz_app.panels.run.params import limit_widget, param_value, param_widget, set_param_value
 from specviz_core.methods import CARDS, param_specs
 from specviz_core.records import SessionInfo
+from specviz_core.session.spec import MAX_NEW_TOKENS, SEED, TEMPERATURE
 
 
 class ForkDialog(QDialog):
@@ -51,18 +51,13 @@ class ForkDialog(QDialog):
             self.method.setItemData(self.method.count() - 1, cls.description, 3)  # 3: Qt.ToolTipRole
         self.method.setToolTip("The method from the fork cycle on")
         form.addRow("Method", self.method)
-        self.temperature = QDoubleSpinBox()
-        self.temperature.setRange(0.0, 5.0)
-        self.temperature.setSingleStep(0.1)
+        self.temperature = limit_widget(TEMPERATURE)
         self.temperature.setValue(parent_info.temperature)
-        self.temperature.setToolTip("0 decodes greedily; above 0 samples")
-        self.seed = QSpinBox()
-        self.seed.setRange(0, 2**31 - 1)
-        self.seed.setValue(min(parent_info.seed, 2**31 - 1))
+        self.seed = limit_widget(SEED)
+        self.seed.setValue(parent_info.seed)
         self.seed.setToolTip("The same seed keeps the session's random stream; another starts a new one at the fork")
-        self.max_new_tokens = QSpinBox()
-        self.max_new_tokens.setRange(1, 100000)
-        self.max_new_tokens.setValue(parent_info.max_new_tokens or 128)
+        self.max_new_tokens = limit_widget(MAX_NEW_TOKENS)
+        self.max_new_tokens.setValue(parent_info.max_new_tokens or MAX_NEW_TOKENS.default)
         self.max_new_tokens.setToolTip("The fork's token limit, counting the tokens before the fork")
         form.addRow("Temperature", self.temperature)
         form.addRow("Seed", self.seed)

@@ -26,9 +26,8 @@ from specviz_core.runtime.models import (
     load_model,
 )
 from specviz_core.session.factory import check_once
-from specviz_core.session.request import SessionRequest
+from specviz_core.session.spec import MAX_NEW_TOKENS, SEED, TEMPERATURE, SessionRequest
 from specviz_core.session.session import Session as CoreSession
-from specviz_core.session.session import encode_request
 
 
 def wrap_model(model: Any, tokenizer: Any, role: str = "model") -> LoadedModel:
@@ -90,38 +89,29 @@ class Session:
 
     def __init__(self, model: Any, tokenizer: Any, method: str = "goose", prompt: str | Sequence[int] = "",
                  db: str | Path | None = None, *, draft_model: Any = None, draft_tokenizer: Any = None,
-                 draft_head: str | Path | None = None, max_new_tokens: int = 128, temperature: float = 0.0, seed: int = 0,
+                 draft_head: str | Path | None = None, max_new_tokens: int = MAX_NEW_TOKENS.default,
+                 temperature: float = TEMPERATURE.default, seed: int = SEED.default,
                  chat_template: bool | None = None, budget: int | str | None = None, threads: int | None = None,
                  **params: Any) -> None:
         self.target = wrap_model(model, tokenizer)
-        is_text = isinstance(prompt, str)
-        ids = None if is_text else [int(t) for t in prompt]  # type: ignore[union-attr]
-        if ids is not None and not ids:
-            raise SpecVizError("the prompt is empty")
-        text = str(prompt if is_text else tokenizer.decode(ids))
-        checked = SessionRequest(method=method, prompt=text or " ", draft_model="given" if draft_model is not None
-                                 else None, draft_head=str(draft_head) if draft_head is not None else None,
-                                 params=dict(params), budget=budget, max_new_tokens=max_new_tokens,
-                                 temperature=temperature, seed=seed, chat_template=chat_template,
-                                 threads=threads).check()
-        self.choice = checked.choice
+        spec = SessionRequest(method=method, prompt=prompt, draft_model="given" if draft_model is not None else None,
+                              draft_head=str(draft_head) if draft_head is not None else None, params=dict(params),
+                              budget=budget, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                              chat_template=chat_template, threads=threads).check()
+        self.choice = spec.choice
         self.draft = None
-        if draft_model is not None and self.choice.wants_draft_model:
+        if spec.choice.wants_draft_model:
             self.draft = self.target if draft_model is model else wrap_model(
                 draft_model, draft_tokenizer or tokenizer, "draft_model")
-            if self.draft is not self.target and self.choice.cls.draft_shares_tokenizer:
+            if self.draft is not self.target and self.choice.card.draft_shares_tokenizer:
                 check_same_tokenizer(self.target, self.draft)
         for m in {id(self.target): self.target, id(self.draft): self.draft}.values():
             if m is not None:
                 check_once(m)
-        prompt_ids, used_chat = encode_request(checked, self.target, ids)
         self.db = Path(db) if db is not None else None
         recording = Recording(self.db, create=True) if self.db is not None else None
         try:
-            self.session = CoreSession(self.target, self.choice, prompt_ids, draft=self.draft,
-                                       max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
-                                       prompt_text=text, chat_template=used_chat, recording=recording,
-                                       progress=_say_once)
+            self.session = CoreSession(spec, self.target, self.draft, recording=recording, progress=_say_once)
         except BaseException:
             if recording is not None:
                 recording.close()

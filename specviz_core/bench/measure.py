@@ -13,7 +13,7 @@ from specviz_core.bench import hf as bench_hf
 from specviz_core.bench.aggregate import STAGES
 from specviz_core.bench.specs import MethodSpec
 from specviz_core.runtime.models import LoadedModel
-from specviz_core.session.request import check_method
+from specviz_core.session.spec import check_method, spec_for
 from specviz_core.session.session import Session
 
 
@@ -80,8 +80,9 @@ def run_engine(target: LoadedModel, draft: LoadedModel | None, spec: MethodSpec,
     """Decode ``ids`` with one method (sampling when ``temperature`` > 0, from ``seed``); with ``recording``
     (an open Recording), every cycle is recorded."""
     choice = check_method(spec.method, spec.params)
-    session = Session(target, choice, ids, draft=draft, max_new_tokens=max_new_tokens, temperature=temperature,
-                      seed=seed, recording=recording)
+    session = Session(spec_for(choice, ids, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                               draft_model=draft.name if draft is not None else None),
+                      target, draft, recording=recording)
     controller = session.engine.budget
     stage = dict.fromkeys(STAGES, 0.0)
     n_cycles = 0

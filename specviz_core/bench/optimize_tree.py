@@ -27,7 +27,7 @@ from typing import Any
 from specviz_core.drafters.stand import RankPath, StandDrafter, StandParams, check_tree, tree_file
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime.time_limit import TimeLimit
-from specviz_core.session.request import check_method
+from specviz_core.session.spec import check_method, spec_for
 from specviz_core.session.session import Session
 
 # Rank weights of the large starting tree: flatter than Token Recycling's, so it reaches deep
@@ -93,8 +93,8 @@ def optimize_tree(target: Any, prompts: list[list[int]], *, large: int = 625, ke
             drafter.template = paths  # decode on the large tree
             drafter.children = Counter(p[:-1] for p in paths)
             for s in range(samples):
-                session = Session(target, choice, prompt, max_new_tokens=max_new_tokens, temperature=temperature,
-                                  seed=seed + s, drafter=drafter)
+                session = Session(spec_for(choice, prompt, max_new_tokens=max_new_tokens, temperature=temperature,
+                                           seed=seed + s), target, drafter=drafter)
                 what = f"prompt {i + 1}/{len(prompts)} sample {s + 1}/{samples}"
                 while not session.done:
                     if limit.passed():

@@ -15,7 +15,6 @@ from specviz_core.cli.options import (
     bounded_int,
     check_writable,
     counted,
-    finite_float,
     progress_bar,
     say_plan,
     stopped_early,
@@ -23,7 +22,7 @@ from specviz_core.cli.options import (
 )
 from specviz_core.errors import SpecVizError
 from specviz_core.methods import parse_kv
-from specviz_core.session.request import MAX_NEW_TOKENS, MAX_SEED
+from specviz_core.session.spec import MAX_NEW_TOKENS, SEED, TEMPERATURE
 
 #: Interleaved repeats per prompt when --repeats is not given.
 REPEATS = 2
@@ -56,13 +55,13 @@ def add_parser(sub: Any) -> None:
                    "quick: three short prompts), several with commas, 'all' (the first five), 'workloads' (the next "
                    "four), or a suite .json file (default: all)")
     g.add_argument("--prompt-file", type=Path, default=None, help="one prompt from a text file (or a suite .json file)")
-    b.add_argument("--max-new-tokens", type=bounded_int(1, MAX_NEW_TOKENS), default=40, help="new tokens per prompt (default 40)")
+    b.add_argument("--max-new-tokens", type=MAX_NEW_TOKENS.parse, default=40, help="new tokens per prompt (default 40)")
     b.add_argument("--repeats", type=bounded_int(1, 1000), default=None,
                    help=f"interleaved repeats per prompt; tokens/s is their median (default {REPEATS}; 3 or more for a busy machine)")
-    b.add_argument("--temperature", type=finite_float(0.0, 100.0), default=0.0,
+    b.add_argument("--temperature", type=TEMPERATURE.parse, default=0.0,
                    help="0: greedy, outputs checked against AR's (default); > 0: sampling, repeat i uses seed + i, "
                    "tau is the mean over the repeats")
-    b.add_argument("--seed", type=bounded_int(0, MAX_SEED), default=0, help="first sampling seed (default 0)")
+    b.add_argument("--seed", type=SEED.parse, default=0, help="first sampling seed (default 0)")
     b.add_argument("--record-methods", default=None,
                    help="methods also run with recording on, for the recording overhead ('none' to skip; "
                    "default: goose:budget=auto)")

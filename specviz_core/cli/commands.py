@@ -27,9 +27,7 @@ from specviz_core.cli.options import (
     add_device_args,
     add_minutes_arg,
     atomic_output,
-    bounded_int,
     budget_arg,
-    finite_float,
     progress_bar,
     read_prompt_file,
     refuse_overwriting,
@@ -44,7 +42,7 @@ from specviz_core.crash import one_line
 from specviz_core.errors import SpecVizError
 from specviz_core.methods import CARDS, param_specs, parse_kv
 from specviz_core.runtime.locations import data_dir
-from specviz_core.session.request import MAX_NEW_TOKENS, MAX_SEED
+from specviz_core.session.spec import MAX_NEW_TOKENS, SAMPLES, SEED, TEMPERATURE
 from specviz_core.viewer.comparison import load_comparison
 from specviz_resources import demo_prompt
 
@@ -109,13 +107,14 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     g = r.add_mutually_exclusive_group()
     g.add_argument("--prompt", help="the prompt text")
     g.add_argument("--prompt-file", type=Path, help="read the prompt from this file")
-    r.add_argument("--max-new-tokens", type=bounded_int(1, MAX_NEW_TOKENS), default=None,
-                   help="stop after this many new tokens (default 128, or the generate arguments' max_new_tokens)")
-    r.add_argument("--temperature", type=finite_float(0.0, 100.0), default=None,
-                   help="0 for greedy (default); > 0 samples")
-    r.add_argument("--seed", type=bounded_int(0, MAX_SEED), default=None, help="seed of the session's random generator (default 0)")
-    r.add_argument("--samples", type=bounded_int(1, 1000), default=1,
-                   help="decode the prompt N times (seeds seed..seed+N-1) as one group, one drafter throughout (default 1)")
+    r.add_argument("--max-new-tokens", type=MAX_NEW_TOKENS.parse, default=None,
+                   help=f"{MAX_NEW_TOKENS.help} (default {MAX_NEW_TOKENS.default}, or the generate arguments' "
+                        "max_new_tokens)")
+    r.add_argument("--temperature", type=TEMPERATURE.parse, default=None,
+                   help=f"{TEMPERATURE.help} (default {TEMPERATURE.default:g})")
+    r.add_argument("--seed", type=SEED.parse, default=None, help=f"{SEED.help} (default {SEED.default})")
+    r.add_argument("--samples", type=SAMPLES.parse, default=SAMPLES.default,
+                   help=f"{SAMPLES.help} (default {SAMPLES.default})")
     add_minutes_arg(r, "the samples and cycles decoded so far (a sample cut short is marked interrupted)")
     r.add_argument("--budget", type=budget_arg, default=None,
                    help="tree methods: draft tokens verified per cycle, at most: auto (the default: chosen for this "
@@ -185,11 +184,7 @@ class _Progress:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from specviz_core.recording.store import Recording, new_session_id
-    from specviz_core.runtime.catalog import remember_model
-    from specviz_core.runtime.models import resolve_model_path
-    from specviz_core.session.factory import load_models
-    from specviz_core.session.session import Session, summary_line
+    from specviz_core.runtime.locations import resolve_model_path
 
     if args.fork is not None:
         from specviz_core.cli.fork import cmd_fork
@@ -198,20 +193,24 @@ def cmd_record(args: argparse.Namespace) -> int:
     if args.fork_anyway:
         raise SpecVizError("--fork-anyway applies only with --fork S:C (it lets a fork go on when a re-run cycle "
                            "differs from the recording)")
-    req = record_request(args)
-    checked = req.check()  # everything that needs no model, before the slow part
+    spec = record_request(args).check()  # everything that needs no model (nor torch), before the slow part
     limit = time_limit(args)
-    for name in (req.model, req.draft_model if checked.choice.wants_draft_model else None):
+    for name in (spec.model, spec.draft_model):
         if name not in (None, "default"):
             resolve_model_path(name)  # a wrong path is refused before the recording is created
+    from specviz_core.recording.store import Recording, new_session_id
+    from specviz_core.runtime.catalog import remember_model
+    from specviz_core.session.factory import load_models
+    from specviz_core.session.session import Session, summary_line
+
     if args.samples > 1:
-        say_plan(args, f"{args.samples} samples of up to {req.max_new_tokens:,} tokens each "
-                       f"(seeds {req.seed}..{req.seed + args.samples - 1})")
+        say_plan(args, f"{args.samples} samples of up to {spec.max_new_tokens:,} tokens each "
+                       f"(seeds {spec.seed}..{spec.seed + args.samples - 1})")
     progress = _Progress(args.quiet)
     infos, stopped = [], None
     with Recording(args.db, create=True) as rec:
-        target, draft = load_models(checked, progress)
-        for name in (req.model, req.draft_model if draft is not None else None):
+        target, draft = load_models(spec, progress)
+        for name in (spec.model, spec.draft_model if draft is not None else None):
             remember_model(name)  # the window's model picker and `specviz models` list it from now on
         # The samples of one prompt are one group and share one drafter, so its tables persist (best-of-N).
         group, drafter = (new_session_id() if args.samples > 1 else None), None
@@ -219,13 +218,13 @@ def cmd_record(args: argparse.Namespace) -> int:
             if limit.passed():
                 stopped = f"{limit.reason} before sample {i + 1} of {args.samples}"
                 break
-            run = Session.start(checked.with_seed(req.seed + i), target, draft, group_id=group, drafter=drafter,
-                                progress=progress)
+            run = Session(spec.with_seed(spec.seed + i), target, draft, group_id=group, drafter=drafter,
+                          progress=progress)
             drafter = run.drafter
             bar = None
             if not args.quiet:  # before the session row exists: a Ctrl-C here leaves no session `running`
-                desc = req.method + (f" {i + 1}/{args.samples}" if args.samples > 1 else "")
-                bar = progress_bar(total=req.max_new_tokens, unit="tok", desc=desc)
+                desc = spec.method + (f" {i + 1}/{args.samples}" if args.samples > 1 else "")
+                bar = progress_bar(total=spec.max_new_tokens, unit="tok", desc=desc)
             run.record_to(rec)
             try:
                 for cycle in run.run():
@@ -259,7 +258,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 def record_request(args: argparse.Namespace) -> Any:
     """The session ``specviz record`` asks for: its options, or a pasted generate call with the options on top."""
     from specviz_core.session.generate_kwargs import from_generate_kwargs, parse_generate_kwargs
-    from specviz_core.session.request import SessionRequest
+    from specviz_core.session.spec import SessionRequest
 
     if args.prompt is None and args.prompt_file is None:
         raise SpecVizError("give --prompt or --prompt-file (or --fork SESSION:CYCLE)")
@@ -285,7 +284,9 @@ def record_request(args: argparse.Namespace) -> Any:
     return SessionRequest(
         method=method, prompt=prompt, model=args.model, draft_model=draft, draft_head=args.draft_head, params=params,
         budget=args.budget,
-        max_new_tokens=max_new if max_new is not None else 128, temperature=temperature or 0.0, seed=args.seed or 0,
+        max_new_tokens=max_new if max_new is not None else MAX_NEW_TOKENS.default,
+        temperature=temperature if temperature is not None else TEMPERATURE.default,
+        seed=args.seed if args.seed is not None else SEED.default,
         chat_template=False if args.no_chat_template else None, device=args.device, dtype=args.dtype, threads=args.threads,
     )
 

@@ -38,14 +38,13 @@ def cmd_fork(args: argparse.Namespace) -> int:
         if args.model not in (None, parent.model):
             raise SpecVizError(f"--model {args.model}: a fork runs its parent's model ({parent.model})")
         params = parse_kv(args.param) | ({"head": args.draft_head} if getattr(args, "draft_head", None) else {})
-        checked = fork_request(parent, args.method, params, args.budget, args.temperature, args.seed,
+        spec = fork_request(parent, args.method, params, args.budget, args.temperature, args.seed,
                                args.max_new_tokens, args.draft_model, args.device or audit_device(parent.device),
                                args.dtype or parent.dtype)
         check_fork_point(parent, cycle)  # refused before a model is loaded
-        req = checked.request
         progress = _progress(args.quiet)
-        target = load_checked_model(parent.model, req.device, req.dtype, progress)
-        run = Fork.start(rec, parent, cycle, checked, target, progress, anyway=args.fork_anyway)
+        target = load_checked_model(parent.model, spec.device, spec.dtype, progress)
+        run = Fork.start(rec, parent, cycle, spec, target, progress, anyway=args.fork_anyway)
         bars = _Bars(args.quiet, cycle, f"re-running {parent.id} to cycle {cycle}")
         try:
             while not run.done:
@@ -56,7 +55,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
                     run.stop()
                     raise SpecVizError(f"{e} (the fork is saved as failed; --fork-anyway continues from the re-run "
                                        "state)") from None
-                bars.update(run, was, req.max_new_tokens, f"fork: {req.method}")
+                bars.update(run, was, spec.max_new_tokens, f"fork: {spec.method}")
         except KeyboardInterrupt:
             run.finish("interrupted", "stopped by the user")
             print("specviz: interrupted; the cycles so far are saved", file=sys.stderr)

@@ -15,7 +15,6 @@ from specviz_core.cli.options import (
     bounded_int,
     check_writable,
     counted,
-    finite_float,
     progress_bar,
     read_prompt_file,
     say_plan,
@@ -24,7 +23,7 @@ from specviz_core.cli.options import (
 )
 from specviz_core.errors import SpecVizError
 from specviz_core.methods import parse_kv
-from specviz_core.session.request import MAX_NEW_TOKENS, MAX_SEED
+from specviz_core.session.spec import MAX_NEW_TOKENS, SAMPLES, SEED, TEMPERATURE
 
 #: The largest starting tree: every cycle verifies all of it, so its size is the cost of every forward.
 MAX_LARGE = 4096
@@ -51,13 +50,13 @@ def add_parser(sub: Any) -> None:
                    help="nodes kept in the optimized tree, at most --large (default 80)")
     o.add_argument("--max-depth", type=bounded_int(1, 256), default=20,
                    help="depth of the large starting tree (default 20, the paper's)")
-    o.add_argument("--max-new-tokens", type=bounded_int(1, MAX_NEW_TOKENS), default=128,
+    o.add_argument("--max-new-tokens", type=MAX_NEW_TOKENS.parse, default=128,
                    help="tokens decoded per sample (default 128)")
-    o.add_argument("--temperature", type=finite_float(0.0, 100.0), default=0.0,
+    o.add_argument("--temperature", type=TEMPERATURE.parse, default=0.0,
                    help="decode at the temperature the tree is for (default 0)")
-    o.add_argument("--samples", type=bounded_int(1, 1000), default=1,
+    o.add_argument("--samples", type=SAMPLES.parse, default=1,
                    help="samples per prompt, one drafter throughout (default 1)")
-    o.add_argument("--seed", type=bounded_int(0, MAX_SEED), default=0, help="seed of the first sample (default 0)")
+    o.add_argument("--seed", type=SEED.parse, default=0, help="seed of the first sample (default 0)")
     add_minutes_arg(o, "a tree from the cycles decoded so far")
     o.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a STAND parameter; repeatable")
     o.add_argument("--no-chat-template", action="store_true", help="send the prompts as raw text")

@@ -78,19 +78,9 @@ class Drafter(ABC):
         self.draft_model = draft_model
 
     @classmethod
-    def wants_draft_model(cls, params: Any) -> bool:
-        """Whether a session with these parameters needs a draft model (TALON's ``drafter=model``)."""
-        return cls.needs_draft_model
-
-    @classmethod
     def resolve_params(cls, params: Any, target: Any) -> Any:
         """The parameters as a session on ``target`` runs and records them (an ``auto`` choice made)."""
         return params
-
-    @classmethod
-    def max_budget(cls, params: Any) -> int:
-        """The most draft nodes one cycle may verify (``budget=auto`` chooses up to this): the ``budget`` parameter."""
-        return params.budget
 
     def cycle_budget(self, ctx: DraftContext) -> int:
         """Nodes to draft this cycle: ``budget=auto``'s ceiling when it set one, else the ``budget`` parameter."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from specviz_core.methods.params import NoParams
 
@@ -31,10 +33,21 @@ class MethodCard:
     """Whether the draft model must share the target's tokenizer (False: it brings its own, re-encoded each cycle)."""
     greedy_only: str = ""
     """Why the method decodes greedily only ("" when it samples too); a session with a temperature is refused with it."""
+    budget_ceiling: Callable[[Any], int] | None = None
+    """The most draft nodes one cycle may verify with these parameters, where it is not the ``budget`` parameter
+    (Goose's confident cycles grow the budget)."""
 
     def __post_init__(self) -> None:
         if not self.display_name:
             object.__setattr__(self, "display_name", self.method_id)
+
+    def wants_draft_model(self, params: Any) -> bool:
+        """Whether a session with ``params`` drafts with a draft model (always, or TALON's ``drafter=model``)."""
+        return self.needs_draft_model or getattr(params, "drafter", None) == "model"
+
+    def max_budget(self, params: Any) -> int:
+        """The most draft nodes one cycle may verify (``budget=auto`` chooses up to this)."""
+        return self.budget_ceiling(params) if self.budget_ceiling is not None else int(params.budget)
 
     def drafter_class(self) -> type:
         """The drafter class that runs this method (imports torch and the method's module)."""

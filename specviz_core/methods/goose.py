@@ -89,6 +89,11 @@ class IsotropicParams(GooseParams):
                           choices=("spine", "isotropic"))
 
 
+def max_budget(p: GooseParams) -> int:
+    """The most draft nodes a Goose cycle verifies: a fully confident one's budget (its root is not charged)."""
+    return max(p.budget, p.max_extended_chain) if p.use_confidence else p.budget - 1
+
+
 CARD = MethodCard(
     method_id="goose",
     display_name="Goose",
@@ -98,6 +103,7 @@ CARD = MethodCard(
     params_cls=GooseParams,
     no_draft_reason="Goose found no context match and no adjacency-table successor",
     no_match_note="Goose found no context match, so the tree holds only adjacency-table branches",
+    budget_ceiling=max_budget,
 )
 
 
@@ -108,4 +114,5 @@ ISOTROPIC = MethodCard(
                 "budget, no spine.",
     drafter="specviz_core.drafters.goose.drafter:IsotropicDrafter",
     params_cls=IsotropicParams,
+    budget_ceiling=max_budget,
 )

@@ -84,6 +84,7 @@ UNIVERSAL = MethodCard(
     drafter="specviz_core.drafters.hf.assisted:HFUniversalDrafter",
     params_cls=HFUniversalParams,
     no_draft_reason="the assistant's draft, re-encoded, added no target token",
+    needs_draft_model=True,
     draft_shares_tokenizer=False,
     greedy_only="SpecViz steps universal assisted decoding greedily; with do_sample=True transformers switches "
                 "to another generator (UniversalSpeculativeDecodingGenerator), not reproduced",

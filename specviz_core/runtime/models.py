@@ -42,6 +42,7 @@ from specviz_core.runtime.locations import (  # noqa: F401 - re-exported
     resolve_model_path,
 )
 from specviz_core.runtime.locations import quiet_loading as _quiet
+from specviz_core.runtime.vocab import check_text
 
 
 @dataclass
@@ -179,17 +180,6 @@ def check_same_tokenizer(target: LoadedModel, draft: LoadedModel) -> None:
             f"({len(dv)} vs {len(tv)} tokens, {only_t} target tokens differ): a draft model must share the target's tokenizer "
             "(hf_universal drafts across tokenizers)"
         )
-
-
-def check_text(text: str, what: str = "the prompt") -> None:
-    """Refuse text that is not text: bytes that were not UTF-8, smuggled in as lone surrogates (a shell's
-    ``$'\\xff'``, a file read with ``surrogateescape``), which a tokenizer cannot encode."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        bad = text[e.start:e.end].encode("utf-8", "surrogateescape").hex(" ")
-        raise SpecVizError(f"{what} is not valid UTF-8 text (bytes {bad} at character {e.start}): give it as "
-                           "text, or in a UTF-8 file with --prompt-file") from None
 
 
 def encode_prompt(model: LoadedModel, text: str, chat_template: bool | None = None) -> tuple[list[int], bool]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from specviz_core.errors import SpecVizError
 from specviz_core.runtime.locations import locate_model
 
 _VISIBLE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
@@ -103,3 +104,14 @@ def load_token_text(tokenizer: str | None) -> TokenText:
         return TokenText(AutoTokenizer.from_pretrained(str(folder), local_files_only=True))
     except Exception:
         return TokenText(None)
+
+
+def check_text(text: str, what: str = "the prompt") -> None:
+    """Refuse text that is not text: bytes that were not UTF-8, smuggled in as lone surrogates (a shell's
+    ``$'\\xff'``, a file read with ``surrogateescape``), which a tokenizer cannot encode."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        bad = text[e.start:e.end].encode("utf-8", "surrogateescape").hex(" ")
+        raise SpecVizError(f"{what} is not valid UTF-8 text (bytes {bad} at character {e.start}): give it as "
+                           "text, or in a UTF-8 file with --prompt-file") from None

@@ -19,7 +19,7 @@ from specviz_core.runtime.models import (
     load_model,
     model_reference,
 )
-from specviz_core.session.request import CheckedRequest, MethodChoice
+from specviz_core.session.spec import MethodChoice, SessionSpec
 
 
 def build_engine(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence[int], *,
@@ -31,10 +31,10 @@ def build_engine(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence
     device's verify-cost curve, measured first (once per device, in seconds, told to ``progress``) when none is
     stored, so no session pays for it in its own time."""
     if drafter is None:
-        drafter = choice.cls(choice.params, target, draft)
+        drafter = choice.drafter_class(choice.params, target, draft)
     if choice.auto:
         ensure_curve(target, progress)
-    budget = make_controller(target, choice.cls.max_budget(choice.params), getattr(choice.params, "budget", None)) \
+    budget = make_controller(target, choice.max_budget, getattr(choice.params, "budget", None)) \
         if choice.auto else None
     cfg = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
     # With no controller, a block is still padded where this device's stored curve says a bigger one costs less.
@@ -79,14 +79,13 @@ def check_once(model: LoadedModel, progress: Callable[[str, float | None], None]
 _CHECKED: dict[tuple[str, str, str, str], SelfCheck] = {}
 
 
-def load_models(checked: CheckedRequest, progress: Callable[[str, float | None], None] | None = None
+def load_models(spec: SessionSpec, progress: Callable[[str, float | None], None] | None = None
                 ) -> tuple[LoadedModel, LoadedModel | None]:
     """The target and, when the method drafts with a model, the draft model (the target itself if named twice)."""
-    req = checked.request
-    target = load_checked_model(req.model, req.device, req.dtype, progress)
-    wants = checked.choice.wants_draft_model
-    same = checked.choice.cls.draft_shares_tokenizer
-    draft = load_draft(target, req.draft_model, req.device, req.dtype, progress, same_tokenizer=same) if wants else None
+    target = load_checked_model(spec.model, spec.device, spec.dtype, progress)
+    same = spec.choice.card.draft_shares_tokenizer
+    draft = load_draft(target, spec.draft_model, spec.device, spec.dtype, progress, same_tokenizer=same) \
+        if spec.choice.wants_draft_model else None
     return target, draft
 
 

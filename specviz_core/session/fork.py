@@ -26,7 +26,7 @@ from specviz_core.recording.store import Recording
 from specviz_core.records import CycleRecord, SessionInfo
 from specviz_core.runtime.models import LoadedModel
 from specviz_core.session.factory import load_draft, session_info
-from specviz_core.session.request import CheckedRequest, MethodChoice, SessionRequest, check_method
+from specviz_core.session.spec import MethodChoice, SessionRequest, SessionSpec, check_method, choice_fields
 from specviz_core.session.session import Progress, RecordedCycle, Session
 
 
@@ -41,32 +41,40 @@ def parse_fork_point(text: str) -> tuple[str, int]:
 def fork_request(parent: SessionInfo, method: str | None = None, params: dict[str, Any] | None = None,
                  budget: int | None = None, temperature: float | None = None, seed: int | None = None,
                  max_new_tokens: int | None = None, draft_model: str | None = None,
-                 device: str | None = None, dtype: str | None = None) -> CheckedRequest:
-    """The fork's settings: the parent's, with what the user changed on top (another method starts from its own
-    defaults), checked."""
+                 device: str | None = None, dtype: str | None = None) -> SessionSpec:
+    """The fork's spec: the parent's settings, with what the user changed on top (another method starts from its own
+    defaults), checked as any session's are."""
     method = method or parent.method
     raw = dict(parent.params) if method == parent.method else {}
     if method != parent.method and parent.params.get("head") and "head" not in (params or {}):
-        from specviz_core.session.request import choice_fields
-
         if "head" in choice_fields(method):  # the parent's EAGLE head drafts the new method too, as its draft model
             raw["head"] = parent.params["head"]
     raw.update(params or {})
     if budget is not None:
         raw.pop("budget", None)
-    req = SessionRequest(
-        method=method, prompt=parent.prompt_text or "(the parent's prompt)", model=parent.model,
-        draft_model=draft_model or parent.draft_model, params=raw, budget=budget,
-        max_new_tokens=max_new_tokens if max_new_tokens is not None else parent.max_new_tokens or 128,
-        temperature=parent.temperature if temperature is None else temperature,
-        seed=parent.seed if seed is None else seed, chat_template=parent.chat_template, device=device, dtype=dtype)
-    return req.check()
+    if draft_model is None and check_method(method, raw, budget).wants_draft_model:
+        draft_model = parent.draft_model  # the parent's draft model drafts on, unless another is given
+    return _spec_of(parent, method, raw, budget, draft_model=draft_model, device=device, dtype=dtype,
+                    max_new_tokens=max_new_tokens if max_new_tokens is not None else parent.max_new_tokens or None,
+                    temperature=parent.temperature if temperature is None else temperature,
+                    seed=parent.seed if seed is None else seed)
 
 
-def parent_choice(parent: SessionInfo) -> MethodChoice:
-    """The parent's method and parameters as recorded, checked again (a parameter this version lacks is refused)."""
+def _spec_of(parent: SessionInfo, method: str, params: dict[str, Any], budget: Any = None, **settings: Any
+             ) -> SessionSpec:
+    """A session on ``parent``'s prompt ids and models with these settings, checked."""
+    settings = {k: v for k, v in settings.items() if v is not None}
+    spec = SessionRequest(method=method, prompt=list(parent.prompt_ids), model=parent.model, params=params,
+                          budget=budget, chat_template=parent.chat_template, **settings).check()
+    return spec.with_prompt_ids(parent.prompt_ids, parent.prompt_text)
+
+
+def parent_spec(parent: SessionInfo, device: str | None = None, dtype: str | None = None) -> SessionSpec:
+    """The parent's own settings, as recorded, checked again (a parameter this version lacks is refused)."""
     try:
-        return check_method(parent.method, parent.params)
+        return _spec_of(parent, parent.method, dict(parent.params), draft_model=parent.draft_model,
+                        temperature=parent.temperature, seed=parent.seed, max_new_tokens=parent.max_new_tokens or None,
+                        device=device, dtype=dtype)
     except SpecVizError as e:
         raise SpecVizError(f"cannot re-run session {parent.id}: {e}") from None
 
@@ -78,7 +86,7 @@ def check_fork_point(parent: SessionInfo, cycle: int) -> MethodChoice:
         raise SpecVizError(f"session {parent.id} is still being recorded: fork it when it has ended")
     if not 0 <= cycle <= parent.n_cycles:
         raise SpecVizError(f"session {parent.id} has cycles 0 to {parent.n_cycles - 1}: cannot fork at cycle {cycle}")
-    return parent_choice(parent)
+    return parent_spec(parent).choice
 
 
 def load_prefix(rec: Recording, parent: SessionInfo, cycle: int) -> list[CycleRecord]:
@@ -148,23 +156,23 @@ class Fork(Session):
     ends the session as failed. ``anyway=True`` continues at once (the difference is still reported in ``mismatch``).
     """
 
-    def __init__(self, parent: SessionInfo, recorded: list[CycleRecord], checked: CheckedRequest,
+    def __init__(self, parent: SessionInfo, recorded: list[CycleRecord], spec: SessionSpec,
                  target: LoadedModel, recording: Recording, parent_draft: LoadedModel | None = None,
                  draft: LoadedModel | None = None, anyway: bool = False) -> None:
-        req = checked.request
         fork_cycle = len(recorded)
-        info = session_info(target, checked.choice, parent.prompt_ids, prompt_text=parent.prompt_text,
-                            temperature=req.temperature, seed=req.seed, max_new_tokens=req.max_new_tokens,
+        old = parent_spec(parent, spec.device, spec.dtype)
+        if not parent.max_new_tokens:  # recorded before sessions kept their limit: the fork's holds throughout
+            old = replace(old, max_new_tokens=spec.max_new_tokens)
+        info = session_info(target, spec.choice, parent.prompt_ids, prompt_text=parent.prompt_text,
+                            temperature=spec.temperature, seed=spec.seed, max_new_tokens=spec.max_new_tokens,
                             draft=draft, chat_template=parent.chat_template)
-        super().__init__(target, parent_choice(parent), parent.prompt_ids, draft=parent_draft,
-                         max_new_tokens=parent.max_new_tokens or req.max_new_tokens, temperature=parent.temperature,
-                         seed=parent.seed, recording=recording,
+        super().__init__(old, target, parent_draft, recording=recording,
                          info=replace(info, parent_session=parent.id, fork_cycle=fork_cycle))
         self.parent = parent
         self.recorded = recorded
         self.engine.reuse_decisions(recorded)  # what the parent's clock decided is applied, not decided again
         self.fork_cycle = fork_cycle
-        self.checked = checked
+        self.fork_spec = spec
         self.fork_draft = draft
         self.anyway = anyway
         self.mismatch: Mismatch | None = None
@@ -173,23 +181,22 @@ class Fork(Session):
         self._warm_ms = 0.0
 
     @classmethod
-    def start(cls, recording: Recording, parent: SessionInfo, cycle: int, checked: CheckedRequest,
+    def start(cls, recording: Recording, parent: SessionInfo, cycle: int, spec: SessionSpec,
               target: LoadedModel, progress: Progress | None = None, anyway: bool = False,
               draft: LoadedModel | None = None) -> Fork:
         """A fork of ``parent`` (in ``recording``, where the fork is written too) at ``cycle`` on ``target``: the
         parent's cycles before it read (a damaged one refused), the draft model either side needs loaded (``draft``:
         the fork's, already loaded)."""
-        req = checked.request
-        old = parent_choice(parent)
+        old = parent_spec(parent).choice
         recorded = load_prefix(recording, parent, cycle)
-        if checked.choice.wants_draft_model and draft is None:
-            draft = load_draft(target, req.draft_model, req.device, req.dtype, progress,
-                               checked.choice.cls.draft_shares_tokenizer)
+        if spec.choice.wants_draft_model and draft is None:
+            draft = load_draft(target, spec.draft_model, spec.device, spec.dtype, progress,
+                               spec.choice.card.draft_shares_tokenizer)
         parent_draft = None
         if old.wants_draft_model:
-            parent_draft = draft if draft is not None and parent.draft_model == req.draft_model else load_draft(
-                target, parent.draft_model, req.device, req.dtype, progress, old.cls.draft_shares_tokenizer)
-        return cls(parent, recorded, checked, target, recording, parent_draft, draft, anyway)
+            parent_draft = draft if draft is not None and parent.draft_model == spec.draft_model else load_draft(
+                target, parent.draft_model, spec.device, spec.dtype, progress, old.card.draft_shares_tokenizer)
+        return cls(parent, recorded, spec, target, recording, parent_draft, draft, anyway)
 
     @property
     def done(self) -> bool:
@@ -254,22 +261,22 @@ class Fork(Session):
 
     def _switch(self) -> None:
         """From here on, the fork's own settings (see the module's docstring)."""
-        e, parent, new = self.engine, self.parent, self.checked
-        req = new.request
+        e, parent, new = self.engine, self.parent, self.fork_spec
         self.switched = True
-        if e.done and not (e.stop_reason == "max_new_tokens" and req.max_new_tokens > len(e.output_ids)):
+        if e.done and not (e.stop_reason == "max_new_tokens" and new.max_new_tokens > len(e.output_ids)):
             raise SpecVizError(f"session {parent.id} ended at cycle {self.fork_cycle - 1} ({e.stop_reason}): "
                                    "there is nothing to continue; fork at an earlier cycle")
-        if len(e.output_ids) >= req.max_new_tokens:
+        if len(e.output_ids) >= new.max_new_tokens:
             raise SpecVizError(f"{len(e.output_ids)} tokens are already committed at cycle {self.fork_cycle}: give "
                                f"a max new tokens above that")
         drafter = budget = None
-        if (new.choice.method, new.choice.on(e.target).recorded_params) != (parent.method, dict(parent.params)):
-            drafter = new.choice.cls(new.choice.params, e.target, self.fork_draft)
-            budget = make_controller(e.target, new.choice.cls.max_budget(new.choice.params),
+        if (new.method, new.choice.on(e.target).recorded_params) != (parent.method, dict(parent.params)):
+            drafter = new.choice.drafter_class(new.choice.params, e.target, self.fork_draft)
+            budget = make_controller(e.target, new.choice.max_budget,
                                      getattr(new.choice.params, "budget", None)) if new.choice.auto else None
-        self._warm_ms = e.switch(DecodeConfig(max_new_tokens=req.max_new_tokens, temperature=req.temperature,
-                                              seed=req.seed, stop_on_eos=e.config.stop_on_eos), drafter, budget)
+        self._warm_ms = e.switch(DecodeConfig(max_new_tokens=new.max_new_tokens, temperature=new.temperature,
+                                              seed=new.seed, stop_on_eos=e.config.stop_on_eos), drafter, budget)
+        self.spec = new
 
     def check_text(self) -> str:
         if self.mismatch is not None:

@@ -21,7 +21,7 @@ from specviz_core.records import CycleRecord, SessionInfo
 from specviz_core.runtime import threads as cpu_threads
 from specviz_core.runtime.models import LoadedModel, encode_prompt
 from specviz_core.session.factory import build_engine, session_info
-from specviz_core.session.request import CheckedRequest, MethodChoice
+from specviz_core.session.spec import MethodChoice, SessionSpec
 
 Progress = Callable[[str, float | None], None]
 
@@ -42,19 +42,19 @@ class Session:
     of a group). ``info``: the row to record under when it differs from these settings (a fork's).
     """
 
-    def __init__(self, target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence[int], *,
-                 draft: LoadedModel | None = None, max_new_tokens: int = 128, temperature: float = 0.0, seed: int = 0,
-                 prompt_text: str = "", chat_template: bool = False, group_id: str | None = None,
-                 drafter: Drafter | None = None, recording: Recording | None = None, info: SessionInfo | None = None,
-                 progress: Progress | None = None) -> None:
+    def __init__(self, spec: SessionSpec, target: LoadedModel, draft: LoadedModel | None = None, *,
+                 recording: Recording | None = None, group_id: str | None = None, drafter: Drafter | None = None,
+                 info: SessionInfo | None = None, progress: Progress | None = None) -> None:
+        self.spec = spec
         self.target = target
         self.draft = draft
-        self.choice = choice
-        self.engine = build_engine(target, choice, prompt_ids, draft=draft, max_new_tokens=max_new_tokens,
-                                   temperature=temperature, seed=seed, drafter=drafter, progress=progress)
+        prompt_ids, used_chat = encode_spec(spec, target)
+        self.engine = build_engine(target, spec.choice, prompt_ids, draft=draft, max_new_tokens=spec.max_new_tokens,
+                                   temperature=spec.temperature, seed=spec.seed, drafter=drafter, progress=progress)
         self.info: SessionInfo = info or session_info(
-            target, choice, prompt_ids, prompt_text=prompt_text, temperature=temperature, seed=seed,
-            max_new_tokens=max_new_tokens, draft=draft, chat_template=chat_template, group_id=group_id)
+            target, spec.choice, prompt_ids, prompt_text=spec.prompt or prompt_words(target, prompt_ids),
+            temperature=spec.temperature, seed=spec.seed, max_new_tokens=spec.max_new_tokens, draft=draft,
+            chat_template=used_chat, group_id=group_id)
         self.recording: Recording | None = None
         self.writer: SessionWriter | None = None
         if recording is not None:
@@ -64,17 +64,9 @@ class Session:
         self.in_cycle = False
         """A cycle was started and not finished (an exception or Ctrl-C left it)."""
 
-    @classmethod
-    def start(cls, checked: CheckedRequest, target: LoadedModel, draft: LoadedModel | None = None, *,
-              recording: Recording | None = None, group_id: str | None = None, drafter: Drafter | None = None,
-              progress: Progress | None = None) -> Session:
-        """A session for a checked request on loaded models: the CPU threads set, the prompt encoded (with the
-        model's chat template unless the request says not), the engine built, the row recorded."""
-        req = checked.request
-        prompt_ids, used_chat = encode_request(checked, target)
-        return cls(target, checked.choice, prompt_ids, draft=draft, max_new_tokens=req.max_new_tokens,
-                   temperature=req.temperature, seed=req.seed, prompt_text=req.prompt, chat_template=used_chat,
-                   group_id=group_id, drafter=drafter, recording=recording, progress=progress)
+    @property
+    def choice(self) -> MethodChoice:
+        return self.spec.choice
 
     def record_to(self, recording: Recording) -> None:
         """Record this session in ``recording`` from its first cycle (its row is written now)."""
@@ -220,17 +212,26 @@ class Session:
             pass  # the file cannot take it now: a reader marks the session interrupted
 
 
-def encode_request(checked: CheckedRequest, target: LoadedModel, ids: Sequence[int] | None = None
-                   ) -> tuple[list[int], bool]:
-    """The request's prompt as token ids on ``target`` (with the model's chat template unless the request says not;
-    True when it was used), or ``ids`` as given; the CPU threads set for the session first."""
-    req = checked.request
-    if req.threads is not None:
-        cpu_threads.request(req.threads)
+def prompt_words(target: LoadedModel, ids: Sequence[int]) -> str:
+    """What a prompt given as token ids says (as the session records its text); "" without a tokenizer."""
+    return str(target.tokenizer.decode(list(ids))) if target.tokenizer is not None else ""
+
+
+def encode_spec(spec: SessionSpec, target: LoadedModel) -> tuple[list[int], bool]:
+    """The spec's prompt as token ids on ``target`` (with the model's chat template unless the spec says not; True
+    when it was used), or its ids as given, checked against the model's vocabulary; the CPU threads set for the
+    session first."""
+    if spec.threads is not None:
+        cpu_threads.request(spec.threads)
     cpu_threads.apply(target.device)
-    if ids is not None:
-        return list(ids), False
-    return encode_prompt(target, req.prompt, req.chat_template)
+    if spec.prompt_ids is not None:
+        vocab = target.vocab_size
+        bad = [i for i in spec.prompt_ids if not 0 <= i < vocab]
+        if bad:
+            raise SpecVizError(f"the prompt's token ids must be from 0 to {vocab - 1:,} (this model's vocabulary), "
+                               f"got {bad[0]:,}" + (f" and {len(bad) - 1} more" if len(bad) > 1 else ""))
+        return list(spec.prompt_ids), bool(spec.chat_template)  # as the caller says the ids were made
+    return encode_prompt(target, spec.prompt, spec.chat_template)
 
 
 def summary_line(info: SessionInfo) -> str:
@@ -240,4 +241,4 @@ def summary_line(info: SessionInfo) -> str:
             f"({info.status}{', ' + info.stop_reason if info.stop_reason else ''}){budget_words(info.stats)}")
 
 
-__all__ = ["Progress", "RecordedCycle", "Session", "encode_request", "summary_line"]
+__all__ = ["Progress", "RecordedCycle", "Session", "encode_spec", "summary_line"]

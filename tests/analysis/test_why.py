@@ -216,7 +216,7 @@ def test_causes_round_trip_through_a_recording_and_the_filters(tmp_path, capsys,
     from specviz_core.analysis.metrics import session_metrics
     from specviz_core.recording.store import Recording
     from specviz_core.session.factory import session_info
-    from specviz_core.session.request import check_method
+    from specviz_core.session.spec import check_method
     from specviz_core.viewer.filters import CycleFilter
 
     e = make_engine(tiny, "tr", PROMPT, 40)

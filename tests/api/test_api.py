@@ -145,8 +145,20 @@ def test_a_session_the_caller_stops_between_cycles_is_recorded_complete(user_mod
     ({"method": "goose", "wat": 1}, "unknown parameter 'wat' for method goose"),
     ({"method": "goose", "min_score": 2.0}, "parameter min_score must be at most 0.999"),
     ({"method": "draft_tree"}, "needs a draft model (--draft-model; draft_model= in Python)"),
-    ({"method": "goose", "temperature": -1.0}, "temperature must be a finite number >= 0"),
+    ({"method": "goose", "temperature": -1.0}, "temperature must be a number from 0 to 100, got -1.0"),
     ({"method": "goose", "prompt": []}, "the prompt is empty"),
+    # Issue 51's wrong inputs: each gets its line before anything decodes.
+    ({"method": "goose", "prompt": None}, "the prompt must be a text or a list of token ids, got None"),
+    ({"method": "goose", "prompt": 123}, "the prompt must be a text or a list of token ids, got 123"),
+    ({"method": "goose", "prompt": [1, "a"]}, "a prompt of token ids must be a flat list of whole numbers"),
+    ({"method": "goose", "prompt": [50000, 1]}, "the prompt's token ids must be from 0 to 49,151 (this model's "
+                                                "vocabulary), got 50,000"),
+    ({"method": "goose", "prompt": [99999999]}, "got 99,999,999"),
+    ({"method": "goose", "max_new_tokens": "5"}, "max_new_tokens must be a whole number from 1 to 1,000,000, got '5'"),
+    ({"method": "goose", "max_new_tokens": 2.5}, "max_new_tokens must be a whole number from 1 to 1,000,000, got 2.5"),
+    ({"method": "goose", "temperature": "hot"}, "temperature must be a number from 0 to 100, got 'hot'"),
+    ({"method": "goose", "seed": -1}, "seed must be a whole number from 0 to 9,223,372,036,854,775,807, got -1"),
+    ({"method": None}, "method must be a method's name"),
 ])
 def test_the_command_lines_checks_and_errors(user_model, kwargs, message):
     model, tok = user_model

@@ -75,12 +75,16 @@ def test_record_export_sessions_roundtrip(capsys, tiny_dir, tmp_path):
     (["--method", "goose", "--param", "budget=1"], "budget for goose must be auto, paper or a whole number from 2"),
     (["--method", "tr", "--param", "budget=2.5"], "budget for tr must be auto, paper or a whole number from 1 to "
                                                   "1,024, got '2.5'"),
-    (["--method", "ar", "--temperature", "nan"], "argument --temperature: must be a finite number"),
-    (["--method", "ar", "--temperature", "inf"], "must be a finite number"),
+    (["--method", "ar", "--temperature", "nan"], "argument --temperature: must be a number from 0 to 100, got 'nan'"),
+    (["--method", "ar", "--temperature", "inf"], "must be a number from 0 to 100"),
     (["--method", "talon", "--param", "mu=nan"], "parameter mu must be a finite number"),
-    (["--method", "ar", "--seed", str(2**63)], "argument --seed: must be from 0 to"),
-    (["--method", "ar", "--max-new-tokens", "10000000000"], "argument --max-new-tokens: must be from 1"),
+    (["--method", "ar", "--seed", str(2**63)], "argument --seed: must be a whole number from 0 to"),
+    (["--method", "ar", "--max-new-tokens", "10000000000"], "argument --max-new-tokens: must be a whole number from 1"),
     (["--method", "draft_tree"], "needs a draft model (--draft-model"),
+    # A draft model the method would not use is refused, not silently ignored.
+    (["--method", "goose", "--draft-model", "default"], "method goose drafts with no draft model; a draft model is "
+                                                        "for draft_tree, talon (drafter=model)"),
+    (["--method", "talon", "--draft-model", "default"], "method talon drafts with no draft model (add drafter=model"),
 ])
 def test_bad_arguments(capsys, tmp_path, argv, needle):
     try:
@@ -232,3 +236,26 @@ def test_progress_on_a_pipe_never_runs_onto_the_summary(tiny_dir, tmp_path):
     lines = out.split("\n")
     assert any(line.startswith("session ") for line in lines), repr(out[-600:])
     assert any("tok/s" in line and "\r" in line for line in lines), repr(out[-600:])  # the bar was shown
+
+
+def test_a_request_is_checked_without_torch():
+    """The one check of a session's settings reads the method cards alone: a wrong method, parameter or number is
+    refused before torch (or any drafter) is imported, so the command line and the Run panel answer at once."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from specviz_core.errors import SpecVizError\n"
+            "from specviz_core.session.spec import SessionRequest\n"
+            "SessionRequest(method='talon', prompt='hi', params={'mu': 0.05}, temperature=0.7).check()\n"
+            "for bad in ({'method': 'nosuch'}, {'method': 'goose', 'params': {'budgte': 3}}):\n"
+            "    try:\n"
+            "        SessionRequest(prompt='hi', **bad).check()\n"
+            "    except SpecVizError:\n"
+            "        pass\n"
+            "    else:\n"
+            "        raise SystemExit('not refused')\n"
+            "print('torch' in sys.modules, 'specviz_core.drafters' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]

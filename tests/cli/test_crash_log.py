@@ -70,7 +70,7 @@ def test_an_unexpected_error_on_the_engine_thread_is_one_line_in_the_window(wind
     def broken(*args, **kwargs):
         raise RuntimeError("a bug in the engine")
 
-    monkeypatch.setattr(specviz_core.session.session.Session, "start", staticmethod(broken))
+    monkeypatch.setattr(specviz_core.session.session.Session, "__init__", broken)
     qtbot.keyClick(window, Qt.Key.Key_F10)
     qtbot.waitUntil(lambda: "a bug in the engine" in window.run_panel.message.text(), timeout=60000)
     text = window.run_panel.message.text()

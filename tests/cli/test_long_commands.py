@@ -189,7 +189,7 @@ def tree_argv(tmp_path, model, *more: str) -> list[str]:
     (["--param", "budget=auto"], "optimize-tree decodes on its own large tree: budget=auto does not apply"),
     (["--minutes", "0"], "--minutes must be above 0 and at most 10,080 (a week), got 0"),
     (["--large", "5000"], "argument --large: must be from 1 to 4,096, got 5,000 (see specviz optimize-tree --help)"),
-    (["--samples", "0"], "argument --samples: must be from 1 to 1,000, got 0 (see specviz optimize-tree --help)"),
+    (["--samples", "0"], "argument --samples: must be a whole number from 1 to 1,000, got '0' (see specviz optimize-tree --help)"),
 ])
 def test_optimize_tree_refuses_before_any_model_loads(capsys, tmp_path, monkeypatch, more, message):
     no_model(monkeypatch)

@@ -317,7 +317,7 @@ def test_budget_auto_is_lossless_and_recorded(curve_cache, tiny, method):
 
 
 def test_session_request_takes_budget_auto(curve_cache, tiny):
-    from specviz_core.session.request import SessionRequest
+    from specviz_core.session.spec import SessionRequest
 
     choice = SessionRequest(method="goose", prompt="x", params={"budget": "auto"}).check().choice
     assert choice.auto
@@ -356,7 +356,7 @@ def test_a_copys_depths_are_estimated_apart_and_the_spine_kept_accordingly():
 
 @pytest.mark.parametrize("method", ["goose", "isotropic", "tr", "talon", "eagle_static", "stand", "draft_tree"])
 def test_every_tree_method_defaults_to_auto_and_paper_is_one_word_away(method):
-    from specviz_core.session.request import check_method
+    from specviz_core.session.spec import check_method
 
     paper = METHODS[method].params_cls().budget
     default = check_method(method, {})
@@ -370,7 +370,7 @@ def test_every_tree_method_defaults_to_auto_and_paper_is_one_word_away(method):
 
 @pytest.mark.parametrize("method", ["ar", "pld", "hf_prompt_lookup"])
 def test_methods_without_a_budget_take_neither_word(method):
-    from specviz_core.session.request import check_method
+    from specviz_core.session.spec import check_method
 
     assert not check_method(method, {}).auto
     with pytest.raises(SpecVizError, match="has no budget"):
@@ -400,7 +400,7 @@ def test_on_a_flat_cost_curve_auto_keeps_the_papers_trees(tiny, method, one_thre
     e = make_engine(tiny, method, prompt, 40, budget="paper")
     e.clock = StepClock()
     flat = CostCurve((1, 64, 128), (20.0, 20.0, 20.0))
-    e.budget = BudgetController(flat, METHODS[method].max_budget(e.drafter.params), paper=e.drafter.params.budget)
+    e.budget = BudgetController(flat, METHODS[method].card.max_budget(e.drafter.params), paper=e.drafter.params.budget)
     got = [sorted(n.id for n in r.nodes if n.verified) for r in e.cycles()]
     assert got == want and e.output_ids == paper.output_ids == hf_greedy(tiny, prompt, 40)
     assert any(len(v) > 2 for v in want)  # trees, not only AR cycles
@@ -411,7 +411,7 @@ def test_with_no_curve_yet_the_session_set_up_measures_one_before_the_first_cycl
     """No stored curve: building a budget=auto session measures this device's curve first (told to ``progress``,
     stored round by round), so no cycle pays for it; the next session finds it stored and measures nothing."""
     from specviz_core.session.factory import MEASURING_CURVE
-    from specviz_core.session.request import check_method
+    from specviz_core.session.spec import check_method, spec_for
     from specviz_core.session.session import Session
 
     monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
@@ -419,7 +419,7 @@ def test_with_no_curve_yet_the_session_set_up_measures_one_before_the_first_cycl
     prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7] * 2
     assert load_cost_curve("tiny", "cpu") is None
     said = []
-    e = Session(tiny, check_method("goose", {"budget": "auto"}), prompt, max_new_tokens=40,
+    e = Session(spec_for(check_method("goose", {"budget": "auto"}), prompt, max_new_tokens=40), tiny,
                 progress=lambda stage, f: said.append((stage, f))).engine
     stored = load_cost_curve("tiny", "cpu")
     assert stored is not None and stored["reps"] == 2 and stored["threads"] >= 1
@@ -429,7 +429,7 @@ def test_with_no_curve_yet_the_session_set_up_measures_one_before_the_first_cycl
     assert e.output_ids == hf_greedy(tiny, prompt, 40)
     assert not any("curve" in r.timings_ms for r in records)
     said.clear()
-    Session(tiny, check_method("goose", {"budget": "auto"}), prompt, max_new_tokens=8,
+    Session(spec_for(check_method("goose", {"budget": "auto"}), prompt, max_new_tokens=8), tiny,
             progress=lambda stage, f: said.append((stage, f)))
     assert said == []
 
@@ -462,7 +462,7 @@ def test_until_a_curve_is_measured_auto_prices_with_a_cautious_prior(tiny, one_t
     assert curve(1) == 1.0 and curve(2) == PRIOR_CPU[0] + PRIOR_CPU[1] and prior_curve("cuda:0")(64) < 1.5
     prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7] * 2
     e = make_engine(tiny, "tr", prompt, 40, budget="paper")
-    e.budget = BudgetController(None, METHODS["tr"].max_budget(e.drafter.params), paper=e.drafter.params.budget)
+    e.budget = BudgetController(None, METHODS["tr"].card.max_budget(e.drafter.params), paper=e.drafter.params.budget)
     records = list(e.cycles())
     assert e.output_ids == hf_greedy(tiny, prompt, 40)
     chosen = [r.n_verified - 1 for r in records]
@@ -535,7 +535,7 @@ def test_auto_prices_each_budget_as_the_padded_block_it_runs_as(tiny, one_thread
     prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7] * 2
     for pad in (True, False):
         e = make_engine(tiny, "goose", prompt, 40, budget="auto")
-        e.budget = BudgetController(bumpy, METHODS["goose"].max_budget(e.drafter.params), paper=60)
+        e.budget = BudgetController(bumpy, METHODS["goose"].card.max_budget(e.drafter.params), paper=60)
         e.budget.pad = pad
         assert e.budget.time.forward_ms(2) == pytest.approx(bumpy(8) if pad else bumpy(2))
         # The engine pads what it runs by the same curve: blocks of 3 rows (a fixed budget of 2) run as 8.

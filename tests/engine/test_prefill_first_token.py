@@ -16,7 +16,7 @@ from helpers import hf_greedy, make_engine, plain_logits
 from specviz_core.recording.check import check_recording
 from specviz_core.recording.store import Recording
 from specviz_core.session.factory import session_info
-from specviz_core.session.request import check_method
+from specviz_core.session.spec import check_method
 
 
 class ForwardCounter:

@@ -56,7 +56,7 @@ def test_fork_from_the_timeline_menu_reproduces_the_parent(window, qtbot, tiny_d
     dialog = fork_from_menu(window, qtbot, cycle)
     # Pre-filled from the session: its cycle, method, parameters and decoding settings.
     assert (dialog.cycle.value(), dialog.method.currentData()) == (cycle, "tr")
-    assert dialog.param_widgets["budget"].value() == 8
+    assert dialog.param_widgets["budget"].currentText() == "8"
     assert (dialog.temperature.value(), dialog.seed.value(), dialog.max_new_tokens.value()) == (0.8, 4, 30)
     stages = []
     window.controller.progress.connect(lambda stage, f: stages.append((stage, f)))

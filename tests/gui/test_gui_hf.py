@@ -63,9 +63,9 @@ def test_picker_lists_the_cache_and_selecting_sets_the_model(panel, hub):
     assert text.startswith(expected + " · ") and "HF cache" in text
     panel.model.setCurrentIndex(i)
     assert panel.model.currentText() == "org/tiny-a"
-    assert panel.request().request.model == "org/tiny-a"
+    assert panel.request().model == "org/tiny-a"
     panel.model.setCurrentIndex(0)
-    assert panel.request().request.model is None  # the embedded default
+    assert panel.request().model is None  # the embedded default
 
 
 def test_draft_list_marks_shared_and_universal_tokenizers(panel):
@@ -81,7 +81,7 @@ def test_draft_list_marks_shared_and_universal_tokenizers(panel):
     assert "hf_universal" in panel.draft_hint.text() and "refuse" in panel.draft_hint.text()
     panel.draft_model.setCurrentIndex(found["org/tiny-a2"])
     assert "shares the target's tokenizer" in panel.draft_hint.text()
-    assert panel.request().request.draft_model == "org/tiny-a2"
+    assert panel.request().draft_model == "org/tiny-a2"
 
 
 def documented_method(argument: str) -> str:
@@ -124,7 +124,7 @@ def test_pasted_assistant_variable_is_the_chosen_draft(qtbot, tmp_path):
     assert d.call.draft_model == "default"
     assert "assistant_model=assistant_model" in d.notes.text() and "#40739" in d.notes.text()  # notes shown
     p.apply_generate_call(d.call)
-    assert p.method.currentData() == "hf_assisted" and p.request().request.draft_model == "default"
+    assert p.method.currentData() == "hf_assisted" and p.request().draft_model == "default"
     assert p.param_values()["num_assistant_tokens"] == 20  # what generate really drafts with (the note says why)
     without = GenerateCallDialog(None, p)
     without.set_text("assistant_model=assistant_model")

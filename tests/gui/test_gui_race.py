@@ -17,7 +17,7 @@ from specviz_app.windows.race.view import LANE_COLORS
 from specviz_app.windows.race.window import GIF_FPS, GIF_SIZE
 from specviz_core.cli.commands import main
 from specviz_core.recording.store import Recording
-from specviz_core.session.request import SessionRequest
+from specviz_core.session.spec import SessionRequest
 
 PROMPT = "one two three one two three one two"
 pytestmark = pytest.mark.qt_log_ignore("does not support raise", "does not support grabbing the keyboard",
@@ -179,8 +179,8 @@ def test_mismatched_prompts_are_refused(window, qtbot, tiny_dir):
 def test_ar_request_takes_the_methods_sampling():
     checked = SessionRequest(method="tr", prompt="p", params={"budget": 8}, max_new_tokens=9, temperature=0.7,
                              seed=5, chat_template=False, device="cpu", dtype="float32").check()
-    ar = ar_request(checked).request
-    assert (ar.method, ar.params, ar.draft_model) == ("ar", {}, None)
+    ar = ar_request(checked)
+    assert (ar.method, ar.choice.recorded_params, ar.draft_model) == ("ar", {}, None)
     assert (ar.prompt, ar.max_new_tokens, ar.temperature, ar.seed, ar.chat_template, ar.device, ar.dtype) == (
         "p", 9, 0.7, 5, False, "cpu", "float32")
 

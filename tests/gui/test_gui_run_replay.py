@@ -63,9 +63,9 @@ def test_replaying_a_talon_session_shows_talon_and_its_parameters_read_only(wind
     qtbot.mouseClick(rp.from_replay, Qt.MouseButton.LeftButton)
     assert all(w.isEnabled() for w in editors) and not rp.from_replay.isVisible()
     assert rp.method.currentData() == "talon" and rp.param_values() == SHOWN
-    req = rp.request().request  # what Step sends
+    req = rp.request()  # what Step sends
     assert (req.method, req.model, req.temperature, req.seed) == ("talon", "/models/some-llama", 0.7, 11)
-    assert req.params == SHOWN
+    assert req.choice.recorded_params == SHOWN
 
 
 def test_reset_after_a_replay_unlocks_the_settings(window, talon_db) -> None:

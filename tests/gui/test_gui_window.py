@@ -11,9 +11,10 @@ import pytest
 from PySide6.QtCore import Qt
 
 from specviz_core.engine.cycle import Engine
+from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.runtime.models import load_model
-from specviz_core.session.request import SessionRequest
+from specviz_core.session.spec import SessionRequest
 from specviz_core.session.session import Session
 from specviz_core.viewer.filters import CycleFilter
 from specviz_core.viewer.sources import LiveSource, RecordingSource
@@ -80,7 +81,7 @@ def assert_panels_show(w, rec) -> None:
 def test_selecting_a_mask_row_selects_the_tree_node(qtbot, window):
     w = window
     w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("tr"))
-    w.run_panel.param_widgets["budget"].setValue(80)  # TR's paper budget: trees whatever the timings
+    w.run_panel.param_widgets["budget"].setCurrentText("80")  # TR's paper budget: trees whatever the timings
     w.controller.step()
     qtbot.waitUntil(lambda: w.model.n_cycles == 1, timeout=60000)
     rec = w.model.record
@@ -117,7 +118,7 @@ def test_run_then_pause_stops_within_one_cycle(qtbot, window):
 def test_run_to_breakpoint_stops_on_a_matching_cycle(qtbot, window):
     w = window
     w.run_panel.method.setCurrentIndex(w.run_panel.method.findData("tr"))
-    w.run_panel.param_widgets["budget"].setValue(80)  # TR's paper budget: trees whatever the timings
+    w.run_panel.param_widgets["budget"].setCurrentText("80")  # TR's paper budget: trees whatever the timings
     kind = w.run_panel.breakpoint_editor.kind
     kind.setCurrentIndex(kind.findData("accepted_ge"))
     w.run_panel.breakpoint_editor.k.setValue(1)
@@ -181,7 +182,7 @@ def long_recording(tmp_path_factory, tiny_dir):
     (replay does not care how the cycles were made, and decoding 1,000 would take minutes on a loaded CPU)."""
     target = load_model(str(tiny_dir), device="cpu")
     path = tmp_path_factory.mktemp("long") / "long.db"
-    prepared = Session.start(SessionRequest(method="tr", prompt="Count: 1 2 3 4 5 6 7 8 9 10", max_new_tokens=3000,
+    prepared = Session(SessionRequest(method="tr", prompt="Count: 1 2 3 4 5 6 7 8 9 10", max_new_tokens=3000,
                                             params={"budget": 20}).check(), target)
     engine: Engine = prepared.engine
     engine.eos = set()  # a random model says EOS now and then; this session must be long
@@ -305,17 +306,37 @@ def test_output_hover_names_the_cycle_and_click_jumps_there(qtbot, window, long_
 
 
 def test_budget_auto_from_the_form(qtbot, window):
-    """The form starts at auto (the default), says the paper's budget, and a number is a fixed budget."""
+    """The form starts at auto (the default), offers the paper's budget, and a number is a fixed budget: the same
+    three the command line takes."""
     w = window
     rp = w.run_panel
     rp.method.setCurrentIndex(rp.method.findData("goose"))
-    spin = rp.param_widgets["budget"]
-    assert spin.text() == "auto" and "The paper's budget: 60" in spin.toolTip()
+    box = rp.param_widgets["budget"]
+    assert box.currentText() == "auto" and "paper: the paper's own budget, 60" in box.toolTip()
+    assert [box.itemText(i) for i in range(box.count())] == ["auto", "paper"]
     req = rp.request()
-    assert req.request.params["budget"] == "auto" and req.choice.auto
-    spin.setValue(60)
+    assert req.choice.recorded_params["budget"] == "auto" and req.choice.auto
+    box.setCurrentText("paper")
     req = rp.request()
     assert not req.choice.auto and req.choice.params.budget == 60
+    box.setCurrentText("24")
+    req = rp.request()
+    assert not req.choice.auto and req.choice.params.budget == 24
+    box.setCurrentText("1")  # below Goose's minimum: the spec's own line
+    with pytest.raises(SpecVizError, match="budget for goose must be auto, paper or a whole number from 2 to 1,024"):
+        rp.request()
+
+
+def test_the_decode_settings_take_the_limits_of_every_face(qtbot, window):
+    """Temperature, seed and max new tokens are bounded in the Run panel as on the command line and in Python
+    (one table, specviz_core.session.spec.LIMITS): a seed past a spin box's 2**31 - 1 is typed and kept."""
+    rp = window.run_panel
+    assert (rp.temperature.maximum(), rp.max_new_tokens.maximum()) == (100.0, 1_000_000)
+    rp.seed.setText(str(2**63 - 1))
+    assert rp.request().seed == 2**63 - 1
+    rp.seed.setText("")
+    with pytest.raises(SpecVizError, match="seed must be a whole number from 0 to 9,223,372,036,854,775,807"):
+        rp.request()
 
 
 def test_cyclic_garbage_is_collected_on_the_ui_thread(qtbot, window):
@@ -371,8 +392,7 @@ def test_device_dtype_and_bounds_from_the_run_panel(qtbot, window):
     rp.method.setCurrentIndex(rp.method.findData("talon"))
     mu = next(f for f in dataclasses.fields(METHODS["talon"].params_cls) if f.name == "mu")
     assert rp.param_widgets["mu"].maximum() == mu.metadata["maximum"] == 1.0
-    assert rp.param_widgets["budget"].maximum() == 1024
-    req = rp.request().request
+    req = rp.request()
     assert (req.device, req.dtype) == ("cpu", "float32")
     w.controller.step()
     qtbot.waitUntil(lambda: w.model.n_cycles == 1, timeout=60000)

@@ -117,13 +117,13 @@ def test_spine_continuation_default_model(smol, tmp_path):
     """Recorded greedily with the official defaults: the spine says " the", the target wants a newline, and a branch
     off the accepted spine node continues."""
     from specviz_core.recording.store import Recording
-    from specviz_core.session.request import SessionRequest
+    from specviz_core.session.spec import SessionRequest
     from specviz_core.session.session import Session
 
     n = 5
     req = SessionRequest(method="goose", prompt=NOTE, max_new_tokens=n)
     with Recording(tmp_path / "s.db", create=True) as rec:
-        run = Session.start(req.check(), smol, recording=rec)
+        run = Session(req.check(), smol, recording=rec)
         list(run.run())
         info = rec.session(run.info.id)
         cycles = list(rec.cycles(info.id))

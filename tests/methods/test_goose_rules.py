@@ -197,7 +197,7 @@ def test_a_saturated_cycle_spends_one_node_more_than_its_budget_on_the_chain():
     tree = d.draft(ctx(pool))
     assert tree.state["confidence"] == 1.0 and tree.state["node_budget"] == 100 and tree.state["spine_len"] == 100
     assert tree.n_verified == 101 and set(tree.sources[1:]) == {"spine"} and tree.mode == "bypass"
-    assert GooseDrafter.max_budget(d.params) == 100
+    assert GooseDrafter.card.max_budget(d.params) == 100
 
 
 def test_without_confidence_the_budget_and_the_chain_stay():

@@ -15,7 +15,7 @@ from helpers import compare_greedy, run
 from hf_reference import hf_reference, near_copy, universal_pair
 from specviz_core.analysis.stop_cause import stop_cause
 from specviz_core.errors import SpecVizError
-from specviz_core.session.request import SessionRequest
+from specviz_core.session.spec import SessionRequest
 
 
 def tiny_prompts() -> list[list[int]]:
@@ -244,14 +244,15 @@ def test_recorded_sessions_export_valid_records(pair, tmp_path, one_thread, meth
 
     from specviz_core.recording.export import export_jsonl
     from specviz_core.recording.store import Recording
-    from specviz_core.session.request import SessionRequest
+    from specviz_core.session.spec import SessionRequest
     from specviz_core.session.session import Session
 
     target, assistant = pair
-    req = SessionRequest(method=method, prompt="w1 w2 w3 w1 w2 w3 w1 w2", draft_model="assistant",
+    req = SessionRequest(method=method, prompt="w1 w2 w3 w1 w2 w3 w1 w2",
+                         draft_model="assistant" if method != "hf_prompt_lookup" else None,
                          max_new_tokens=24, chat_template=False)
     with Recording(tmp_path / "r.db", create=True) as rec:
-        run_ = Session.start(req.check(), target, assistant if method == "hf_universal" else None, recording=rec)
+        run_ = Session(req.check(), target, assistant if method == "hf_universal" else None, recording=rec)
         list(run_.run())
         out = io.StringIO()
         export_jsonl(rec, None, out)

@@ -15,7 +15,7 @@ from helpers import compare_greedy, hf_greedy
 from specviz_core.cli.commands import main
 from specviz_core.recording.store import SCHEMA_VERSION, Recording
 from specviz_core.session.fork import Fork, ForkMismatch, fork_request
-from specviz_core.session.request import check_method
+from specviz_core.session.spec import check_method, spec_for
 from specviz_core.session.session import Session
 
 _rng = random.Random(3)
@@ -25,8 +25,9 @@ N = 40
 
 
 def record(rec: Recording, m, method: str, temperature: float = 0.0, seed: int = 0, **params) -> str:
-    run = Session(m, check_method(method, params), PROMPT, max_new_tokens=N, temperature=temperature, seed=seed,
-                  prompt_text="tiny", recording=rec)
+    spec = spec_for(check_method(method, params), PROMPT, max_new_tokens=N, temperature=temperature, seed=seed,
+                    prompt="tiny")
+    run = Session(spec, m, recording=rec)
     for _ in run.run():
         pass
     return run.info.id

@@ -39,7 +39,7 @@ def fill_from_session(panel: Any, info: SessionInfo) -> None:
     panel.prompt.setPlainText(info.prompt_text)
     panel.chat_template.setChecked(info.chat_template)
     panel.temperature.setValue(info.temperature)
-    panel.seed.setValue(min(info.seed, panel.seed.maximum()))
+    panel.seed.setValue(info.seed)
     if info.max_new_tokens:
         panel.max_new_tokens.setValue(info.max_new_tokens)
 

@@ -13,7 +13,6 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QDoubleSpinBox,
     QFormLayout,
     QGridLayout,
     QGroupBox,
@@ -43,13 +42,14 @@ from specviz_app.panels.run.model_picker import (
     model_combo,
     with_browse,
 )
-from specviz_app.panels.run.params import param_value, param_widget
+from specviz_app.panels.run.params import limit_widget, param_value, param_widget
 from specviz_app.theme import readable_when_locked, set_role
 from specviz_core.errors import SpecVizError
 from specviz_core.methods import CARDS
+from specviz_core.methods.params import budget_words
 from specviz_core.records import SessionInfo
 from specviz_core.runtime.choices import DTYPES
-from specviz_core.session.request import CheckedRequest, SessionRequest
+from specviz_core.session.spec import MAX_NEW_TOKENS, SEED, TEMPERATURE, SessionRequest, SessionSpec
 from specviz_core.viewer.filters import CycleFilter
 from specviz_core.viewer.session_model import SessionModel
 from specviz_resources import demo_prompt
@@ -214,18 +214,9 @@ class RunPanel(PanelMixin, QWidget):
 
         dec_box = QGroupBox("Decoding")
         dform = QFormLayout(dec_box)
-        self.temperature = QDoubleSpinBox()
-        self.temperature.setRange(0.0, 5.0)
-        self.temperature.setSingleStep(0.1)
-        self.temperature.setDecimals(2)
-        self.temperature.setToolTip("0 decodes greedily; above 0 samples (verification stays lossless)")
-        self.seed = QSpinBox()
-        self.seed.setRange(0, 2**31 - 1)
-        self.seed.setToolTip("Seed of the session's one random generator: same seed, same session")
-        self.max_new_tokens = QSpinBox()
-        self.max_new_tokens.setRange(1, 100000)
-        self.max_new_tokens.setValue(128)
-        self.max_new_tokens.setToolTip("Stop after this many new tokens (or at the end-of-sequence token)")
+        self.temperature = limit_widget(TEMPERATURE)
+        self.seed = limit_widget(SEED)
+        self.max_new_tokens = limit_widget(MAX_NEW_TOKENS)
         dform.addRow("Temperature", self.temperature)
         dform.addRow("Seed", self.seed)
         dform.addRow("Max new tokens", self.max_new_tokens)
@@ -268,8 +259,8 @@ class RunPanel(PanelMixin, QWidget):
                 tip = (f"{help_text}\nDefault: auto, chosen for this device each cycle: the budget that maximises "
                        "expected tokens/s from the measured verify-cost curve and the session's acceptance (the "
                        "paper's tree where a bigger tree costs nothing more; the paper's budget while the curve is "
-                       f"first measured).\nThe paper's budget: {f.default}. Type a number for a fixed budget; step "
-                       "below the minimum for auto.")
+                       f"first measured).\npaper: the paper's own budget, {f.default}. Type a number for a fixed "
+                       f"budget ({budget_words(f.name, cls.params_cls)}).")
             w.setToolTip(tip)
             label = QLabel(f.name)
             label.setToolTip(tip)
@@ -291,7 +282,7 @@ class RunPanel(PanelMixin, QWidget):
         model = self.model.currentText().strip()
         return None if model in ("", DEFAULT_MODEL_LABEL) else model
 
-    def request(self) -> CheckedRequest:
+    def request(self) -> SessionSpec:
         """The session the settings describe; raises SpecVizError with a message for the user."""
         draft = self.draft_model.currentText().strip()
         params = {name: param_value(w) for name, w in self.param_widgets.items()}

@@ -1,11 +1,60 @@
-"""The Run panel's parameter editors: one widget per method parameter, with the CLI's bounds, read and set."""
+"""The editors of a session's settings, for the Run panel and the fork dialog: one widget per method parameter and
+per decode setting, bounded by the same fields and :data:`~specviz_core.session.spec.LIMITS` the command line checks
+against, read and set."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
+from PySide6.QtCore import QRegularExpression
+from PySide6.QtGui import QRegularExpressionValidator
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QLineEdit, QSpinBox, QStyle, QWidget
+
+from specviz_core.session.spec import BUDGET_WORDS, Limit
+
+#: The largest number a QSpinBox holds; a setting whose bound is past it is typed into a line edit instead.
+SPIN_MAX = 2**31 - 1
+
+
+class WholeNumberEdit(QLineEdit):
+    """A whole number past a spin box's reach (a seed up to 2**63 - 1), with a spin box's ``value``/``setValue``."""
+
+    def __init__(self, lo: int, hi: int) -> None:
+        super().__init__()
+        self.lo, self.hi = lo, hi
+        self.setValidator(QRegularExpressionValidator(QRegularExpression(r"\d{1,19}"), self))
+
+    def value(self) -> int | str:
+        """The number typed (its text when it is none: the spec's check says what is wrong)."""
+        text = self.text().strip()
+        return int(text) if text.isdigit() else text
+
+    def setValue(self, value: int) -> None:  # noqa: N802 - a spin box's name
+        self.setText(str(int(value)))
+
+    def maximum(self) -> int:
+        return self.hi
+
+
+def limit_widget(limit: Limit) -> QSpinBox | QDoubleSpinBox | WholeNumberEdit:
+    """An editor for one of the session's numbers, bounded as the command line bounds it, at its default."""
+    w: QSpinBox | QDoubleSpinBox | WholeNumberEdit
+    if limit.kind is float:
+        w = QDoubleSpinBox()
+        w.setDecimals(2)
+        w.setSingleStep(0.1)
+        w.setRange(float(limit.lo), float(limit.hi))
+    elif limit.hi <= SPIN_MAX:
+        w = QSpinBox()
+        w.setRange(int(limit.lo), int(limit.hi))
+    else:
+        w = WholeNumberEdit(int(limit.lo), int(limit.hi))
+    w.setToolTip(f"{limit.help[0].upper()}{limit.help[1:]}.\n{limit.words[0].upper()}{limit.words[1:]}; "
+                 f"default {limit.default:g}.")
+    w.setValue(limit.default)  # type: ignore[arg-type]
+    return w
+
 
 HEAD_PLACEHOLDER = "the model's own (train-head), or an EAGLE head folder"
 
@@ -23,14 +72,17 @@ def param_widget(f: dataclasses.Field) -> QWidget:
         w = QCheckBox()
         w.setChecked(default)
         return w
+    if f.name == "budget":  # auto (the default), paper, or a number typed in
+        w = QComboBox()
+        w.setEditable(True)
+        w.addItems(list(BUDGET_WORDS))
+        w.setValidator(QRegularExpressionValidator(QRegularExpression(r"auto|paper|\d{1,4}"), w))
+        w.setCurrentText("auto")
+        return w
     if isinstance(default, int):
         w = QSpinBox()
         w.setRange(int(lo) if lo is not None else -(2**31), int(hi) if hi is not None else 2**31 - 1)
         w.setValue(default)
-        if f.name == "budget":  # budget=auto, the default: below the minimum, the spin box reads "auto"
-            w.setMinimum(int(lo if lo is not None else 1) - 1)
-            w.setSpecialValueText("auto")
-            w.setValue(w.minimum())
         return w
     if isinstance(default, float):
         w = QDoubleSpinBox()
@@ -58,11 +110,10 @@ def _choose_head(w: QLineEdit) -> None:
 
 def param_value(w: QWidget):
     if isinstance(w, QComboBox):
-        return w.currentText()
+        text = w.currentText().strip()
+        return int(text) if w.isEditable() and text.isdigit() else text  # the budget: a word or a number
     if isinstance(w, QCheckBox):
         return w.isChecked()
-    if isinstance(w, QSpinBox) and w.specialValueText() and w.value() == w.minimum():
-        return "auto"
     if isinstance(w, (QSpinBox, QDoubleSpinBox)):
         return w.value()
     return w.text()
@@ -77,7 +128,7 @@ def set_param_value(w: QWidget, value: Any) -> None:
     elif isinstance(w, QCheckBox):
         w.setChecked(bool(value))
     elif isinstance(w, QSpinBox):
-        w.setValue(w.minimum() if value == "auto" and w.specialValueText() else int(value))
+        w.setValue(int(value))
     elif isinstance(w, QDoubleSpinBox):
         w.setValue(float(value))
     elif isinstance(w, QLineEdit):

@@ -14,7 +14,7 @@ from specviz_core.crash import one_line
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
-from specviz_core.session.request import CheckedRequest
+from specviz_core.session.spec import SessionSpec
 
 if TYPE_CHECKING:
     from specviz_app.session.jobs.base import JobContext
@@ -30,7 +30,7 @@ class ForkStart:
     changes: dict
 
 
-def fork_parent(fork: ForkStart, db_path: str) -> tuple[SessionInfo, CheckedRequest]:
+def fork_parent(fork: ForkStart, db_path: str) -> tuple[SessionInfo, SessionSpec]:
     """The parent session in ``db_path`` and the fork's request (on the device the parent can run on)."""
     from specviz_core.audit import audit_device
     from specviz_core.session.fork import fork_request

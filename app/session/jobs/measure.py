@@ -33,12 +33,13 @@ def baseline_tokens(info: SessionInfo) -> int:
 def record_ar_session(target: LoadedModel, info: SessionInfo, recording: Recording,
                       progress: Callable[[str, float], None], stop: Callable[[], bool]) -> SessionInfo:
     """Decode ``info``'s prompt plainly (``ar``, greedy) on ``target`` and record it; returns the finished session."""
-    from specviz_core.session.request import check_method
     from specviz_core.session.session import Session
+    from specviz_core.session.spec import SessionRequest
 
     n = baseline_tokens(info)
-    run = Session(target, check_method("ar"), info.prompt_ids, max_new_tokens=n, prompt_text=info.prompt_text,
-                  chat_template=info.chat_template, recording=recording)
+    spec = SessionRequest(method="ar", prompt=list(info.prompt_ids), max_new_tokens=n,
+                          chat_template=info.chat_template).check().with_prompt_ids(info.prompt_ids, info.prompt_text)
+    run = Session(spec, target, recording=recording)
     done = 0
     while not run.done:
         done += len(run.step().record.committed_ids)
@@ -53,10 +54,10 @@ def ar_speed(target: LoadedModel, prompt_ids: tuple[int, ...], tokens: int, prog
              gave_way: Callable[[], bool]) -> float | None:
     """Plain AR's speed on ``prompt_ids`` (tokens/s over ``tokens`` tokens, not recorded); None when ``gave_way()``
     said to stop (background work gives way to the user's requests)."""
-    from specviz_core.session.request import check_method
     from specviz_core.session.session import Session
+    from specviz_core.session.spec import SessionRequest
 
-    session = Session(target, check_method("ar"), prompt_ids, max_new_tokens=tokens)
+    session = Session(SessionRequest(method="ar", prompt=list(prompt_ids), max_new_tokens=tokens).check(), target)
     session.prefill()
     t0 = time.perf_counter()
     n = 0

@@ -16,16 +16,15 @@ from specviz_app.session.jobs import reports as r
 from specviz_app.session.jobs.base import Job, JobContext
 from specviz_core.crash import one_line
 from specviz_core.errors import SpecVizError
-from specviz_core.session.request import CheckedRequest
+from specviz_core.session.spec import SessionSpec, check_method
 
 #: Tokens of the unrecorded warm-up before the race's first session.
 WARMUP_TOKENS = 4
 
 
-def ar_request(checked: CheckedRequest) -> CheckedRequest:
-    """The plain-decoding twin of ``checked``: the same prompt, model and sampling, method ``ar``."""
-    req = replace(checked.request, method="ar", params={}, budget=None, draft_model=None)
-    return req.check()
+def ar_request(spec: SessionSpec) -> SessionSpec:
+    """The plain-decoding twin of ``spec``: the same prompt, model and sampling, method ``ar``."""
+    return replace(spec, choice=check_method("ar"), draft_model=None)
 
 
 class RaceCancelled(Exception):
@@ -37,7 +36,7 @@ class RaceJob(Job):
     """Record AR and ``checked``'s method on its prompt into ``db_path``, one after the other, until paused; reports
     :class:`~specviz_app.session.jobs.reports.RaceRecorded` or ``RaceFailed``."""
 
-    checked: CheckedRequest
+    checked: SessionSpec
     db_path: str
 
     def run(self, ctx: JobContext) -> Iterator[r.Report]:
@@ -64,8 +63,7 @@ class RaceJob(Job):
 
             stop_check()
             ar = ar_request(checked)
-            req = checked.request
-            key = (req.model, req.draft_model, req.device, req.dtype)
+            key = (checked.model, checked.draft_model, checked.device, checked.dtype)
             models = state.models.get(key)
             if models is None:
                 yield r.RaceProgress("loading the model", -1.0)
@@ -90,21 +88,21 @@ class RaceJob(Job):
                 rec.close()
 
 
-def _warm_up(ar: CheckedRequest, target) -> None:
+def _warm_up(ar: SessionSpec, target) -> None:
     """A short unrecorded AR session: one-time costs (the allocator, the first kernels) out of the race."""
     from specviz_core.session.session import Session
 
-    warm = Session.start(CheckedRequest(replace(ar.request, max_new_tokens=WARMUP_TOKENS), ar.choice), target)
+    warm = Session(replace(ar, max_new_tokens=WARMUP_TOKENS), target)
     for _ in warm.records():
         pass
 
-def _record_one(checked: CheckedRequest, draft, target, rec, k: int, stop_check) -> Iterator[r.Report]:
+def _record_one(checked: SessionSpec, draft, target, rec, k: int, stop_check) -> Iterator[r.Report]:
     """Decode and record one session to its end (k: 0 for AR, 1 for the method); returns its id."""
     from specviz_core.session.session import Session
 
-    run = Session.start(checked, target, draft, recording=rec)
-    n_max = checked.request.max_new_tokens
-    name = "plain decoding (AR)" if k == 0 else checked.request.method
+    run = Session(checked, target, draft, recording=rec)
+    n_max = checked.max_new_tokens
+    name = "plain decoding (AR)" if k == 0 else checked.method
     done = 0
     yield r.RaceProgress(f"recording {name} (0/{n_max} tokens)", k / 2)
     while not run.done:

@@ -11,7 +11,7 @@ from specviz_app.session.jobs.base import Cancelled, Job, JobContext
 from specviz_app.session.jobs.fork import ForkStart, fork_parent, rerun
 from specviz_core.crash import one_line
 from specviz_core.errors import SpecVizError
-from specviz_core.session.request import CheckedRequest
+from specviz_core.session.spec import SessionSpec
 from specviz_core.viewer.filters import CycleFilter
 
 # The engine (torch) is imported inside the jobs, on the engine thread: a window that only replays never loads it.
@@ -29,7 +29,7 @@ class StartJob(Job):
     """Load the models if they are not held and create a recorded session (or a fork, which re-runs its parent's
     cycles first); the first cycle waits for a :class:`DecodeJob`."""
 
-    request: CheckedRequest | ForkStart
+    request: SessionSpec | ForkStart
     db_path: str
 
     def run(self, ctx: JobContext) -> Iterator[r.Report]:
@@ -58,16 +58,15 @@ class StartJob(Job):
             return
         fork = self.request if isinstance(self.request, ForkStart) else None
         parent = None
-        checked = self.request
+        spec = self.request
         if fork is not None:
-            parent, checked = fork_parent(fork, self.db_path)
-        assert isinstance(checked, CheckedRequest)
-        req = checked.request
-        key = (req.model, req.draft_model, req.device, req.dtype)
+            parent, spec = fork_parent(fork, self.db_path)
+        assert isinstance(spec, SessionSpec)
+        key = (spec.model, spec.draft_model, spec.device, spec.dtype)
         models = ctx.held.models.get(key)
         if models is None:
             yield r.Progress("loading the model", -1.0)
-            models = load_models(checked, ctx.loading)
+            models = load_models(spec, ctx.loading)
             ctx.held.models = {key: models}  # keep one set: models are large
         if ctx.cancelled():  # reset or closed while the last stage loaded: no session to record
             yield r.Progress("cancelled", 1.0)
@@ -76,12 +75,12 @@ class StartJob(Job):
         recording = ctx.held.record_to(self.db_path)
         if fork is not None:
             assert parent is not None
-            ctx.held.run = Fork.start(recording, parent, fork.cycle, checked, target, draft=draft)
+            ctx.held.run = Fork.start(recording, parent, fork.cycle, spec, target, draft=draft)
         else:  # a device's first budget=auto session measures its verify cost first (seconds, once)
             # The Run panel's Threads field holds for every session it starts: its "auto" chooses again for the
             # machine as it is now, rather than keeping the number an earlier session asked for.
-            cpu_threads.request(req.threads)
-            ctx.held.run = Session.start(checked, target, draft, recording=recording, progress=ctx.loading)
+            cpu_threads.request(spec.threads)
+            ctx.held.run = Session(spec, target, draft, recording=recording, progress=ctx.loading)
         yield r.Progress("ready", 1.0)
         yield r.SessionStarted(ctx.held.run.info, target.tokenizer)
         if fork is not None:

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from specviz_app.theme import set_role
 from specviz_core.analysis.compare import fork_label
 from specviz_core.records import SessionInfo
-from specviz_core.session.request import CheckedRequest
+from specviz_core.session.spec import SessionSpec
 
 COLUMNS = ("Session", "Model", "Method", "Tokens", "τ (tok/fwd)", "tok/s", "Speed-up", "Prompt")
 SPEEDUP_TIP = "tokens/s over the latest AR session of the same prompt and model in this recording"
@@ -69,7 +69,7 @@ class RaceDialog(QDialog):
     cancel_requested = Signal()
 
     def __init__(self, sessions: Sequence[SessionInfo], db: Path | None, current: SessionInfo | None,
-                 request: CheckedRequest | None, request_error: str, record_db: Path,
+                 request: SessionSpec | None, request_error: str, record_db: Path,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Race")
@@ -141,16 +141,16 @@ class RaceDialog(QDialog):
         lay.addWidget(self.tree)
         return w
 
-    def _record_tab(self, request: CheckedRequest | None, request_error: str, record_db: Path) -> QWidget:
+    def _record_tab(self, request: SessionSpec | None, request_error: str, record_db: Path) -> QWidget:
         w = QWidget()
         lay = QVBoxLayout(w)
         self.record_problem = request_error
-        if request is not None and request.request.method == "ar":
+        if request is not None and request.method == "ar":
             self.record_problem = ("The Run panel's method is AR: choose a speculative method there to race it "
                                    "against plain decoding.")
         if request is not None and not self.record_problem:
-            r = request.request
-            defaults = vars(request.choice.cls.params_cls())
+            r = request
+            defaults = vars(request.choice.card.params_cls())
             changed = ", ".join(f"{k}={v}" for k, v in sorted(request.choice.recorded_params.items())
                                 if defaults.get(k) != v and not (k == "budget" and v == "auto"))  # auto: the default
             if request.choice.auto:

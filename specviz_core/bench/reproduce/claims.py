@@ -12,7 +12,7 @@ from typing import Any
 from specviz_core.bench.suites import Suite
 from specviz_core.runtime.models import LoadedModel
 from specviz_core.runtime.time_limit import TimeLimit
-from specviz_core.session.request import check_method
+from specviz_core.session.spec import check_method, spec_for
 from specviz_core.session.session import Session
 
 Say = Callable[[str], None]
@@ -55,7 +55,8 @@ def decode(target: LoadedModel, method: str, params: dict[str, Any], ids: list[i
     if "budget" in card(method).params_cls.__dataclass_fields__:
         params = {"budget": "paper", **params}
     choice = check_method(method, params)
-    session = Session(target, choice, ids, max_new_tokens=n, temperature=temperature, seed=seed, drafter=drafter)
+    session = Session(spec_for(choice, ids, max_new_tokens=n, temperature=temperature, seed=seed), target,
+                      drafter=drafter)
     records = list(session.records())
     out = session.output_ids
     tau = len(out) / session.n_forward if session.n_forward else 0.0

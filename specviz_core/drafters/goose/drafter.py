@@ -56,11 +56,6 @@ class GooseDrafter(Drafter):
         self.vocab_size = target.vocab_size
         self.start([])
 
-    @classmethod
-    def max_budget(cls, params: GooseParams) -> int:
-        """The most draft nodes a cycle verifies: a fully confident one's budget (its root is not charged)."""
-        return max(params.budget, params.max_extended_chain) if params.use_confidence else params.budget - 1
-
     def start(self, prompt_ids: list[int]) -> None:
         p = self.params
         self.index.reset()

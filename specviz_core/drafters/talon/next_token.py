@@ -313,10 +313,6 @@ class SourcedDrafter(Drafter):
     def resolve_params(cls, params: Any, target: Any) -> Any:
         return replace(params, drafter=resolve_drafter(params.drafter, target, params.head))
 
-    @classmethod
-    def wants_draft_model(cls, params: Any) -> bool:
-        return params.drafter == "model"
-
     def start(self, prompt_ids: list[int]) -> None:
         self.source.start(prompt_ids)
         self.steps_total = 0
