@@ -161,6 +161,11 @@ class CycleRecord:
     __hash__ = None  # type: ignore[assignment]
 
 
+#: The ``stats`` key of the verify-cost curve a session started with (``{"n": [...], "ms": [...]}``): what its budget
+#: was chosen from and what its speed-up is estimated with, wherever it is replayed.
+COST_CURVE = "cost_curve"
+
+
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
     """A recorded session's header: what ran, on what, and how it ended."""

@@ -24,7 +24,7 @@ from specviz_app.theme import REJECTED, SOURCE_COLORS
 from specviz_core.analysis.metrics import oracle_runs
 from specviz_core.analysis.spine import SpineAnalysis, analyze_spine
 from specviz_core.analysis.stop_cause import ar_reason, method_notes, stop_cause
-from specviz_core.analysis.timing import CostCurve, cycle_cost
+from specviz_core.analysis.timing import CostCurve, cycle_cost, plain_unit
 from specviz_core.cycle_state import ContextMatchFacts, TalonFacts
 from specviz_core.methods import CARDS, MethodCard
 from specviz_core.records import CycleRecord, Node
@@ -138,7 +138,8 @@ class StopCausePanel(PanelMixin, QTextBrowser):
         nodes = rec.node_by_id
         head = f"<b>Cycle {rec.index}</b> · {name} · {rec.mode}"
         out = Explanation()
-        why = [c for c in [self._cause(rec, with_topk=not (spine.chain and spine.topk))] if c] + [html.escape(t) for t in method_notes(rec.state, rec.n_verified)]
+        why = [c for c in [self._cause(rec, with_topk=not (spine.chain and spine.topk))] if c] + [html.escape(t) for t in method_notes(
+            rec.state, rec.n_verified, sum(1 for n in rec.nodes if n.parent >= 0))]
         time_note = self._time_note(rec)
         if time_note:
             why.append(f"<small>{html.escape(time_note)}</small>")
@@ -194,19 +195,21 @@ class StopCausePanel(PanelMixin, QTextBrowser):
         src = self.model.source
         if src is None or not rec.timings_ms or src.info.method == "ar":
             return ""
-        stored, (tps, _) = self.model.cost_curve, self.model.ar_baseline
-        key = (id(src), id(stored), tps)
-        if getattr(self, "_unit_key", None) != key:
+        stored, (tps, note, forward_ms) = self.model.cost_curve, self.model.ar_baseline
+        summaries = src.summaries()
+        key = (id(src), id(stored), tps, forward_ms, len(summaries))
+        if getattr(self, "_unit_key", None) != key:  # the charts' unit, worked out by the same core function
             curve = None
             try:
                 curve = CostCurve.from_dict(stored) if stored is not None else None
             except Exception:  # noqa: BLE001 - an unreadable measurement is "not measured"
                 pass
-            self._unit_key, self._unit = key, (curve, 1000.0 / tps if tps else None)
-        curve, ar_ms = self._unit
-        if curve is None and ar_ms is None:
+            t_ar, _ = plain_unit(summaries, curve, 1000.0 / tps if tps else None, note, forward_ms)
+            self._unit_key, self._unit = key, (curve, t_ar)
+        curve, t_ar = self._unit
+        if t_ar is None:
             return ""
-        return "Time: " + cycle_cost(rec, curve, ar_ms).sentence
+        return "Time: " + cycle_cost(rec, curve, t_ar).sentence
 
     def _oracle_runs(self) -> list[int | None]:
         """:func:`~specviz_core.analysis.metrics.oracle_runs` of the session, counted again only when it grew."""

@@ -179,13 +179,10 @@ class SessionController(QObject):
         return self.model.recording_path
 
     def _curve_for(self, info: SessionInfo) -> dict | None:
-        """The stored verify-cost curve of ``info``'s model on its device and dtype, or None."""
-        from specviz_core.runtime.cost_files import load_cost_curve
+        """The verify-cost curve ``info`` is estimated with: the one recorded with it (else this machine's), or None."""
+        from specviz_core.viewer.sources import session_curve
 
-        try:
-            return load_cost_curve(info.model, info.device, info.dtype or None)
-        except Exception:  # noqa: BLE001 - a missing or broken measurement is "not measured"
-            return None
+        return session_curve(info)[0]
 
     def fork(self, start: ForkStart, db_path: str | Path) -> bool:
         """Start a fork (a live session that re-runs and checks its parent's first cycles, then goes on with other

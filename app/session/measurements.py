@@ -42,7 +42,7 @@ class Measurements(QObject):
     def listen(self, on: Callable[[type, Callable[[Any], None]], None]) -> None:
         """The engine's measurement reports (``on(kind, handler)``), to the model and the lifecycle."""
         on(r.CostCurveReady, lambda rep: self._on_cost_curve(rep.curve))
-        on(r.BaselineReady, lambda rep: self._on_baseline(rep.tokens_per_s, rep.note))
+        on(r.BaselineReady, lambda rep: self._on_baseline(rep.tokens_per_s, rep.note, rep.forward_ms))
         on(r.BaselineProgress, lambda rep: self._on_baseline_progress(rep.fraction))
         on(r.BaselineDeferred, lambda rep: self._on_baseline_deferred())
 
@@ -94,13 +94,13 @@ class Measurements(QObject):
             self.engine.submit(CostCurveJob(self.model.source.info))
 
     # -- reports (UI thread) ------------------------------------------------------------------------------------------
-    def _on_baseline(self, tokens_per_s: float, note: str) -> None:
+    def _on_baseline(self, tokens_per_s: float, note: str, forward_ms: float | None = None) -> None:
         self._wanted = False
         background = self._state().activity is Activity.MEASURING_BASELINE
         if not background or isinstance(self.model.source, LiveSource):
             # an AR session recorded for the session shown, or the live session's background baseline (one that
             # arrives after a replay was opened is not the replay's)
-            self.model.set_ar_baseline(tokens_per_s, note)
+            self.model.set_ar_baseline(tokens_per_s, note, forward_ms)
 
     def _on_baseline_progress(self, fraction: float) -> None:
         if self._state().activity is Activity.MEASURING_BASELINE:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specviz_core.analysis.cycle_summary import CycleSummary
-from specviz_core.analysis.metrics import SessionMetrics, session_metrics
+from specviz_core.analysis.metrics import SessionMetrics, session_metrics, speedup
 from specviz_core.errors import SpecVizError
 from specviz_core.records import SessionInfo
 
@@ -128,7 +128,7 @@ class Comparison:
                 "session": s.info.id, "method": s.info.method, "params": dict(s.info.params),
                 "tokens": s.info.n_tokens, "forwards": s.info.n_forward, "tau": s.tau,
                 "tokens_per_s": s.tokens_per_s,
-                "speedup": s.tokens_per_s / b.tokens_per_s if b.tokens_per_s > 0 else None,
+                "speedup": speedup(s.tokens_per_s, b.tokens_per_s),
                 "tau_ratio": s.tau / b.tau if b.tau > 0 else None,
                 "forwards_ratio": s.info.n_forward / b.info.n_forward if b.info.n_forward else None,
                 "draft_acceptance_rate": m.draft_acceptance_rate,

@@ -43,6 +43,34 @@ DEFINITIONS: dict[str, str] = {
 }
 
 
+def decoding_ms(summaries: Iterable[CycleSummary]) -> float:
+    """A session's decoding time, ms: every cycle's recorded stages summed (draft, forward, walk, trim, harvest,
+    build, record). The prefill is not decoding time, and neither is anything between cycles (a paused session)."""
+    return float(sum(s.cycle_ms for s in summaries if not s.damaged))
+
+
+def tokens_per_s(summaries: Iterable[CycleSummary]) -> float:
+    """THE tokens/s of a session, the one every face shows (the Run panel's and ``sessions``' list, the charts, the
+    race at the finish, ``compare``, ``export``, ``Session.summary()``): tokens committed over :func:`decoding_ms`.
+    A recording's session row keeps the same two sums (``SessionInfo.tokens_per_s``)."""
+    cyc = [s for s in summaries if not s.damaged]
+    ms = decoding_ms(cyc)
+    return 1000.0 * sum(s.n_committed for s in cyc) / ms if ms > 0 else 0.0
+
+
+def tokens_per_forward(summaries: Iterable[CycleSummary]) -> float:
+    """Tokens committed per target forward (tau), the bonus included: a cycle 0 whose token came from the prefill's
+    last row ran no forward of its own (``SessionInfo.tokens_per_forward`` from the row's sums)."""
+    cyc = [s for s in summaries if not s.damaged]
+    forwards = sum(s.ran_forward for s in cyc)
+    return sum(s.n_committed for s in cyc) / forwards if forwards else 0.0
+
+
+def speedup(rate: float, baseline_rate: float) -> float | None:
+    """A speed-up measured against a baseline session: tokens/s over the baseline's (None without one)."""
+    return rate / baseline_rate if baseline_rate > 0 else None
+
+
 def oracle_runs(summaries: list[CycleSummary]) -> list[int | None]:
     """Per cycle, :data:`DEFINITIONS` ``oracle_run`` (None where the cycle recorded no headroom). A cycle whose
     sources offered its w (headroom of all sources = accepted + 1) continues into the next cycle, whose root is w."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from specviz_core.analysis.compare import Compared
 from specviz_core.analysis.cycle_summary import AR, BONUS
+from specviz_core.analysis.metrics import speedup
 from specviz_core.analysis.timing import CostCurve, session_cost
 from specviz_core.cycle_state import EngineFacts
 from specviz_core.records import SessionInfo
@@ -102,10 +103,12 @@ class Race:
         base = states[0].tokens_per_s
         return [s.tokens_per_s / base if base > 0 else None for s in states]
 
-    def final_speedups(self) -> list[float]:
-        """Time to the finish against the first lane's, for the same number of tokens."""
-        base = self.lanes[0]
-        return [base.finish_ms / lane.finish_ms if lane.finish_ms > 0 else 0.0 for lane in self.lanes]
+    def final_speedups(self) -> list[float | None]:
+        """Each lane's speed-up at its finish: its session's tokens/s over the first lane's, the number ``compare``,
+        the window and ``Session.summary()`` give (:func:`specviz_core.analysis.metrics.speedup`; the prefill is not
+        decoding time, as it is not in either session's tokens/s)."""
+        ends = [lane.at(lane.finish_ms) for lane in self.lanes]
+        return [speedup(s.tokens_per_s, ends[0].tokens_per_s) for s in ends]
 
 
 def make_race(sessions: Sequence[Compared], include_prefill: bool = True,

@@ -240,7 +240,7 @@ def ar_reason(record: CycleRecord, no_draft_reason: str) -> str:
         return no_draft_reason
     budget = EngineFacts.read(record.state).budget
     if isinstance(budget, dict) and budget.get("chosen") == 0 and budget.get("candidates"):
-        n = int(budget["candidates"])
+        n = drafted
         return (f"budget=auto verified none of the {n} drafted node{'' if n == 1 else 's'}: on this device none "
                 "was expected to pay for its row")
     return f"{drafted} candidate{'' if drafted == 1 else 's'} drafted, every one cut by the gate or the budget"
@@ -291,10 +291,11 @@ _PATHS = {"pure_spine": "spine tokens only", "spine_continuation": "spine, then 
           "pure_branch": "branch tokens only"}
 
 
-def method_notes(state: dict[str, Any], rows: int | None = None) -> list[str]:
+def method_notes(state: dict[str, Any], rows: int | None = None, drafted: int | None = None) -> list[str]:
     """What a cycle's method state says about why it drafted what it did, in plain sentences: Goose's route,
     confidence, budget and path; transformers' reason for ending the draft and its schedule. ``rows``: the rows the
-    cycle verified (root included), for the sentence on a padded forward."""
+    cycle verified (root included), for the sentence on a padded forward; ``drafted``: the draft nodes the cycle's tree
+    holds (verified and gated), which the budget's sentence counts against."""
     e, g, a = EngineFacts.read(state), GooseFacts.read(state), AssistedFacts.read(state)
     out = []
     if e.from_prefill:
@@ -305,7 +306,7 @@ def method_notes(state: dict[str, Any], rows: int | None = None) -> list[str]:
         out.append(f"This forward also ran the prompt's {n} token{'s' if n != 1 else ''} before the root: "
                    "transformers' generate has no separate prefill.")
     if isinstance(e.budget, dict) and e.budget.get("candidates"):  # nothing drafted: nothing to choose from
-        out.append(budget_note(e.budget))
+        out.append(budget_note(e.budget, drafted))
     if e.padded_to:
         out.append(padding_note(state, rows))
     if g.route in _ROUTES:
@@ -357,9 +358,11 @@ def padding_note(state: dict[str, Any], rows: int | None = None) -> str:
             "alone (the verify-cost curve). The padding rows see only themselves and no node sees them.")
 
 
-def budget_note(b: dict[str, Any]) -> str:
-    """``budget=auto``'s choice for a cycle (its ``state["budget"]``), in one sentence."""
-    chosen, candidates, paper = b.get("chosen"), b.get("candidates"), b.get("paper")
+def budget_note(b: dict[str, Any], drafted: int | None = None) -> str:
+    """``budget=auto``'s choice for a cycle (its ``state["budget"]``), in one sentence; ``drafted``: the draft nodes its
+    tree holds, verified and gated (what the tree shows; the candidates the budget chose among where not given)."""
+    chosen, paper = b.get("chosen"), b.get("paper")
+    candidates = drafted if drafted is not None else b.get("candidates")
     paper_s = f"the paper's {paper}" if paper else "the method's own"
     if "measuring" in b:
         done, total = b["measuring"]

@@ -131,6 +131,8 @@ class CycleCost:
     sentence: str = ""
     rows_run: int | None = None
     """The rows the forward ran, when padded beyond ``rows`` (the record's ``state.padded_to``)."""
+    from_prefill: bool = False
+    """The cycle ran no forward of its own (its token came from the prefill's last row): it claims no speed-up."""
 
     @property
     def total_ms(self) -> float:
@@ -147,8 +149,10 @@ class CycleCost:
         return (self.draft_ms + self.bookkeeping_ms) / self.ar_forward_ms
 
     @property
-    def speedup(self) -> float:
-        """tau * t_ar / t_cycle."""
+    def speedup(self) -> float | None:
+        """tau * t_ar / t_cycle; None for a cycle that ran no forward of its own (a token from the prefill)."""
+        if self.from_prefill:
+            return None
         return self.tokens * self.ar_forward_ms / self.total_ms if self.total_ms > 0 else 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -181,15 +185,20 @@ def cycle_cost(record: CycleRecord | CycleSummary, curve: Curve | None, ar_forwa
         u = float(curve(1))  # the curve against its own 1-token forward
         preds = [(kept_tokens(acc_rows, b + 1) * u / (draft + run_ms(curve, b + 1) + book), b) for b in range(1, rows)]
         best_x, best_b = max(preds, key=lambda p: (p[0], -p[1]))
-    run = int(EngineFacts.read(record.state).padded_to or 0) if isinstance(record.state, dict) else 0
+    facts = EngineFacts.read(record.state) if isinstance(record.state, dict) else EngineFacts.read({})
+    run = int(facts.padded_to or 0)
     # The curve at what the forward ran: as recorded, else as the engine would pad it today.
     curve_ms = (float(curve(run)) if run else run_ms(curve, rows)) if curve is not None else None
     cost = CycleCost(record.index, rows, tokens, draft, forward, book, t_ar, curve_ms, best_b, best_x,
-                     rows_run=run or None)
+                     rows_run=run or None, from_prefill=bool(facts.from_prefill))
     return _with_sentence(cost)
 
 
 def _with_sentence(c: CycleCost) -> CycleCost:
+    if c.from_prefill:
+        return CycleCost(**{**asdict(c), "sentence": (
+            f"No forward of its own: the token came from the prefill's last row, so this cycle claims no speed-up "
+            f"(its {c.total_ms:.1f} ms are bookkeeping).")})
     if c.total_ms <= 0:
         return CycleCost(**{**asdict(c), "sentence": "This cycle recorded no timings."})
     unit = f"a 1-token forward ({c.ar_forward_ms:.1f} ms)"
@@ -274,24 +283,43 @@ class SessionCost:
         return d
 
 
-def session_cost(summaries: Iterable[CycleSummary], curve: Curve | None, ar_forward_ms: float | None = None,
-                 ar_source: str = "") -> SessionCost:
-    """The arithmetic of a whole session from its cycle summaries, with the curve's best budget and the sentence.
+def plain_unit(summaries: Iterable[CycleSummary], curve: Curve | None, ar_ms_per_token: float | None = None,
+               ar_source: str = "", ar_forward_ms: float | None = None) -> tuple[float | None, str]:
+    """t_ar, the time plain decoding takes a token here, in ms, and what it is: the one unit of every speed-up the
+    window, ``explain`` and the race show for a session (None: neither a baseline nor a curve).
 
-    ``ar_forward_ms`` (an AR baseline's ms per token) is the unit when it was measured at this session's pace;
-    otherwise, and by default, the unit is the curve's 1-row forward at this session's pace (:func:`session_pace`):
-    figures timed under different loads are never put in one sentence (then ``ar_source`` says so)."""
+    An AR session's ms per token (``ar_ms_per_token``, its tokens/s inverted; ``ar_source`` names it) is the unit when
+    it ran under this session's load: its median 1-row forward (``ar_forward_ms``) within :data:`LOAD_RATIO` of the
+    curve's 1-row forward at this session's pace (:func:`session_pace`), forward against forward. Otherwise, and
+    without a baseline, the unit is the curve's 1-token forward at this session's pace, an estimate; figures timed
+    under different loads are never put in one sentence."""
     cyc = [s for s in summaries if not s.damaged and s.timings_ms and sum(s.timings_ms.values()) > 0]
     pace = session_pace(cyc, curve) if curve is not None else None
-    given = ar_forward_ms is not None and ar_forward_ms > 0
-    if given and pace is not None and not same_load(float(ar_forward_ms), float(curve(1)) * pace):
-        ar_source = (f"a 1-token forward at this session's pace; {ar_source} ran {ar_forward_ms:.1f} ms a token "
-                     f"under another load, so it is not the unit")
-        ar_forward_ms = float(curve(1)) * pace
-    elif not given:
-        ar_source = "the cost curve's 1-token forward" + (" at this session's pace" if pace is not None else "")
-        ar_forward_ms = float(curve(1)) * pace if pace is not None else None
-    t_ar = _unit(curve, ar_forward_ms)
+    given = ar_ms_per_token is not None and ar_ms_per_token > 0
+    if given and pace is not None:
+        own = float(curve(1)) * pace
+        theirs = ar_forward_ms if ar_forward_ms else ar_ms_per_token  # an older baseline: its whole step
+        if not same_load(float(theirs), own):
+            return own, (f"a 1-token forward at this session's pace; {ar_source} ran {theirs:.1f} ms a forward under "
+                         f"another load, so it is not the unit")
+    if given:
+        return float(ar_ms_per_token), ar_source
+    if curve is not None and float(curve(1)) > 0:
+        return float(curve(1)) * (pace or 1.0), "the cost curve's 1-token forward" + (
+            " at this session's pace" if pace is not None else "")
+    return None, ""
+
+
+def session_cost(summaries: Iterable[CycleSummary], curve: Curve | None, ar_forward_ms: float | None = None,
+                 ar_source: str = "", ar_forward_only_ms: float | None = None) -> SessionCost:
+    """The arithmetic of a whole session from its cycle summaries, with the curve's best budget and the sentence.
+
+    ``ar_forward_ms`` is an AR baseline's ms per token and ``ar_forward_only_ms`` its median forward: the unit when it
+    ran under this session's load (:func:`plain_unit`), else the curve's 1-row forward at this session's pace."""
+    cyc = [s for s in summaries if not s.damaged and s.timings_ms and sum(s.timings_ms.values()) > 0]
+    t_ar, ar_source = plain_unit(cyc, curve, ar_forward_ms, ar_source, ar_forward_only_ms)
+    if t_ar is None:
+        raise ValueError("no unit: give ar_forward_ms or a cost curve")
     n = len(cyc)
     if not n:
         return SessionCost(0, 0, 0.0, 0.0, 0.0, 0.0, t_ar, ar_source, 0.0, None,
@@ -309,6 +337,16 @@ def session_cost(summaries: Iterable[CycleSummary], curve: Curve | None, ar_forw
     cost = SessionCost(n, tokens, sum(s.n_verified for s in cyc) / n, draft / n, forward / n, book / n, t_ar,
                        ar_source, measured, curve_x, budgets or [], best, forwards=sum(s.ran_forward for s in cyc))
     return SessionCost(**{**asdict(cost), "budgets": cost.budgets, "best": best, "sentence": _session_sentence(cost)})
+
+
+def median_forward_ms(summaries: Iterable[CycleSummary]) -> float | None:
+    """The median of a session's target forwards, ms (cycles that ran one): an AR baseline's 1-row forward, which
+    :func:`plain_unit` compares with the cost curve at another session's pace."""
+    ms = sorted(s.timings_ms["forward"] for s in summaries
+                if not s.damaged and s.ran_forward and s.timings_ms.get("forward", 0.0) > 0)
+    if not ms:
+        return None
+    return (ms[(len(ms) - 1) // 2] + ms[len(ms) // 2]) / 2
 
 
 #: Two figures timed more than this far apart relative to the device's curve were timed under different loads.

@@ -6,7 +6,6 @@ are yours (any device, dtype or ``device_map``; nothing is loaded again).
 
 from __future__ import annotations
 
-import time
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 
 from specviz.cycle import Cycle
 from specviz_core.analysis.cycle_summary import CycleSummary
-from specviz_core.analysis.metrics import session_metrics
+from specviz_core.analysis.metrics import session_metrics, tokens_per_forward, tokens_per_s
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
@@ -120,7 +119,6 @@ class Session:
         self.cycles: list[Cycle] = []
         """Every cycle decoded so far, in order (cycle 0 first)."""
         self._summaries: list[CycleSummary] = []
-        self._decode_s = 0.0
         # Ended at garbage collection or exit too, so a notebook's session is not left "running" in the file.
         self._finalizer = weakref.finalize(self, _end, self.session)
 
@@ -137,9 +135,7 @@ class Session:
     def step(self) -> Cycle:
         """Decode one cycle (the first includes the prompt's prefill) and return it (its record, with why it
         stopped)."""
-        t0 = time.perf_counter()
         record, summary = self.session.step()
-        self._decode_s += time.perf_counter() - t0
         cycle = Cycle.of(record, self.target.tokenizer)
         self.cycles.append(cycle)
         self._summaries.append(summary)
@@ -181,9 +177,9 @@ class Session:
             **metrics,
             "method": self.choice.method, "done": self.done, "stop_reason": self.stop_reason,
             "tokens": n, "cycles": len(self.cycles), "target_forwards": forwards,
-            "tokens_per_forward": n / forwards if forwards else 0.0,
+            "tokens_per_forward": tokens_per_forward(self._summaries),
             "tokens_per_forward_prefill_counted": n / (forwards + 1) if n else 0.0,
-            "tokens_per_s": n / self._decode_s if self._decode_s > 0 else 0.0,
+            "tokens_per_s": tokens_per_s(self._summaries),
             "recording": str(self.db) if self.db is not None else None, "session_id": self.info.id,
             "budget": self.session.stats().get("budget"),
         }

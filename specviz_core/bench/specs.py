@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specviz_core.bench import hf as bench_hf
-from specviz_core.engine.budget import split_auto
 from specviz_core.errors import SpecVizError
-from specviz_core.methods import CARDS, card, parse_params
+from specviz_core.methods import CARDS, card
+from specviz_core.session.spec import check_method
 
 #: Methods run when ``--methods`` is not given (``hf_assisted`` and ``draft_tree`` join when there is a draft model):
 #: a tree method by its name runs its default, ``budget=auto``; ``:budget=paper`` the paper's fixed budget.
@@ -122,13 +122,11 @@ def parse_method_specs(text: str, extra_params: dict[str, str] | None = None) ->
             raise SpecVizError("hf_universal is not benchmarked: its assistant has a tokenizer of its own, which the "
                                "draft-model methods of a bench cannot share (record it with specviz record)")
         else:
-            cls = card(method)
-            fields = cls.params_cls.__dataclass_fields__
+            fields = card(method).params_cls.__dataclass_fields__
             for key, value in (extra_params or {}).items():
                 if key in fields and key not in params:
                     params[key] = value
-            rest, _ = split_auto(method, cls.params_cls, params)
-            parse_params(method, cls.params_cls, rest)  # check now, before the slow part
+            check_method(method, params)  # the one check every session's method passes, before the slow part
         label = method + "".join(_shown(k, v) for k, v in params.items())
         if label in seen:
             continue

@@ -105,11 +105,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         m for m in DEFAULT_METHODS + (("draft_tree", "hf_assisted") if args.draft_model else ())
         if not (args.temperature > 0 and m.startswith("hf_")))  # the reference rows are greedy only
     specs = parse_method_specs(methods_text, parse_kv(args.param))
-    for spec in specs:  # a draft head folder is found (or refused) before the slow part, as --draft-head is
-        if spec.params.get("head"):
-            from specviz_core.runtime.head_files import check_head_folder
-
-            check_head_folder(str(spec.params["head"]))
     if args.fixed_budgets is not None:
         specs = add_fixed_budgets(specs, parse_budgets(args.fixed_budgets))
     if args.record_methods is None:

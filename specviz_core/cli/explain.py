@@ -58,14 +58,13 @@ def _measure(info: Any, quiet: bool) -> dict[str, Any]:
 def cmd_explain(args: argparse.Namespace) -> int:
     from specviz_core.analysis.timing import CostCurve, cycle_cost, session_cost
     from specviz_core.recording.store import Recording
-    from specviz_core.runtime.cost_files import load_cost_curve
-    from specviz_core.viewer.sources import RecordingSource
+    from specviz_core.viewer.sources import RecordingSource, session_curve
 
     with Recording(args.db, read_only=True) as rec:
         source = RecordingSource(rec, args.session)
         info, summaries = source.info, source.summaries()
-        ar_tps, ar_note = source.ar_baseline()
-    stored = load_cost_curve(info.model, info.device, info.dtype)
+        ar_tps, ar_note, ar_fwd = source.ar_baseline()
+    stored, _ = session_curve(info)
     if stored is None and args.measure:
         stored = _measure(info, args.json)
     curve = CostCurve.from_dict(stored) if stored is not None else None
@@ -73,7 +72,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if curve is None and ar_ms is None:
         raise SpecVizError(f"no cost curve kept for {info.model} on {info.device} ({info.dtype}) and no AR session of "
                            "this prompt in the recording: add --measure to measure the curve (loads the model)")
-    cost = session_cost(summaries, curve, ar_ms, ar_note)
+    cost = session_cost(summaries, curve, ar_ms, ar_note, ar_fwd)
     cycles = [cycle_cost(s, curve, cost.ar_forward_ms) for s in summaries if not s.damaged and s.timings_ms]
     if args.json:
         out = {"session": info.id, "method": info.method, **cost.to_json()}

@@ -17,7 +17,7 @@ from specviz_core.analysis.metrics import budget_words
 from specviz_core.drafters import Drafter
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording, SessionWriter
-from specviz_core.records import CycleRecord, SessionInfo
+from specviz_core.records import COST_CURVE, CycleRecord, SessionInfo
 from specviz_core.runtime import threads as cpu_threads
 from specviz_core.runtime.models import LoadedModel, encode_prompt
 from specviz_core.session.factory import build_engine, session_info
@@ -51,10 +51,14 @@ class Session:
         prompt_ids, used_chat = encode_spec(spec, target)
         self.engine = build_engine(target, spec.choice, prompt_ids, draft=draft, max_new_tokens=spec.max_new_tokens,
                                    temperature=spec.temperature, seed=spec.seed, drafter=drafter, progress=progress)
-        self.info: SessionInfo = info or session_info(
+        info = info or session_info(
             target, spec.choice, prompt_ids, prompt_text=spec.prompt or prompt_words(target, prompt_ids),
             temperature=spec.temperature, seed=spec.seed, max_new_tokens=spec.max_new_tokens, draft=draft,
             chat_template=used_chat, group_id=group_id)
+        self.cost_curve = curve_in_force(target)
+        """The verify-cost curve this device had when the session started, kept with the session: what its budget
+        was chosen from, and what its speed-up is estimated with on any machine later."""
+        self.info: SessionInfo = replace(info, stats={**info.stats, **self._curve_stats()})
         self.recording: Recording | None = None
         self.writer: SessionWriter | None = None
         if recording is not None:
@@ -114,8 +118,12 @@ class Session:
         return self.engine.n_forward
 
     def stats(self) -> dict[str, Any]:
-        """What the session records when it ends: the drafter's counters, the budget's choice, the threads."""
-        return self.engine.session_stats()
+        """What the session records when it ends: the drafter's counters, the budget's choice, the threads, and the
+        cost curve it started with."""
+        return {**self.engine.session_stats(), **self._curve_stats()}
+
+    def _curve_stats(self) -> dict[str, Any]:
+        return {COST_CURVE: self.cost_curve} if self.cost_curve is not None else {}
 
     # -- decoding ---------------------------------------------------------------------------------------------------
     def prefill(self) -> float:
@@ -210,6 +218,16 @@ class Session:
                 self.finish("complete", f"ended by the caller after {len(self.engine.output_ids)} tokens")
         except SpecVizError:
             pass  # the file cannot take it now: a reader marks the session interrupted
+
+
+def curve_in_force(target: LoadedModel) -> dict[str, list] | None:
+    """``target``'s verify-cost curve stored for its device and dtype now (its sizes and ms), or None."""
+    from specviz_core.runtime.cost_files import load_cost_curve
+
+    stored = load_cost_curve(target.name, target.device, target.dtype)
+    if not stored:
+        return None
+    return {"n": [int(n) for n in stored["n"]], "ms": [float(m) for m in stored["ms"]]}
 
 
 def prompt_words(target: LoadedModel, ids: Sequence[int]) -> str:

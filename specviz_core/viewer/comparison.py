@@ -11,8 +11,8 @@ from specviz_core.analysis.timing import CostCurve
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
-from specviz_core.runtime.cost_files import load_cost_curve
 from specviz_core.runtime.vocab import TokenText, load_token_text
+from specviz_core.viewer.sources import session_curve
 
 
 def load_comparison(db: Path, ids: Sequence[str]) -> tuple[Comparison, TokenText]:
@@ -56,7 +56,7 @@ def race_sessions(db: Path, most: int = 4) -> list[str]:
 
 
 def stored_curve_of(info: SessionInfo) -> CostCurve | None:
-    """The stored verify-cost curve of a recorded session's model, device and dtype, or None: what a race's lane
-    behind the baseline explains itself with."""
-    stored = load_cost_curve(info.model, info.device, info.dtype)
-    return CostCurve.from_dict(stored) if stored else None
+    """A recorded session's verify-cost curve (:func:`~specviz_core.viewer.sources.session_curve`), or None: what a
+    race's lane behind the baseline explains itself with."""
+    curve, _ = session_curve(info)
+    return CostCurve.from_dict(curve) if curve else None

@@ -38,8 +38,9 @@ class SessionModel:
         """While decoding, move to each new cycle as it arrives."""
         self.recording_path: Path | None = None
         """The open recording: the file live sessions are recorded to and replays, forks and comparisons read."""
-        self.ar_baseline: tuple[float | None, str] = (None, "")
-        """(AR tokens/s on the session's prompt, model and device, or None; where it comes from)."""
+        self.ar_baseline: tuple[float | None, str, float | None] = (None, "", None)
+        """(AR tokens/s on the session's prompt, model and device, or None; where it comes from; its median forward
+        in ms, or None), as :meth:`~specviz_core.viewer.sources.RecordingSource.ar_baseline` gives it."""
         self.cost_curve: dict[str, Any] | None = None
         """The stored verify-cost curve of the session's model, device and dtype (see
         :mod:`specviz_core.engine.cost_curve`), or None where none was measured."""
@@ -51,7 +52,7 @@ class SessionModel:
         self.cycles_appended = Event("cycles_appended")
         self.node_selected = Event("node_selected")
         self.filter_changed = Event("filter_changed")
-        # Session-wide facts: (path), (tokens/s or None, note), (curve dict or None)
+        # Session-wide facts: (path), (tokens/s or None, note, forward ms or None), (curve dict or None)
         self.recording_changed = Event("recording_changed")
         self.baseline_changed = Event("baseline_changed")
         self.cost_curve_changed = Event("cost_curve_changed")
@@ -64,9 +65,9 @@ class SessionModel:
             self.recording_path = new
             self.recording_changed.emit(new)
 
-    def set_ar_baseline(self, tokens_per_s: float | None, note: str = "") -> None:
-        """The AR speed the session's speed-up is measured against (None: not measured)."""
-        value = (tokens_per_s, note if tokens_per_s is not None else "")
+    def set_ar_baseline(self, tokens_per_s: float | None, note: str = "", forward_ms: float | None = None) -> None:
+        """The AR speed the session's speed-up is measured against (None: not measured), and its median forward."""
+        value = (tokens_per_s, note, forward_ms) if tokens_per_s is not None else (None, "", None)
         if value != self.ar_baseline:
             self.ar_baseline = value
             self.baseline_changed.emit(*value)
@@ -79,12 +80,13 @@ class SessionModel:
 
     # -- session --------------------------------------------------------------
     def open(self, source: CycleSource, vocab: TokenText | None = None, *,
-             ar_baseline: tuple[float | None, str] = (None, ""), cost_curve: dict[str, Any] | None = None) -> None:
+             ar_baseline: tuple[float | None, str, float | None] = (None, "", None),
+             cost_curve: dict[str, Any] | None = None) -> None:
         """Show ``source``; its session-wide facts are set before the views are told, so they draw once."""
         if self.source is not None:
             self.close()
         self.source = source
-        self.ar_baseline = ar_baseline if ar_baseline[0] is not None else (None, "")
+        self.ar_baseline = ar_baseline if ar_baseline[0] is not None else (None, "", None)
         self.cost_curve = cost_curve
         if vocab is not None:
             self.vocab = vocab
@@ -100,7 +102,7 @@ class SessionModel:
         if self.source is None:
             return
         self.source = None
-        self.ar_baseline, self.cost_curve = (None, ""), None
+        self.ar_baseline, self.cost_curve = (None, "", None), None
         self.index = -1
         self.record = None
         self.damage_text = ""

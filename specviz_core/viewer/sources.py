@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from typing import Protocol
+from typing import Any, Protocol
 
 from specviz_core.analysis.cycle_summary import CycleSummary, damaged_summary, summarize
+from specviz_core.analysis.timing import median_forward_ms
 from specviz_core.errors import DamagedCycle, SpecVizError
 from specviz_core.recording.store import Recording
-from specviz_core.records import CycleRecord, SessionInfo
+from specviz_core.records import COST_CURVE, CycleRecord, SessionInfo
 
 
 class CycleSource(Protocol):
@@ -71,24 +72,29 @@ class RecordingSource:
     def summaries(self) -> list[CycleSummary]:
         return self._summaries
 
-    def ar_baseline(self) -> tuple[float | None, str]:
-        """The AR speed to compare with (tokens/s, or None) and where it comes from: this session if it is AR,
-        else the last AR session in the same file on the same prompt, model and device (8 tokens at least)."""
+    def ar_baseline(self) -> tuple[float | None, str, float | None]:
+        """The AR speed to compare with (tokens/s, or None), where it comes from, and its median forward (ms, which
+        says the load it ran under): this session if it is AR, else the last AR session in the same file on the same
+        prompt, model and device (8 tokens at least)."""
         info = self.info
         if info.method == "ar":
-            return info.tokens_per_s or None, "this session is AR"
+            return info.tokens_per_s or None, "this session is AR", median_forward_ms(self._summaries)
         best = None
         try:
             sessions = self.recording.sessions(damaged=[])  # a damaged session is no baseline
         except SpecVizError:
-            return None, ""
+            return None, "", None
         for s in sessions:
             if (s.method == "ar" and s.prompt_ids == info.prompt_ids and s.model == info.model
                     and s.device == info.device and s.n_tokens >= 8):
                 best = s
         if best is None:
-            return None, ""
-        return best.tokens_per_s, f"AR session {best.id} on the same prompt ({best.n_tokens} tokens)"
+            return None, "", None
+        try:
+            forward = median_forward_ms(self.recording.cycle_summaries(best.id))
+        except SpecVizError:
+            forward = None
+        return best.tokens_per_s, f"AR session {best.id} on the same prompt ({best.n_tokens} tokens)", forward
 
 
 class LiveSource:
@@ -118,3 +124,24 @@ class LiveSource:
 
     def summaries(self) -> list[CycleSummary]:
         return self._summaries
+
+
+#: Where a session's cost curve came from, as the window, ``explain`` and the race say it.
+CURVE_RECORDED = "the cost curve recorded with the session"
+CURVE_OF_MACHINE = "this machine's cost curve (the session was recorded before sessions kept theirs)"
+
+
+def session_curve(info: SessionInfo) -> tuple[dict[str, Any] | None, str]:
+    """The verify-cost curve a recorded session's estimates use, and where it came from: the one the session started
+    with (kept in its stats, so its figures never change with what this machine measured later), else, for a
+    session recorded before sessions kept theirs, this machine's stored curve for its model, device and dtype."""
+    kept = info.stats.get(COST_CURVE) if isinstance(info.stats, dict) else None
+    if isinstance(kept, dict) and kept.get("n") and len(kept.get("n", ())) == len(kept.get("ms", ())):
+        return {"n": list(kept["n"]), "ms": list(kept["ms"])}, CURVE_RECORDED
+    from specviz_core.runtime.cost_files import load_cost_curve
+
+    try:
+        stored = load_cost_curve(info.model, info.device, info.dtype or None)
+    except Exception:  # noqa: BLE001 - a missing or broken measurement is "not measured"
+        stored = None
+    return (stored, CURVE_OF_MACHINE) if stored else (None, "")

@@ -41,12 +41,13 @@ def test_ar_baseline_is_an_ar_session_on_the_same_prompt(tmp_path):
     prompt = [4, 5, 6, 7]
     with Recording(tmp_path / "r.db", create=True) as rec:
         goose = record_session(rec, dataclasses.replace(session_info("goose", prompt), id="goose1"), 3)
-        assert RecordingSource(rec, goose).ar_baseline() == (None, "")
+        assert RecordingSource(rec, goose).ar_baseline() == (None, "", None)
         record_session(rec, dataclasses.replace(session_info("ar", prompt), id="short"), 5)  # under 8 tokens
         record_session(rec, dataclasses.replace(session_info("ar", [9, 9]), id="other"), 12)  # another prompt
-        assert RecordingSource(rec, goose).ar_baseline() == (None, "")
+        assert RecordingSource(rec, goose).ar_baseline() == (None, "", None)
         record_session(rec, dataclasses.replace(session_info("ar", prompt), id="ar1"), 9)
-        tps, note = RecordingSource(rec, goose).ar_baseline()
+        tps, note, forward = RecordingSource(rec, goose).ar_baseline()
         assert tps > 0 and note == "AR session ar1 on the same prompt (9 tokens)"
-        tps, note = RecordingSource(rec, "short").ar_baseline()
+        assert forward == 8.0  # its median forward (the load it ran under): every test cycle's forward took 8 ms
+        tps, note, _ = RecordingSource(rec, "short").ar_baseline()
         assert tps > 0 and note == "this session is AR"

@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
+
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
+from specviz_core.analysis.timing import CostCurve
 from specviz_core.recording.store import Recording
+from specviz_core.viewer.sources import session_curve
 from specviz_core.runtime.cost_files import curve_path, load_cost_curve
 
 
@@ -29,7 +34,8 @@ def replayed(qtbot, window, tmp_path, monkeypatch):
 def test_measure_ar_baseline_records_an_ar_session_and_the_speed_up_uses_it(qtbot, replayed):
     w, db, info = replayed
     charts = w.charts
-    assert charts.chart("tps").ar_tokens_per_s is None
+    # Before any AR session, plain decoding's rate is the session's own cost curve's 1-token forward, and says so.
+    assert "cost curve" in charts.chart("tps").ar_note
     assert charts.actions.baseline.isVisibleTo(charts)
     qtbot.mouseClick(charts.actions.baseline, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: charts.chart("tps").ar_tokens_per_s is not None and w.controller.idle, timeout=120000)
@@ -40,23 +46,45 @@ def test_measure_ar_baseline_records_an_ar_session_and_the_speed_up_uses_it(qtbo
         summaries = rec.cycle_summaries(ar.id)
     assert ar.status == "complete" and ar.prompt_ids == info.prompt_ids and ar.model == info.model
     assert ar.device == info.device and ar.n_tokens >= 8
-    # The baseline is that session's own speed: its tokens over its cycles' time.
+    # The baseline is that session's own speed: its tokens over its cycles' time. It is the unit of every speed-up
+    # when its forwards ran at this session's pace (forward against forward, within 1.5x); else the unit is the
+    # session's cost curve's 1-token forward at its pace, and the sentence says why.
     own = 1000.0 * sum(s.n_committed for s in summaries) / sum(s.cycle_ms for s in summaries)
-    assert charts.chart("tps").ar_tokens_per_s == pytest.approx(own, rel=1e-6)
-    assert charts.chart("tps").c_speed.isVisible() and "× AR overall" in charts.chart("tps").title
+    assert w.model.ar_baseline[0] == pytest.approx(own, rel=1e-6)
+    with Recording(db, read_only=True) as rec:
+        mine = rec.cycle_summaries(info.id)
+        curve = CostCurve.from_dict(session_curve(rec.session(info.id))[0])
+    paces = sorted(s.timings_ms["forward"] / curve(s.state.get("padded_to") or s.n_verified) for s in mine
+                   if not s.state.get("from_prefill") and s.timings_ms.get("forward", 0) > 0)
+    pace = (paces[(len(paces) - 1) // 2] + paces[len(paces) // 2]) / 2
+    ar_fwd = sorted(s.timings_ms["forward"] for s in summaries if not s.state.get("from_prefill"))
+    ar_fwd = (ar_fwd[(len(ar_fwd) - 1) // 2] + ar_fwd[len(ar_fwd) // 2]) / 2
+    same = max(ar_fwd, curve(1) * pace) / min(ar_fwd, curve(1) * pace) <= 1.5
+    expected = own if same else 1000.0 / (curve(1) * pace)
+    assert charts.chart("tps").ar_tokens_per_s == pytest.approx(expected, rel=1e-6)
+    assert ("under another load" in charts.actions.sentence.toolTip()) is not same
+    assert charts.chart("tps").c_speed.isVisible() and "× plain decoding" in charts.chart("tps").title
+    # One speed-up: the speed chart's title says the header's.
+    head = charts.actions.sentence.text().split("×")[0]
+    assert charts.chart("tps").title.endswith(f"{head}× plain decoding")
     assert not charts.actions.baseline.isVisibleTo(charts)
     assert f"AR session {ar.id}" in charts.actions.sentence.toolTip()
     # Opening the session again finds the recorded baseline.
     assert w.controller.open_session(str(db), info.id)
-    assert charts.chart("tps").ar_tokens_per_s == pytest.approx(own, rel=1e-6)
+    assert w.model.ar_baseline[0] == pytest.approx(own, rel=1e-6)
+    assert charts.chart("tps").ar_tokens_per_s == pytest.approx(expected, rel=1e-6)
 
 
 def test_measure_cost_curve_keeps_it_and_the_charts_use_it(qtbot, replayed):
     w, db, info = replayed
     charts = w.charts
-    # The live session measured this device's curve before its first cycle; a recording replayed on another
-    # machine finds none: remove it, as if so.
+    # The live session measured this device's curve before its first cycle and kept it with the session; a session
+    # recorded before sessions kept theirs, replayed on another machine, finds none: remove both, as if so.
     curve_path(info.model, info.device, info.dtype).unlink()
+    with sqlite3.connect(db) as con:
+        stats = json.loads(con.execute("SELECT stats FROM sessions WHERE id = ?", (info.id,)).fetchone()[0])
+        assert stats.pop("cost_curve")["n"]
+        con.execute("UPDATE sessions SET stats = ? WHERE id = ?", (json.dumps(stats), info.id))
     assert w.controller.open_session(str(db), info.id)
     assert load_cost_curve(info.model, info.device, info.dtype) is None
     assert charts.actions.curve.isVisibleTo(charts) and "cost" not in charts.shown

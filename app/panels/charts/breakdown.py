@@ -145,12 +145,13 @@ class CostActions(QWidget):
 
 
 def session_arithmetic(summaries: list[CycleSummary], points: list[tuple[int, float]] | None,
-                       ar_tokens_per_s: float | None, ar_note: str) -> Arithmetic:
+                       ar_tokens_per_s: float | None, ar_note: str, ar_forward_ms: float | None = None) -> Arithmetic:
     """The session's time arithmetic for the charts; empty with nothing to say (no curve and no baseline, or no
     timings)."""
     curve = curve_of(points)
     ar_ms = 1000.0 / ar_tokens_per_s if ar_tokens_per_s else None
     if (curve is None and ar_ms is None) or not any(s.timings_ms for s in summaries):
         return Arithmetic()
-    cost = session_cost(summaries, curve, ar_ms, ar_note or "the AR baseline")
-    return Arithmetic(cost.headline, cost.sentence, cost.ar_forward_ms, cost.measured_speedup if cost.cycles else None)
+    cost = session_cost(summaries, curve, ar_ms, ar_note or "the AR baseline", ar_forward_ms)
+    return Arithmetic(cost.headline, cost.sentence, cost.ar_forward_ms, cost.measured_speedup if cost.cycles else None,
+                      cost.ar_source)

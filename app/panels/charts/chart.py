@@ -41,6 +41,9 @@ class Arithmetic(NamedTuple):
     """One plain 1-token forward, ms (from the AR baseline or the cost curve); None: unknown."""
     speedup: float | None = None
     """The measured speed-up over plain decoding; None: unknown."""
+    basis: str = ""
+    """What ``t_ar`` is (an AR session under the same load, or the cost curve's 1-token forward at the session's
+    pace): every speed-up the charts show is against it."""
 
 
 @dataclass(eq=False)
@@ -60,6 +63,8 @@ class ChartInputs:
     """The AR baseline's rate, tokens/s; None: not measured."""
     ar_note: str = ""
     """How the AR baseline was measured."""
+    ar_forward_ms: float | None = None
+    """The AR baseline's median forward, ms (the load it ran under); None: not known."""
     cost_points: list[tuple[int, float]] | None = None
     """The verify-cost curve: (block size N, forward ms) pairs by N; None: not measured."""
     arithmetic: Arithmetic = Arithmetic()

@@ -214,9 +214,10 @@ class ChartsPanel(PanelMixin, QWidget):
         self._layout(self.columns)
 
     # -- inputs from the main window ------------------------------------------------------------
-    def set_ar_baseline(self, tokens_per_s: float | None, note: str = "") -> None:
-        """The AR rate (tokens/s) to compare against, measured on the same prompt; None: no baseline."""
-        self._take_baseline(tokens_per_s, note)
+    def set_ar_baseline(self, tokens_per_s: float | None, note: str = "", forward_ms: float | None = None) -> None:
+        """The AR rate (tokens/s) to compare against, measured on the same prompt, and its median forward (ms); None:
+        no baseline."""
+        self._take_baseline(tokens_per_s, note, forward_ms)
         self.drawing.draw()
         self._update_why()
 
@@ -228,9 +229,10 @@ class ChartsPanel(PanelMixin, QWidget):
             self._layout(self.columns)
         self._update_why()
 
-    def _take_baseline(self, tokens_per_s: float | None, note: str) -> None:
+    def _take_baseline(self, tokens_per_s: float | None, note: str, forward_ms: float | None = None) -> None:
         self.inputs.ar_tokens_per_s = float(tokens_per_s) if tokens_per_s and tokens_per_s > 0 else None
         self.inputs.ar_note = note
+        self.inputs.ar_forward_ms = forward_ms
 
     # -- model events ---------------------------------------------------------------------------
     def on_session_opened(self, source: CycleSource) -> None:
@@ -287,7 +289,8 @@ class ChartsPanel(PanelMixin, QWidget):
         summaries = source.summaries() if source is not None else []
         is_ar = source is not None and source.info.method == "ar"
         # An AR session is its own baseline: it is the unit, so its speed-up says nothing.
-        s.arithmetic = session_arithmetic(summaries, s.cost_points, None if is_ar else s.ar_tokens_per_s, s.ar_note)
+        s.arithmetic = session_arithmetic(summaries, s.cost_points, None if is_ar else s.ar_tokens_per_s, s.ar_note,
+                                          s.ar_forward_ms)
         self.actions.show_state(s.arithmetic, has_session=bool(summaries), is_ar=is_ar,
                                 has_baseline=s.ar_tokens_per_s is not None, has_curve=bool(s.cost_points))
         self.drawing.arithmetic_changed()

@@ -4,7 +4,6 @@ curve."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from specviz_app.session.jobs import reports as r
 from specviz_app.session.jobs.base import Job, JobContext, with_target
+from specviz_core.analysis.metrics import tokens_per_s
+from specviz_core.analysis.timing import median_forward_ms
 from specviz_core.crash import one_line
 from specviz_core.recording.store import Recording
 from specviz_core.records import SessionInfo
@@ -51,22 +52,23 @@ def record_ar_session(target: LoadedModel, info: SessionInfo, recording: Recordi
 
 
 def ar_speed(target: LoadedModel, prompt_ids: tuple[int, ...], tokens: int, progress: Callable[[float], None],
-             gave_way: Callable[[], bool]) -> float | None:
-    """Plain AR's speed on ``prompt_ids`` (tokens/s over ``tokens`` tokens, not recorded); None when ``gave_way()``
-    said to stop (background work gives way to the user's requests)."""
+             gave_way: Callable[[], bool]) -> tuple[float, float | None] | None:
+    """Plain AR's speed on ``prompt_ids`` over ``tokens`` tokens, not recorded: its tokens/s by the one definition
+    (tokens over the cycles' own time) and its median forward (ms); None when ``gave_way()`` said to stop (background
+    work gives way to the user's requests)."""
+    from specviz_core.analysis.cycle_summary import summarize
     from specviz_core.session.session import Session
     from specviz_core.session.spec import SessionRequest
 
     session = Session(SessionRequest(method="ar", prompt=list(prompt_ids), max_new_tokens=tokens).check(), target)
     session.prefill()
-    t0 = time.perf_counter()
-    n = 0
+    cycles = []
     for record in session.records():
         if gave_way():
             return None
-        n += len(record.committed_ids)
-        progress(min(1.0, n / tokens))
-    return n / (time.perf_counter() - t0)
+        cycles.append(summarize(record))
+        progress(min(1.0, sum(c.n_committed for c in cycles) / tokens))
+    return tokens_per_s(cycles), median_forward_ms(cycles)
 
 
 def record_ar_baseline(target: LoadedModel, info: SessionInfo, current: Recording | None, db_path: str,
@@ -111,21 +113,22 @@ class BaselineJob(Job):
             return
         info = ctx.held.run.info
         key = (info.model, info.device, info.dtype, info.prompt_ids)
-        tps = ctx.baselines.get(key)
-        if tps is None:
+        measured = ctx.baselines.get(key)
+        if measured is None:
             preempts = ctx.tickets.preempts
             try:
                 target, _ = next(iter(ctx.held.models.values()))
-                tps = ar_speed(target, info.prompt_ids, BASELINE_TOKENS, lambda f: ctx.emit(r.BaselineProgress(f)),
+                measured = ar_speed(target, info.prompt_ids, BASELINE_TOKENS, lambda f: ctx.emit(r.BaselineProgress(f)),
                                lambda: ctx.tickets.preempts != preempts or ctx.paused())
             except Exception as e:
                 yield r.Error(f"could not measure the AR baseline: {one_line(e)}")
                 return
-            if tps is None:
+            if measured is None:
                 yield r.BaselineDeferred()
                 return
-            ctx.baselines[key] = tps
-        yield r.BaselineReady(tps, f"AR measured on this prompt ({BASELINE_TOKENS} tokens, {info.device})")
+            ctx.baselines[key] = measured
+        tps, forward_ms = measured
+        yield r.BaselineReady(tps, f"AR measured on this prompt ({BASELINE_TOKENS} tokens, {info.device})", forward_ms)
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,14 @@ class RecordBaselineJob(Job):
                                     lambda s, f: ctx.emit(r.Progress(s, f)), ctx.paused)
             yield r.BaselineRecorded(ar)
             if ar.n_tokens:
-                yield r.BaselineReady(ar.tokens_per_s, f"AR session {ar.id} on the same prompt ({ar.n_tokens} tokens)")
+                rec, close = open_recording(ctx.held.recording, self.db_path)
+                try:
+                    forward_ms = median_forward_ms(rec.cycle_summaries(ar.id))
+                finally:
+                    if close:
+                        rec.close()
+                yield r.BaselineReady(ar.tokens_per_s, f"AR session {ar.id} on the same prompt ({ar.n_tokens} tokens)",
+                                      forward_ms)
 
         yield from with_target(ctx, self.info, work)
 

@@ -74,10 +74,12 @@ class ForkMismatch(Report):
 
 @dataclass(frozen=True)
 class BaselineReady(Report):
-    """Plain AR's speed on the session's prompt, and how it was measured."""
+    """Plain AR's speed on the session's prompt, how it was measured, and its median forward (ms; the load it ran
+    under)."""
 
     tokens_per_s: float
     note: str
+    forward_ms: float | None = None
 
 
 @dataclass(frozen=True)

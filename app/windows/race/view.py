@@ -110,7 +110,7 @@ class RacePainter:
             out.append((head, bar, QRectF(r.left(), below, r.width(), r.bottom() - below)))
         return out
 
-    def _counters(self, p: QPainter, head: QRectF, i: int, st: LaneState, speedup: float | None, final: float,
+    def _counters(self, p: QPainter, head: QRectF, i: int, st: LaneState, speedup: float | None, final: float | None,
                   place: int, base: str, fg: QColor, color: QColor) -> None:
         """tokens/s so far and the speed-up against the first lane, large; once finished, the place and time."""
         big = self._font(1.3, bold=True)
@@ -118,7 +118,8 @@ class RacePainter:
         if st.finished:
             left_txt = (f"{ORDINALS.get(place, f'{place}th')} · {st.finish_ms / 1000:.2f} s · "
                         f"{st.tokens_per_s:.1f} tok/s")
-            right_txt = f"{final:.2f}× vs {base}" if i else "baseline"
+            right_txt = ("baseline" if not i else f"{final:.2f}× vs {base}" if final is not None
+                         else f"–× vs {base}")
         else:
             left_txt = f"{st.tokens_per_s:.1f} tok/s"
             right_txt = ("baseline" if not i else f"{speedup:.2f}× vs {base}" if speedup is not None
