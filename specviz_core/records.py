@@ -58,7 +58,7 @@ class Node:
 class CycleDecisions:
     """What a cycle decided from this machine's clock or load (``budget=auto``'s choice, the padded block size),
     read from its record: a fork's re-run applies these instead of deciding again, so a recording re-runs exactly on
-    any machine (DESIGN.md section 4). Where the record holds them: ``state["budget"]`` (the choice, and
+    any machine (docs/record-format.md). Where the record holds them: ``state["budget"]`` (the choice, and
     ``ceiling``, the budget the drafter was asked for), ``verify_order`` (the nodes kept) and ``state["padded_to"]``."""
 
     ceiling: int | None

@@ -123,6 +123,21 @@ def _curves_stay_with_their_test():
                 f.unlink(missing_ok=True)
 
 
+#: Tests measured slow (tests/slow.txt, written by tests/slow_tests.py from a whole run's timings): with the default
+#: model's, left out of the quick tier.
+SLOW = frozenset(line.strip() for line in (_HERE / "slow.txt").read_text(encoding="utf-8").splitlines()
+                 if line.strip() and not line.startswith("#")) if (_HERE / "slow.txt").is_file() else frozenset()
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """``quick``: every test but the default model's and the slow ones, for the edit-test loop (under 3 minutes on
+    a 2-core machine: ``python -m pytest -m quick``). A test is listed by its id without parameters, so every case of
+    a slow parametrized test goes with it."""
+    for item in items:
+        if item.get_closest_marker("default_model") is None and item.nodeid.split("[")[0] not in SLOW:
+            item.add_marker(pytest.mark.quick)
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     """The sampling tests' chi-square statistics, as a table after the run (each test asserts its own p-value)."""
     results = getattr(sys.modules.get("test_sampling_lossless"), "CHI2_RESULTS", None)

@@ -7,7 +7,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, QRect, QSize
+from PySide6.QtCore import QPoint, QRect
 from PySide6.QtGui import QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QGraphicsView, QWidget
@@ -121,5 +121,3 @@ def _export(widget: QWidget, suffix: str, path: str, title: str) -> None:
             raise OSError(f"could not write {path}")
 
 
-def default_size() -> QSize:
-    return QSize(640, 420)

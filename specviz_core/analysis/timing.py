@@ -197,8 +197,7 @@ def cycle_cost(record: CycleRecord | CycleSummary, curve: Curve | None, ar_forwa
 def _with_sentence(c: CycleCost) -> CycleCost:
     if c.from_prefill:
         return CycleCost(**{**asdict(c), "sentence": (
-            f"No forward of its own: the token came from the prefill's last row, so this cycle claims no speed-up "
-            f"(its {c.total_ms:.1f} ms are bookkeeping).")})
+            f"{c.total_ms:.1f} ms of bookkeeping and no speed-up claimed: the prefill's forward gave this token.")})
     if c.total_ms <= 0:
         return CycleCost(**{**asdict(c), "sentence": "This cycle recorded no timings."})
     unit = f"a 1-token forward ({c.ar_forward_ms:.1f} ms)"

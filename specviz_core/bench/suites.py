@@ -73,10 +73,6 @@ def _suite_dir() -> Any:
     return specviz_resources.files("suites")
 
 
-def builtin_names() -> list[str]:
-    return list(BUILTIN)
-
-
 def parse_suite(data: Any, origin: str) -> Suite:
     if not isinstance(data, dict) or not isinstance(data.get("prompts"), list) or not data["prompts"]:
         raise SpecVizError(f"{origin} is not a prompt suite (a JSON object with a non-empty 'prompts' list)")

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from specviz_core.cli.options import add_db_arg
 from specviz_core.recording.check import FileCheck, check_recording
 
 
@@ -15,7 +16,7 @@ def add_parser(sub: Any) -> None:
         description="Check a recording file without changing it: SQLite's own integrity check, then every session "
                     "and every cycle against the record contract (docs/record-format.md). Prints what is damaged, "
                     "by session and cycle. Exit status: 0 clean, 1 damaged (or not a recording), 2 a usage error.")
-    c.add_argument("--db", type=Path, required=True, help="the recording to check")
+    add_db_arg(c, "the recording to check")
     c.add_argument("--session", default=None, help="check only this session (default: all)")
     c.add_argument("--quick", action="store_true",
                    help="SQLite's quick check instead of its full integrity check (skips index consistency; faster "

@@ -24,6 +24,7 @@ from specviz_core.cli.optimize_tree import add_parser as add_optimize_tree_parse
 from specviz_core.cli.optimize_tree import cmd_optimize_tree
 from specviz_core.cli.options import (
     Parser,
+    add_db_arg,
     add_device_args,
     add_minutes_arg,
     atomic_output,
@@ -44,7 +45,6 @@ from specviz_core.methods import CARDS, param_specs, parse_kv
 from specviz_core.runtime.locations import data_dir
 from specviz_core.session.spec import MAX_NEW_TOKENS, SAMPLES, SEED, TEMPERATURE
 from specviz_core.viewer.comparison import load_comparison
-from specviz_resources import demo_prompt
 
 
 def _methods_help() -> str:
@@ -126,11 +126,11 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
                    "settings given here (the rest are the parent's): re-runs and checks its cycles before (docs/fork.md)")
     r.add_argument("--fork-anyway", action="store_true", help="with --fork: go on when a re-run cycle differs")
     add_device_args(r)
-    r.add_argument("--db", type=Path, required=True, help="SQLite file to record to (created if missing)")
+    add_db_arg(r, "SQLite file to record to (created if missing)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
 
     s = sub.add_parser("sessions", help="list the sessions in a recording")
-    s.add_argument("--db", type=Path, required=True)
+    add_db_arg(s)
     s.add_argument("--metrics", action="store_true",
                    help="also print each session's draft acceptance rate, mean acceptance length and acceptance by "
                         "draft position (definitions: docs/metrics.md)")
@@ -140,7 +140,7 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
                        "model (same device and dtype when this machine has them) and report the first token where "
                        "the session differs, with the target's top-2 logit gap there: identical, a numerical tie, "
                        "or a real divergence. Exit 0 for identical, a tie or a sampled session, 1 for a divergence.")
-    a.add_argument("--db", type=Path, required=True)
+    add_db_arg(a)
     a.add_argument("--session", default=None, help="session id (default: the latest)")
     a.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
@@ -148,12 +148,12 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
                        description="Compare sessions of one recording: tokens, forwards, tokens per forward, tokens/s "
                        "and the speed-up against the first session, acceptance by source, whether the outputs are "
                        "identical (or where they first differ) and the accepted-per-cycle distribution.")
-    c.add_argument("--db", type=Path, required=True)
+    add_db_arg(c)
     c.add_argument("sessions", nargs="+", metavar="SESSION", help="session ids, the baseline first (two or more)")
     c.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
 
     e = sub.add_parser("export", help="write a session as JSON lines (see docs/record-format.md)")
-    e.add_argument("--db", type=Path, required=True)
+    add_db_arg(e)
     e.add_argument("--session", default=None, help="session id (default: the latest)")
     e.add_argument("--format", choices=["jsonl"], default="jsonl")
     e.add_argument("--out", type=Path, default=None, help="output file (default: standard output)")
@@ -373,21 +373,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    db = default_db()
-    db.parent.mkdir(parents=True, exist_ok=True)
-    print(f"Recording a demo Goose session to {db} (the GUI is not built yet)", file=sys.stderr)
-    ns = build_parser().parse_args(["record", "--method", "goose", "--prompt", demo_prompt(),
-                                    "--max-new-tokens", "96", "--db", str(db)])
-    return cmd_record(ns)
-
-
 def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None = None,
          extra_handlers: dict[str | None, Callable[[argparse.Namespace], int]] | None = None) -> int:
     parser = build_parser(extra)
     args = parser.parse_args(argv)
+    def no_command(_: argparse.Namespace) -> int:  # the headless command line: the window is specviz_app's
+        parser.print_help()
+        return 2
+
     handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, "check": cmd_check,
-                None: cmd_demo, "optimize-tree": cmd_optimize_tree, "bench": cmd_bench, "audit": cmd_audit,
+                None: no_command, "optimize-tree": cmd_optimize_tree, "bench": cmd_bench, "audit": cmd_audit,
                 "compare": cmd_compare, "models": cmd_models, "explain": cmd_explain,
                 "train-head": cmd_train_head, "reproduce": cmd_reproduce}
     handlers.update(extra_handlers or {})

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from specviz_core.cli.options import progress_bar
+from specviz_core.cli.options import add_db_arg, progress_bar
 from specviz_core.errors import SpecVizError
 
 
@@ -18,7 +17,7 @@ def add_parser(sub: Any) -> None:
                        "of one plain 1-token forward (from the device's measured verify-cost curve, or the AR session "
                        "of the same prompt when the recording has one), and say with the cost curve which draft "
                        "budget would have been fastest (definitions: docs/metrics.md).")
-    x.add_argument("--db", type=Path, required=True)
+    add_db_arg(x)
     x.add_argument("--session", default=None, help="session id (default: the latest)")
     x.add_argument("--measure", action="store_true",
                    help="measure the cost curve of the session's model and device first if none is kept (loads the "

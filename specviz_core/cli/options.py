@@ -22,6 +22,15 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"specviz: error: {message} (see {self.prog} --help)\n")
 
 
+def add_db_arg(p: argparse.ArgumentParser, what: str = "the recording") -> None:
+    """``--db``: a recording, by default the one every live session of the window goes to (``sessions.db`` in the
+    user data folder; ``SPECVIZ_DATA`` moves it)."""
+    from specviz_core.runtime.locations import data_dir
+
+    p.add_argument("--db", type=Path, default=data_dir() / "sessions.db",
+                   help=f"{what} (default: %(default)s, where the window records)")
+
+
 def bounded_int(lo: int, hi: int) -> Callable[[str], int]:
     """An argparse type: an integer from ``lo`` to ``hi``."""
     def parse(text: str) -> int:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
-from specviz_core.cli.options import add_device_args
+from specviz_core.cli.options import add_device_args, say_plan
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime.head_files import DEFAULT_FEATURES, FEATURES
 
@@ -79,6 +82,18 @@ class _Bar:
             print(file=sys.stderr)
 
 
+def check_folder(out: Path) -> None:
+    """A folder a head can be written to (made if missing), or one line saying why not."""
+    if out.exists() and not out.is_dir():
+        raise SpecVizError(f"--out {out} is a file: give a folder (the head is a folder: config.json and "
+                           "model.safetensors)")
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise SpecVizError(f"cannot write the head to {out}: {probe} is not a folder this user may write to")
+
+
 def cmd_train_head(args: argparse.Namespace) -> int:
     from specviz_core.drafters.talon.head import save_head
     from specviz_core.runtime.head_files import head_info
@@ -100,17 +115,26 @@ def cmd_train_head(args: argparse.Namespace) -> int:
                            f": leave --features out")
     if args.out is not None and layout == "specviz":
         raise SpecVizError("--out is for --format eagle or eagle3 (SpecViz's own head is kept per model)")
+    if args.out is not None:  # where the head goes is checked before minutes of training, not after
+        check_folder(Path(args.out))
+    if not args.write_text:
+        what = {"specviz": "SpecViz's", "eagle": "an EAGLE-1/2-layout", "eagle3": "an EAGLE-3-layout"}[layout]
+        say_plan(args, f"train {what} draft head for {args.model or 'the default model'} on "
+                       f"{'the shipped answers' if args.text == 'shipped' else 'answers it writes itself'}: "
+                       f"read the text, then train, in {args.minutes:g} minutes"
+                       + (f" into {args.out}" if args.out else ""))
     bar = _Bar(args.quiet)
+    started = time.monotonic()
     target = load_checked_model(args.model, args.device, args.dtype, progress=bar)
     old = head_info(target)
     if args.write_text:
         return _write_text(target, args, bar)
-    head, info = train_head(target, minutes=args.minutes, steps=args.steps, seed=args.seed, text=args.text,
+    # --minutes is the whole run's: loading the model came out of it (saving the head after takes a second)
+    left = max(args.minutes - (time.monotonic() - started) / 60, 0.05 * args.minutes)
+    head, info = train_head(target, minutes=left, steps=args.steps, seed=args.seed, text=args.text,
                             text_tokens=args.text_tokens, features=args.features, layout=layout, progress=bar)
     bar.done()
     if layout != "specviz":
-        from pathlib import Path
-
         from specviz_core.drafters.talon.eagle.heads import save_eagle_head
         from specviz_core.runtime.head_files import head_key, heads_dir
 

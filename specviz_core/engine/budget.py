@@ -274,7 +274,7 @@ class BudgetController:
 
 
 #: A CPU's verify cost, cautiously: a block of 2 or more rows costs 1.5x a 1-row forward, then 5% more a row (a
-#: 2-core EPYC measured 1.39-1.55x for 2-4 rows and 3% a row beyond, DESIGN.md section 6). Pessimistic on purpose:
+#: 2-core EPYC measured 1.39-1.55x for 2-4 rows and 3% a row beyond, docs/benchmarks.md). Pessimistic on purpose:
 #: until this device's curve is measured, a tree must earn its rows clearly.
 PRIOR_CPU = (1.5, 0.05)
 #: A GPU's: nearly flat at these sizes (0.5% a row), after a 10% step.

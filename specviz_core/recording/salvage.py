@@ -225,6 +225,7 @@ def _classify(values: list[Any], cols: dict[str, list[str]], out: Salvaged) -> N
 def write_salvaged(found: Salvaged, out: Path) -> list[str]:
     """Write the readable sessions and the cycles that pass the record contract to a new recording at ``out``;
     returns one line per session saying what was kept."""
+    from specviz_core.cycle_state import EngineFacts
     from specviz_core.recording.contract import RowError
     from specviz_core.recording.rows import cycle_from_row
     from specviz_core.recording.store import Recording
@@ -238,10 +239,10 @@ def write_salvaged(found: Salvaged, out: Path) -> list[str]:
             if row.get("status") == "running":  # its writer is gone with the damaged file
                 row["status"], row["stop_reason"] = "interrupted", "salvaged from a damaged recording"
             cycles = sorted((k[1], r) for k, r in found.cycles.items() if k[0] == sid)
-            kept, bad = [], []
+            kept, bad, records = [], [], []
             for idx, crow in cycles:
                 try:
-                    cycle_from_row(crow, idx)
+                    records.append(cycle_from_row(crow, idx))
                 except (RowError, SpecVizError, KeyError, TypeError, ValueError):
                     bad.append(idx)
                     continue
@@ -253,6 +254,10 @@ def write_salvaged(found: Salvaged, out: Path) -> list[str]:
                 row["status"] = "interrupted"
                 row["stop_reason"] = (f"salvaged from a damaged recording: cycles {_ranges(sorted(missing + bad))} "
                                       "lost")
+            # The session's counters say what the new file holds (a session that kept no cycle lists no tokens).
+            row.update(n_cycles=len(records), n_tokens=sum(len(r.committed_ids) for r in records),
+                       n_forward=sum(not EngineFacts.read(r.state).from_prefill for r in records),
+                       decode_ms=float(sum(sum(r.timings_ms.values()) for r in records)))
             with rec.db.conn:
                 rec.db["sessions"].insert(row)
                 if kept:

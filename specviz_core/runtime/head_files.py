@@ -190,6 +190,15 @@ def check_head_folder(name: str) -> str:
         raise SpecVizError(f"draft head not found: {name} (a folder with config.json and pytorch_model.bin or "
                            "model.safetensors, or a hub id in the local cache)")
     folder = resolve_model_path(name) if is_hub_id(name) else p
+    config = folder / "config.json"
+    if config.is_file():
+        try:
+            json.loads(config.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            raise SpecVizError(f"{name} is not an EAGLE head we can read: its config.json is not UTF-8 text") from None
+        except ValueError as e:
+            raise SpecVizError(f"{name} is not an EAGLE head we can read: its config.json is not valid JSON "
+                               f"({e.msg} at line {e.lineno}, column {e.colno})") from None
     if not folder.is_dir() or describe_head_folder(folder) is None:
         raise SpecVizError(f"{name} is not an EAGLE head: it needs config.json and pytorch_model.bin or "
                            "model.safetensors holding fc.weight with layers.0.* (EAGLE-1/2) or midlayer.* (EAGLE-3)")

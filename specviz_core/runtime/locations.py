@@ -143,13 +143,14 @@ def resolve_model_path(name: str | None, progress: Progress = _no_progress) -> P
         if not (p / "config.json").is_file():
             raise SpecVizError(f"{name} is not a transformers model folder (no config.json)")
         return p
-    if name.count("/") == 1 and not name.startswith((".", "/", "~")):
+    if name.count("/") <= 1 and not name.startswith((".", "/", "~")):  # org/name, or a canonical id (gpt2)
         try:
             from huggingface_hub import snapshot_download
 
             return Path(snapshot_download(name, local_files_only=True, cache_dir=hub_cache_dir()))
         except Exception:
-            raise SpecVizError(f"model {name!r} is neither a local folder nor a hub id in the local cache") from None
+            raise SpecVizError(f"model {name!r} is neither a local folder nor a hub id in the local cache (nothing "
+                               "is downloaded: specviz models lists the models on this machine)") from None
     raise SpecVizError(f"model path not found: {name}")
 
 

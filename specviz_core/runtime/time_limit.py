@@ -35,9 +35,6 @@ class TimeLimit:
         """The time is spent: start no more work."""
         return self.minutes is not None and self.clock() - self.start >= self.minutes * 60
 
-    def elapsed_min(self) -> float:
-        return (self.clock() - self.start) / 60
-
     @property
     def reason(self) -> str:
         """Why the work stopped, for the one line that says so."""

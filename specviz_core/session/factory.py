@@ -19,7 +19,7 @@ from specviz_core.runtime.models import (
     load_model,
     model_reference,
 )
-from specviz_core.session.spec import MethodChoice, SessionSpec
+from specviz_core.session.spec import MAX_NEW_TOKENS, MethodChoice, SessionSpec
 
 
 def build_engine(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence[int], *,
@@ -103,7 +103,8 @@ def load_draft(target: LoadedModel, name: str | None, device: str | None = None,
 
 
 def session_info(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence[int], *, prompt_text: str = "",
-                 temperature: float = 0.0, seed: int = 0, max_new_tokens: int = 0, draft: LoadedModel | None = None,
+                 temperature: float = 0.0, seed: int = 0, max_new_tokens: int = MAX_NEW_TOKENS.default,
+                 draft: LoadedModel | None = None,
                  chat_template: bool = False, group_id: str | None = None) -> SessionInfo:
     """The session row a recording starts with."""
     return SessionInfo(

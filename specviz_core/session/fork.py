@@ -204,11 +204,6 @@ class Fork(Session):
         return self._pending is None and self.engine.done
 
     @property
-    def reproducing(self) -> bool:
-        """Still re-running the parent's cycles."""
-        return not self.switched
-
-    @property
     def rerun_left(self) -> bool:
         """Cycles of the parent still to re-run (or a re-run one waiting on a failed check)."""
         return self._pending is not None or (self.engine.cycle_index < self.fork_cycle and not self.engine.done)

@@ -16,9 +16,6 @@ class Event:
     def connect(self, callback: Callable[..., Any]) -> None:
         self._callbacks.append(callback)
 
-    def disconnect(self, callback: Callable[..., Any]) -> None:
-        self._callbacks.remove(callback)
-
     def emit(self, *args: Any) -> None:
         for cb in list(self._callbacks):
             cb(*args)

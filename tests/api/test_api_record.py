@@ -213,3 +213,16 @@ def test_sampled_universal_decoding_is_recorded_and_early_exit_refused(tmp_path,
     assert list(info.output_ids) == out[0, x["input_ids"].shape[1]:].tolist()
     assert info.stats["generator"] == "UniversalSpeculativeDecodingGenerator"
     assert check_recording(db).clean
+
+
+@pytest.mark.default_model
+def test_a_recorded_call_keeps_its_prompts_text_without_a_tokenizer(smol, tmp_path):
+    """Prompt lookup is given no tokenizer: the session's prompt text comes from the model's own, found by its name
+    (it was stored empty)."""
+    ids = smol.tokenizer("def add(a, b):\n    return a + b\n\ndef add(", return_tensors="pt").input_ids
+    db = tmp_path / "runs.db"
+    with specviz.record(db) as rec:
+        smol.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=6, do_sample=False,
+                            prompt_lookup_num_tokens=5)
+    info, _ = recorded(db, rec.sessions[0])
+    assert info.prompt_text == smol.tokenizer.decode(ids[0].tolist()) != ""

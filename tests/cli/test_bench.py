@@ -106,13 +106,21 @@ def test_compare_to_ar_names_the_divergence(tiny_dir):
     assert compare_to_ar(m, [2, 3, 4], [5], [5, 6]).startswith("diverged: 1 tokens")
 
 
-def test_method_specs():
+def test_method_specs(tmp_path):
+    from helpers import tiny_llama
+    from test_eagle_layouts import write_checkpoint
+
     specs = parse_method_specs("ar,goose:budget=auto,isotropic:branching_factor=5,hf_prompt_lookup", {"budget": "40"})
     assert [s.label for s in specs] == ["ar", "goose:budget=auto", "isotropic:branching_factor=5:budget=40", "hf_prompt_lookup"]
-    # A head folder shows by its name in the tables (the run keeps the whole path in its parameters).
-    specs = parse_method_specs("ar,eagle:depth=5", {"head": "/heads/smol-eagle3"})
+    # A head folder shows by its name in the tables (the run keeps the whole path in its parameters); the bench's
+    # methods pass the one check every session's does, so a head folder that is not there is refused before a run.
+    head = tmp_path / "smol-eagle3"
+    write_checkpoint(head, "eagle3", tiny_llama(vocab=96, seed=1, layers=4).model.config, fmt="safetensors")
+    specs = parse_method_specs("ar,eagle:depth=5", {"head": str(head)})
     assert [s.label for s in specs] == ["ar", "eagle:depth=5:head=smol-eagle3"]
-    assert specs[1].params["head"] == "/heads/smol-eagle3"
+    assert specs[1].params["head"] == str(head)
+    with pytest.raises(SpecVizError, match="draft head not found: /heads/nowhere"):
+        parse_method_specs("eagle", {"head": "/heads/nowhere"})
     for bad in ("nope", "goose:budget", "goose:adjacency_top_k=x", "pld:budget=auto", "hf_greedy:k=1", "ar,nope",
                 "goose:budget=auto,nope"):
         with pytest.raises(SpecVizError):

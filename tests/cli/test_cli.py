@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -62,6 +63,7 @@ def test_record_export_sessions_roundtrip(capsys, tiny_dir, tmp_path):
 
 @pytest.mark.parametrize("argv,needle", [
     (["--method", "ar", "--model", "/no/such/model"], "model path not found"),
+    (["--method", "ar", "--model", "gpt2"], "model 'gpt2' is neither a local folder nor a hub id in the local cache"),
     (["--method", "warp"], "unknown method"),
     (["--method", "tr", "--param", "depth=3"], "unknown parameter 'depth'"),
     (["--method", "tr", "--param", "k=many"], "parameter k must be a whole number, got 'many'"),
@@ -259,3 +261,33 @@ def test_a_request_is_checked_without_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_train_head_refuses_an_out_it_cannot_write_before_any_model_loads(capsys, tmp_path, monkeypatch):
+    """Issue 51: --out naming a file trained for a minute and then failed, losing the head. Now refused at once,
+    with the plan line never printed (no model is loaded: the default model is not even converted)."""
+    monkeypatch.setattr("specviz_core.session.factory.load_checked_model",
+                        lambda *a, **k: pytest.fail("a model was loaded"))
+    taken = tmp_path / "demo.db"
+    taken.write_text("not a folder")
+    code, _, err = cli(capsys, "train-head", "--format", "eagle3", "--out", str(taken))
+    assert_one_line_error(code, err, f"--out {taken} is a file: give a folder")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if not os.access(locked, os.W_OK):  # root writes anywhere: nothing to refuse there
+            code, _, err = cli(capsys, "train-head", "--format", "eagle", "--out", str(locked / "head"))
+            assert_one_line_error(code, err, "is not a folder this user may write to")
+    finally:
+        locked.chmod(0o700)
+
+
+def test_the_commands_that_read_a_recording_default_to_the_windows(capsys, tmp_path, monkeypatch):
+    """Every live session of the window goes to sessions.db in the user data folder: sessions, export, audit,
+    compare, explain and check read it without --db."""
+    from specviz_core.cli.commands import build_parser
+
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path / "data"))
+    for cmd in (["sessions"], ["export"], ["audit"], ["check"], ["explain"], ["compare", "a", "b"], ["record"]):
+        assert build_parser().parse_args(cmd).db == tmp_path / "data" / "sessions.db", cmd

@@ -209,7 +209,7 @@ def test_spine_ratio_ema_and_bypass_markers(panel):
     bypass = [s.index for s in ss if s.mode == "bypass"]
     assert bypass == [3, 7, 8, 31]
     assert list(panel.chart("spine").s_bypass.data["x"]) == bypass
-    assert panel.chart("spine").note is None and panel.chart("spine").opacity() == 1.0
+    assert panel.chart("spine").opacity() == 1.0
 
     assert "spine" in panel.shown and panel.chart("spine").isVisible()
     open_session(panel, [summary(i, 2) for i in range(5)], method="tr")
@@ -234,7 +234,6 @@ def test_talon_delta_vs_tau(panel):
     assert np.allclose(curve_y(panel.chart("delta").c_delta), deltas)
     tau = np.array([3, 1, 5, 2], dtype=float)
     assert np.allclose(curve_y(panel.chart("delta").c_tau_cum), np.cumsum(tau) / np.arange(1, 5))
-    assert panel.chart("delta").note is None
     assert "TALON δ 2.25 vs τ 2.75" in panel.chart("delta").header_text()
 
     # A method that only counts draft forwards: delta is their running mean.

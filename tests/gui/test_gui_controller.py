@@ -72,7 +72,7 @@ def test_replay_opens_the_session_in_the_model(controller, recording):
     model = controller.model
     assert isinstance(model.source, RecordingSource) and model.n_cycles == 5 and model.index == 0
     assert reports.last("session_status")[0].startswith(f"Replaying session {sid}: goose on cpu, 5 cycles, from r.db")
-    assert model.ar_baseline == (None, "")  # no AR session in the file: the session model's fact
+    assert model.ar_baseline == (None, "", None)  # no AR session in the file: the session model's fact
     controller.reset()
     assert model.source is None and reports.last("session_status") == (NO_SESSION,)
     assert reports.last("busy_changed") == (False, False) and reports.last("settings_locked") == (False,)

@@ -22,7 +22,7 @@ from helpers import tiny_llama
 from specviz_core.drafters.talon.eagle.heads import load_eagle_head
 from specviz_core.drafters.talon.head import HeadRunner
 from specviz_core.errors import SpecVizError
-from specviz_core.runtime.head_files import describe_head_folder
+from specviz_core.runtime.head_files import check_head_folder, describe_head_folder
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -307,6 +307,11 @@ def test_a_head_folder_is_described_without_loading_it(tmp_path, fmt):
     (tmp_path / "model").mkdir()
     target.model.save_pretrained(tmp_path / "model")
     assert describe_head_folder(tmp_path / "model") is None  # a model is not a head
+    # A head whose config.json is broken is refused with what is wrong with it, not as "not an EAGLE head".
+    (tmp_path / "e1" / "config.json").write_text('{"hidden_size": 64,', encoding="utf-8")
+    with pytest.raises(SpecVizError, match=r"its config\.json is not valid JSON \(Expecting property name enclosed "
+                                           r"in double quotes at line 1, column 20\)"):
+        check_head_folder(str(tmp_path / "e1"))
 
 
 @torch.no_grad()

@@ -376,5 +376,8 @@ def test_a_truncated_file_is_salvaged_cycle_by_cycle(good, tmp_path, capsys, kee
         assert f"{infos[sid].n_cycles - len(lost)} cycles kept" in line
         if lost:
             assert f"{len(lost)} lost" in line and "salvaged from a damaged recording" in s.stop_reason
+        # Its counters are what the new file holds: the kept cycles' tokens (none for a session that kept none).
+        mine = [kept[k] for k in sorted(kept) if k[0] == sid]
+        assert (s.n_cycles, s.n_tokens) == (len(mine), sum(len(c.committed_ids) for c in mine))
     code, _, err = cli(capsys, "check", "--db", str(cut), "--salvage", str(out))
     assert code == 2 and "exists" in err  # never overwrites

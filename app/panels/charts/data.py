@@ -215,11 +215,6 @@ class ChartData:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(c[:, 0] > 0, c[:, 1] / c[:, 0], np.nan)
 
-    def heat_rate(self) -> np.ndarray:
-        """[depth, rank] accepted / verified (NaN where nothing was verified)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.heat_verified > 0, self.heat_accepted / self.heat_verified, np.nan)
-
     @property
     def total_tokens_per_s(self) -> float:
         ms = self._sums["ms"][self.n] if self.n else 0.0

@@ -1,13 +1,12 @@
 """One plot of the charts panel: a pyqtgraph PlotItem with a two-line header (title, then the series keys
-coloured like their lines), a grey note for when the session has nothing to show there, and theme-aware
-axes."""
+coloured like their lines) and theme-aware axes."""
 
 from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QTextOption
-from PySide6.QtWidgets import QGraphicsItem, QGraphicsTextItem
+from PySide6.QtWidgets import QGraphicsItem
 
 #: A series key: (symbol, colour or "fg" for the text colour, label).
 Key = tuple[str, str, str]
@@ -28,12 +27,11 @@ def _narrowable(label: pg.LabelItem) -> None:
 
 
 class ChartPlot(pg.PlotItem):
-    """A titled plot with axis labels, series keys, an optional note, and curves made for long series."""
+    """A titled plot with axis labels, series keys, and curves made for long series."""
 
     def __init__(self, title: str, x_label: str, y_label: str, tooltip: str) -> None:
         super().__init__()
         self.title, self.keys = title, list[Key]()
-        self.note: str | None = None
         self._colors = (QColor("black"), QColor("grey"))
         self._scale = 1.0
         self._title_args: tuple[str, str, str] | None = None
@@ -51,14 +49,6 @@ class ChartPlot(pg.PlotItem):
             # Moving the current-cycle line repaints the plot: blit the axes instead of replaying their ticks.
             self.getAxis(name).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         self.titleLabel.item.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
-        self._note_item = QGraphicsTextItem(self.vb)
-        self._note_item.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresParentOpacity)
-        self._note_item.setZValue(100)
-        opt = self._note_item.document().defaultTextOption()
-        opt.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-        self._note_item.document().setDefaultTextOption(opt)
-        self._note_item.hide()
-        self.vb.sigResized.connect(self._place_note)
         opt = self.titleLabel.item.document().defaultTextOption()
         opt.setAlignment(Qt.AlignmentFlag.AlignHCenter)
         opt.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
@@ -100,13 +90,13 @@ class ChartPlot(pg.PlotItem):
             self.title = title
         if keys is not None:
             self.keys = keys
-        fg, grey = self._colors
+        fg, _ = self._colors
         html = self.title
         if self.keys:
             parts = (f"<span style='color:{fg.name() if c == 'fg' else c}'>{sym}</span>&nbsp;{label}"
                      for sym, c, label in self.keys)
             html += f"<br><span style='font-size:{8 * self._scale:g}pt'>{'&nbsp;&nbsp;'.join(parts)}</span>"
-        args = (html, (grey if self.note else fg).name(), f"{9 * self._scale:g}pt")
+        args = (html, fg.name(), f"{9 * self._scale:g}pt")
         if args != self._title_args:  # laying out a title again is the costliest part of a live redraw
             self._title_args = args
             self.setTitle(args[0], color=args[1], size=args[2])
@@ -150,27 +140,6 @@ class ChartPlot(pg.PlotItem):
         """The title and the series keys as plain text."""
         return " | ".join([self.title, *(label for _, _, label in self.keys)])
 
-    # -- note ----------------------------------------------------------------------------------
-    def set_note(self, text: str | None) -> None:
-        """Grey the plot out with a short note, or (None) show it normally."""
-        if text == self.note:
-            return
-        self.note = text
-        if text is None:
-            self._note_item.hide()
-            self.setOpacity(1.0)
-        else:
-            self._note_item.setPlainText(text)
-            self._note_item.show()
-            self.setOpacity(0.45)
-            self._place_note()
-        self.set_header()
-
-    def _place_note(self, *_: object) -> None:
-        r = self.vb.rect()
-        self._note_item.setTextWidth(max(60.0, r.width() - 16))
-        self._note_item.setPos(r.left() + 8, r.center().y() - self._note_item.boundingRect().height() / 2)
-
     # -- theme ---------------------------------------------------------------------------------
     def apply_theme(self, fg: QColor, grey: QColor, scale: float) -> None:
         self._colors, self._scale = (fg, grey), scale
@@ -183,8 +152,4 @@ class ChartPlot(pg.PlotItem):
             ax.setStyle(tickFont=tick_font)
             if ax.labelText:
                 ax.setLabel(ax.labelText, **{"font-size": f"{8.5 * scale:g}pt", "color": fg.name()})
-        note_font = QFont()
-        note_font.setPointSizeF(9 * scale)
-        self._note_item.setFont(note_font)
-        self._note_item.setDefaultTextColor(grey)
         self.set_header()

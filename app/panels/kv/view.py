@@ -1,6 +1,6 @@
 """The KV cache around the current cycle: before the forward, the verify block, after the trim.
 
-The cells and where they go are worked out in :mod:`.kv_layout`; this panel follows the model, draws them,
+The cells and where they go are worked out in :mod:`.layout`; this panel follows the model, draws them,
 and answers hovers and clicks.
 """
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt
 from PySide6.QtGui import (
-    QColor,
     QFontMetrics,
     QHelpEvent,
     QKeyEvent,
@@ -25,8 +24,8 @@ from PySide6.QtWidgets import QFrame, QScrollArea, QStyle, QToolTip, QVBoxLayout
 
 from specviz_app.panels.base import HINT as HINT  # what the canvas says with no cycle (tests read it here)
 from specviz_app.panels.base import PanelMixin, placeholder
-from specviz_app.panels.mask.paint import GAP, MARGIN, MaskGeometry, MaskRows, fonts, paint_mask, plain_attend
-from specviz_app.theme import ACCEPTED, SOURCE_LABELS
+from specviz_app.panels.mask.paint import GAP, MARGIN, MaskGeometry, MaskRows, fonts, paint_mask
+from specviz_app.theme import SOURCE_LABELS
 from specviz_core.records import CycleRecord
 
 MIN_CELL, MAX_CELL = 7, 28
@@ -189,13 +188,6 @@ class MaskView(PanelMixin, QWidget):
         n = rec.n_verified
         return (f"Cycle {rec.index} ({rec.mode}): {n} × {n} in verify order; "
                 f"every row also attends to all {rec.cache_len:,} cached positions")
-
-    def attend_color(self, row: int) -> QColor:
-        """Colour of a cell whose row attends to its column: green on accepted rows."""
-        rows = self.rows()
-        if rows is not None and rows.accepted[row]:
-            return QColor(ACCEPTED)
-        return plain_attend(self.palette())
 
     # -- geometry -------------------------------------------------------------------
     def geometry_for(self, avail_w: int, avail_h: int) -> MaskGeometry | None:

@@ -67,7 +67,6 @@ class GifExport(QObject):
         super().__init__()
         self.painter, self.out, self.slowdown = painter, Path(out), slowdown
         self._cancel = False
-        self._running = False
         GifExport.running.add(self)
         self.finished.connect(lambda: GifExport.running.discard(self))
 
@@ -78,11 +77,7 @@ class GifExport(QObject):
 
     def start(self) -> None:
         """Begin once the event loop runs again (the caller's slot returns first)."""
-        self._running = True
         QTimer.singleShot(0, self.run)
-
-    def isRunning(self) -> bool:  # noqa: N802 - QThread's name, which callers used
-        return self._running
 
     def wait(self) -> bool:
         """Nothing to wait for: a cancelled export stops at its next frame, on this thread."""
@@ -112,7 +107,6 @@ class GifExport(QObject):
         else:
             self.done.emit(str(self.out), n)
         finally:
-            self._running = False
             self.finished.emit()
 
 

@@ -21,6 +21,7 @@ from specviz_core.recording.writer import SessionWriter
 from specviz_core.records import CycleRecord, Node, SessionInfo
 from specviz_core.runtime.attention import attention_pattern
 from specviz_core.runtime.locations import model_reference
+from specviz_core.runtime.vocab import load_token_text
 
 TOP_K = 5
 #: ``generate`` settings kept with each session (``stats["generate"]``), as ``generate`` resolved them.
@@ -77,11 +78,13 @@ class CallRecorder:
             gen.assistant_model = self.spy  # observes the assistant's generate calls, changes nothing
         name, device, dtype, attention = _model_facts(model)
         text = ""
-        if tokenizer is not None:
-            try:
+        try:  # the call's tokenizer, else the model's own from its folder (prompt lookup is given none)
+            if tokenizer is not None:
                 text = str(tokenizer.decode(self.ids))
-            except Exception:  # a tokenizer that cannot decode the prompt: the ids are recorded anyway
-                text = ""
+            elif (vocab := load_token_text(name)).tokenizer is not None:
+                text = vocab.text(self.ids)
+        except Exception:  # a tokenizer that cannot decode the prompt: the ids are recorded anyway
+            text = ""
         settings = {k: _plain(getattr(cfg, k, None)) for k in SETTINGS}
         self.stats: dict[str, Any] = {"recorded_by": "specviz.record", "generate": settings,
                                       "generator": type(gen).__name__}
