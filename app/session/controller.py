@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject, Signal
 from specviz_app.session.autoplay import AUTOPLAY_SPEEDS, DEFAULT_SPEED, Autoplay  # noqa: F401 - the window's
 from specviz_app.session.engine_link import EngineLink
 from specviz_app.session.jobs import reports as r
+from specviz_app.session.jobs.base import Job
 from specviz_app.session.jobs.session import DecodeJob, ForkChoiceJob, ResetJob, StartJob
 from specviz_app.session.live_feed import LiveFeed
 from specviz_app.session.measurements import Measurements
@@ -321,11 +322,19 @@ class SessionController(QObject):
             self.autoplay.set(False)
         self.sessions_changed.emit()
 
+    def submit(self, job: Job) -> None:
+        """Send the engine thread a job that is not a step of the session (an audit, a race's recording): the one way
+        the window's parts reach it. A background measurement gives way first; while the job runs the status bar
+        says what it is (its ``what``)."""
+        self.measurements.preempt()
+        self.engine.submit(job)
+
     def _on_busy(self, busy: bool) -> None:
-        """The worker started or ended some work. Work the controller did not ask for as such (a job sent through
-        another part of the window: a race recording, an audit) shows as measuring."""
+        """The worker started or ended some work. Work that is not a step of the session (an audit, a race's
+        recording, a measurement) shows as measuring, named by the job whose report this is."""
         if busy and self.state.activity in (Activity.IDLE, Activity.MEASURING_BASELINE) and not self.state.starting:
-            self._set(activity=Activity.MEASURING, detail="Working", progress=None)
+            job = self.engine.reporting
+            self._set(activity=Activity.MEASURING, detail=job.what if job is not None else "Working", progress=None)
         if not busy:
             self.feed.flush()
 

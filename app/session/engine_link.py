@@ -32,6 +32,8 @@ class EngineLink(QObject):
         self._handlers: dict[type[Report], list[Callable[[Any], None]]] = {}
         self.inflight = 0
         """Jobs submitted and not yet done."""
+        self.reporting: Job | None = None
+        """The job whose report the handlers are hearing now (None between reports, or for the thread's own)."""
 
     @property
     def worker(self) -> EngineWorker | None:
@@ -76,9 +78,13 @@ class EngineLink(QObject):
             self._thread.stop()
             self._thread = None
 
-    def _on_report(self, report: Report) -> None:
-        for handler in self._handlers.get(type(report), ()):
-            handler(report)
+    def _on_report(self, job: Job | None, report: Report) -> None:
+        self.reporting = job
+        try:
+            for handler in self._handlers.get(type(report), ()):
+                handler(report)
+        finally:
+            self.reporting = None
         if isinstance(report, Done):
             self.inflight -= 1
             if self.inflight == 0:

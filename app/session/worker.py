@@ -28,8 +28,9 @@ STOP_WAIT_MS = 10_000
 class EngineWorker(QObject):
     """Runs the submitted jobs over what the engine thread holds (models, recording, session); lives on its QThread."""
 
-    report = Signal(object)
-    """A :class:`~specviz_app.session.jobs.reports.Report` of the job running; :class:`Done` after each job."""
+    report = Signal(object, object)
+    """(the job, one of its :class:`~specviz_app.session.jobs.reports.Report`): every report says whose it is;
+    :class:`Done` after each job. The job is None for what the thread says of itself as it closes."""
     _wake = Signal()
     """A job was queued (queued to the worker's thread, which takes the next job)."""
 
@@ -92,14 +93,15 @@ class EngineWorker(QObject):
             if not self._queue:
                 return
             job, ticket = self._queue.popleft()
-        ctx = JobContext(self.held, self._tickets, ticket, self.report.emit, self._baselines, self.counts)
+        ctx = JobContext(self.held, self._tickets, ticket, lambda item: self.report.emit(job, item), self._baselines,
+                         self.counts)
         try:
             for item in job.run(ctx):
-                self.report.emit(item)
+                self.report.emit(job, item)
         except Exception as e:  # a job's own failures are its reports; this is the last net, never a crash
-            self.report.emit(Error(f"{type(job).__name__} failed: {one_line(e)}"))
+            self.report.emit(job, Error(f"{type(job).__name__} failed: {one_line(e)}"))
         finally:
-            self.report.emit(Done())
+            self.report.emit(job, Done())
 
     @Slot()
     def shutdown(self) -> None:
@@ -107,12 +109,12 @@ class EngineWorker(QObject):
         try:
             info = self.held.finish("interrupted", "window closed")
             if info is not None:
-                self.report.emit(SessionFinished(info))
+                self.report.emit(None, SessionFinished(info))
             self.held.close()
         finally:
             QThread.currentThread().quit()
-            self.report.emit(Progress("ready", 1.0))
-            self.report.emit(Busy(False))
+            self.report.emit(None, Progress("ready", 1.0))
+            self.report.emit(None, Busy(False))
 
 
 class WorkerThread:

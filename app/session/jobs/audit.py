@@ -13,6 +13,7 @@ from specviz_core.records import SessionInfo
 
 @dataclass(frozen=True)
 class AuditJob(Job):
+    what = "Auditing against plain decoding"
     """Audit ``info`` (its cycles committed ``cycle_lengths`` tokens each) against plain greedy decoding."""
 
     info: SessionInfo

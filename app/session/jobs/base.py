@@ -77,6 +77,9 @@ class Job:
 
     key: ClassVar[str | None] = None
     """Jobs with a key replace a queued (not yet started) job of the same key: the newer request wins."""
+    what: ClassVar[str] = "Working"
+    """What the status bar says while the job runs, when it is not a step of the session (every report names its job:
+    :attr:`specviz_app.session.engine_link.EngineLink.reporting`)."""
 
     def run(self, ctx: JobContext) -> Iterator[Report]:
         raise NotImplementedError

@@ -133,6 +133,7 @@ class BaselineJob(Job):
 
 @dataclass(frozen=True)
 class RecordBaselineJob(Job):
+    what = "Recording an AR session of this prompt"
     """Record an AR session of ``info``'s prompt, model and device to ``db_path``: the charts' speed-up baseline."""
 
     info: SessionInfo
@@ -158,6 +159,7 @@ class RecordBaselineJob(Job):
 
 @dataclass(frozen=True)
 class CostCurveJob(Job):
+    what = "Measuring the verify-cost curve"
     """Measure (again) and keep the verify-cost curve of ``info``'s model on its device."""
 
     key = "cost-curve"

@@ -33,6 +33,7 @@ class RaceCancelled(Exception):
 
 @dataclass(frozen=True)
 class RaceJob(Job):
+    what = "Recording the race"
     """Record AR and ``checked``'s method on its prompt into ``db_path``, one after the other, until paused; reports
     :class:`~specviz_app.session.jobs.reports.RaceRecorded` or ``RaceFailed``."""
 

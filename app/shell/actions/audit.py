@@ -34,8 +34,8 @@ class AuditActions:
             "Decode the session's prompt plainly (greedy) on its model and find the first token where the outputs "
             "differ: identical, a numerical tie, or a real divergence")
         run_menu.addAction(self.action)
-        self.engine = controller.engine
-        self.engine.on(AuditReady, lambda rep: self._audit_done(rep.result))
+        self.controller = controller
+        controller.engine.on(AuditReady, lambda rep: self._audit_done(rep.result))
         self.result: AuditResult | None = None
         """The last audit's verdict."""
         self.box: QMessageBox | None = None
@@ -56,7 +56,7 @@ class AuditActions:
             self._audit_done(audit(info, lengths, None))
             return
         self.window.statusBar().showMessage(f"Auditing session {info.id}: decoding its prompt plainly…")
-        self.engine.submit(AuditJob(info, tuple(lengths)))
+        self.controller.submit(AuditJob(info, tuple(lengths)))
 
     def _audit_done(self, result: AuditResult) -> None:
         self.result = result

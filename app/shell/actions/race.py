@@ -88,7 +88,7 @@ class RaceActions:
             dialog.show_message(f"cannot create {db.parent}: {e.strerror}")
             return
         dialog.set_recording(True)
-        self.controller.engine.submit(RaceJob(request, str(db)))
+        self.controller.submit(RaceJob(request, str(db)))
 
     def _race_recorded(self, db: str, ids: list[str]) -> None:
         self.controller.sessions_changed.emit()
