@@ -121,7 +121,7 @@ def test_spine_continuation_default_model(smol, tmp_path):
     from specviz_core.session.session import Session
 
     n = 5
-    req = SessionRequest(method="goose", prompt=NOTE, max_new_tokens=n)
+    req = SessionRequest(method="goose", prompt=NOTE, max_new_tokens=n, budget="paper")  # not this machine's auto
     with Recording(tmp_path / "s.db", create=True) as rec:
         run = Session(req.check(), smol, recording=rec)
         list(run.run())
