@@ -38,6 +38,12 @@ def add_parser(sub: Any) -> None:
                         "model.safetensors), which the serving engines load and --draft-head drafts with here "
                         "(it fixes the features: eagle reads the last hidden state, eagle3 three layers); "
                         "docs/eagle-heads.md (default specviz)")
+    t.add_argument("--for", dest="engine", choices=("vllm", "sglang"), default=None,
+                   help="with --format eagle|eagle3: the serving engine the folder is written for (default vllm). "
+                        "eagle3 writes one folder both load (architectures LlamaForCausalLMEagle3); eagle writes "
+                        "vLLM's (LlamaForCausalLM, no fc.bias: its EAGLE-1 fc has none) or SGLang's "
+                        "(LlamaForCausalLMEagle and a zero fc.bias, which its fc always has). SpecViz drafts with "
+                        "either; docs/eagle-heads.md")
     t.add_argument("--out", metavar="DIR", default=None,
                    help="with --format eagle|eagle3: the folder to write (default: <heads folder>/<model>-<format>, "
                         "which specviz models lists)")
@@ -115,6 +121,9 @@ def cmd_train_head(args: argparse.Namespace) -> int:
                            f": leave --features out")
     if args.out is not None and layout == "specviz":
         raise SpecVizError("--out is for --format eagle or eagle3 (SpecViz's own head is kept per model)")
+    if getattr(args, "engine", None) is not None and layout == "specviz":
+        raise SpecVizError("--for is for --format eagle or eagle3 (serving engines do not load SpecViz's own head)")
+    engine = getattr(args, "engine", None) or "vllm"
     if args.out is not None:  # where the head goes is checked before minutes of training, not after
         check_folder(Path(args.out))
     if not args.write_text:
@@ -140,7 +149,7 @@ def cmd_train_head(args: argparse.Namespace) -> int:
 
         out = Path(args.out) if args.out else heads_dir() / f"{head_key(target)}-{layout}"
         existed = (out / "config.json").exists()
-        save_eagle_head(head, target.model.config, out, info)
+        save_eagle_head(head, target.model.config, out, info, engine=engine)
         path = out
     else:
         path = save_head(target, head, info)
@@ -155,12 +164,17 @@ def cmd_train_head(args: argparse.Namespace) -> int:
     print(f"trained {info['steps']} steps on {info['text_tokens']:,} tokens in {info['minutes']:.1f} min; "
           f"saved {path}{' (replacing the previous head)' if (existed if layout != 'specviz' else old) else ''}")
     how = f"--format {layout}" if layout != "specviz" else f"--features {args.features}"
+    if getattr(args, "engine", None):
+        how += f" --for {engine}"
     print(f"to repeat it exactly: specviz train-head --seed {args.seed} --text {args.text} {how} "
           f"--steps {info['steps']} --text-tokens {info['answer_tokens']}")
     if layout != "specviz":
         name = "EAGLE-3" if layout == "eagle3" else "EAGLE-1/2"
+        serves = "vLLM and SGLang load that folder" if layout == "eagle3" else (
+            "SGLang loads that folder (--speculative-algorithm EAGLE); for vLLM write it with --for vllm"
+            if engine == "sglang" else "vLLM loads that folder (method eagle); for SGLang write it with --for sglang")
         print(f"it is in {name}'s published layout: draft with it here with --draft-head {path} (talon, eagle_static, "
-              "eagle); serving engines load that folder as an EAGLE draft model (docs/eagle-heads.md)")
+              f"eagle); {serves} (docs/eagle-heads.md)")
     else:
         print("talon, eagle_static and eagle now draft with it (drafter=auto); drafter=table keeps the n-gram tables")
     return 0

@@ -52,7 +52,9 @@ def test_a_trained_head_written_in_the_published_layout_loads_back_to_the_same_d
     assert isinstance(head, cls) and info["layout"] == layout
     save_eagle_head(head, tiny.model.config, tmp_path / "head", info)
     cfg = json.loads((tmp_path / "head" / "config.json").read_text())
-    assert cfg["architectures"] == ["LlamaForCausalLM"] and cfg["num_hidden_layers"] == 1
+    # written for vLLM (the default): its EAGLE-1 class from LlamaForCausalLM; EAGLE-3's name serves SGLang too
+    assert cfg["architectures"] == [{"eagle": "LlamaForCausalLM", "eagle3": "LlamaForCausalLMEagle3"}[layout]]
+    assert cfg["num_hidden_layers"] == 1
     assert ("draft_vocab_size" in cfg) == (layout == "eagle3")
     back = load_eagle_head(tmp_path / "head", tiny)
     a, b = head.published_state(), back.published_state()

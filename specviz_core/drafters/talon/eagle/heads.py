@@ -17,6 +17,13 @@ one layer) and ``pytorch_model.bin`` or ``model.safetensors``:
 Row ``t`` of the head pairs the target's feature at position ``t`` with the token at ``t + 1``, at position ``t``
 (the official pairing): the first token of the text has no row (:attr:`PublishedHead.first_row`). A checkpoint that
 does not fit the target is refused at load in one line naming the mismatch.
+
+A head is written for a serving engine (:data:`SERVING_ENGINES`), as its loader reads it (``docs/eagle-heads.md``):
+an EAGLE-3 folder is the same for vLLM and SGLang (``"architectures": ["LlamaForCausalLMEagle3"]``); an EAGLE-1/2
+folder differs, vLLM's naming ``LlamaForCausalLM`` (it prefixes ``Eagle`` itself) with no ``fc.bias`` (its EAGLE-1
+``fc`` has none, and an unknown weight stops its loader), SGLang's naming ``LlamaForCausalLMEagle`` with an
+``fc.bias`` always (its ``fc`` always has one: zeros where the head has none, else it stays random). Neither gets a
+``"bias": true`` key, which both engines read as the attention's biases.
 """
 
 from __future__ import annotations
@@ -315,12 +322,57 @@ def load_eagle_head(path: str | Path, target: Any) -> PublishedHead:
     return head
 
 
-def config_of(head: PublishedHead, target_config: Any) -> dict[str, Any]:
-    """The ``config.json`` of a head written in its published layout (the keys the official code and the serving
-    engines read)."""
+SERVING_ENGINES = ("vllm", "sglang")
+"""The serving engines a head folder is written for (``train-head --for``); the first is the default."""
+
+
+def _engine(engine: str) -> str:
+    if engine not in SERVING_ENGINES:
+        raise SpecVizError(f"a head is written for one of {', '.join(SERVING_ENGINES)}, not {engine!r}")
+    return engine
+
+
+def architecture_for(layout: str, engine: str = SERVING_ENGINES[0]) -> str:
+    """The class name ``config.json`` gives a head in ``layout`` for ``engine``. SGLang builds the class its registry
+    names (``LlamaForCausalLMEagle``, ``LlamaForCausalLMEagle3``); vLLM prefixes ``Eagle`` to an EAGLE-1/2 head's
+    class (``LlamaForCausalLM`` becomes its ``EagleLlamaForCausalLM``, ``LlamaForCausalLMEagle`` a class it has not)
+    and keeps an EAGLE-3 class that ends in ``Eagle3`` (its registry maps ``LlamaForCausalLMEagle3``)."""
+    if layout == "eagle3":
+        return "LlamaForCausalLMEagle3"
+    return "LlamaForCausalLMEagle" if _engine(engine) == "sglang" else "LlamaForCausalLM"
+
+
+def _fc_bias(head: PublishedHead) -> torch.Tensor | None:
+    """EAGLE-1/2's ``fc`` bias when it has one that is not all zeros (a zero bias is no bias)."""
+    b = head.fc.bias if isinstance(head, Eagle1Head) else None
+    return b if b is not None and bool(torch.count_nonzero(b.detach())) else None
+
+
+def written_state(head: PublishedHead, target_config: Any, engine: str = SERVING_ENGINES[0]) -> dict[str, torch.Tensor]:
+    """The tensors a head's weights file holds for ``engine`` (float32; ``d2t`` as int64, ``t2d`` as bool)."""
+    state = {k: (v.detach().long() if k == "d2t" else v.detach().float()).contiguous().cpu()
+             for k, v in head.published_state().items()}
+    if isinstance(head, Eagle3Head):  # t2d, as the official checkpoints carry it (only training reads it)
+        state["t2d"] = torch.zeros(int(target_config.vocab_size), dtype=torch.bool)
+        state["t2d"][head.vocab.cpu()] = True
+        return state
+    bias = _fc_bias(head)
+    if _engine(engine) == "sglang":  # its fc always has a bias: one the file lacks stays as initialised (random)
+        state["fc.bias"] = state["fc.bias"] if bias is not None else torch.zeros(head.hidden_size)
+    else:  # vLLM's EAGLE-1 fc has no bias, and its loader stops at a weight its model lacks
+        if bias is not None:
+            raise SpecVizError("this EAGLE-1/2 head's fc has a bias, which vLLM's EAGLE-1 model has not: it cannot "
+                               "serve it as trained; write it for SGLang (--for sglang)")
+        state.pop("fc.bias", None)
+    return state
+
+
+def config_of(head: PublishedHead, target_config: Any, engine: str = SERVING_ENGINES[0]) -> dict[str, Any]:
+    """The ``config.json`` of a head written in its published layout for ``engine`` (the keys the official code and
+    the serving engines read)."""
     body = head.body.config
     raw = {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+        "architectures": [architecture_for(head.layout, engine)], "model_type": "llama", "hidden_act": "silu",
         "hidden_size": head.hidden_size, "intermediate_size": int(body.intermediate_size),
         "num_attention_heads": int(body.num_attention_heads), "num_key_value_heads": int(body.num_key_value_heads),
         "num_hidden_layers": 1, "rms_norm_eps": float(body.rms_norm_eps),
@@ -332,27 +384,26 @@ def config_of(head: PublishedHead, target_config: Any) -> dict[str, Any]:
         raw["head_dim"] = int(body.head_dim)
     if isinstance(head, Eagle3Head):
         raw["draft_vocab_size"] = len(head.d2t)
-    else:
-        raw["bias"] = head.fc.bias is not None
+    elif _fc_bias(head) is None:
+        # The official loader gives fc a bias unless told "bias": false (a zero fc.bias written for SGLang is then
+        # ignored). A head with a bias gets no key at all: vLLM and SGLang read "bias": true as the attention's biases.
+        raw["bias"] = False
     return raw
 
 
-def save_eagle_head(head: PublishedHead, target_config: Any, folder: str | Path, info: dict[str, Any] | None = None
-                    ) -> Path:
-    """Write ``head`` to ``folder`` in its published layout: ``config.json`` and ``model.safetensors`` (each through a
-    temporary file), and what SpecViz knows of its training in ``specviz_head.json``."""
+def save_eagle_head(head: PublishedHead, target_config: Any, folder: str | Path, info: dict[str, Any] | None = None,
+                    engine: str = SERVING_ENGINES[0]) -> Path:
+    """Write ``head`` to ``folder`` in its published layout, as ``engine`` (vLLM unless told ``"sglang"``) loads it:
+    ``config.json`` and ``model.safetensors`` (each through a temporary file), and what SpecViz knows of its training
+    in ``specviz_head.json``. SpecViz and the official code read either engine's folder."""
     from safetensors.torch import save_file
 
     folder = Path(folder).expanduser()
+    state = written_state(head, target_config, _engine(engine))  # refused before anything is written
     folder.mkdir(parents=True, exist_ok=True)
-    state = {k: (v.detach().long() if k == "d2t" else v.detach().float()).contiguous().cpu()
-             for k, v in head.published_state().items()}
-    if isinstance(head, Eagle3Head):  # t2d, as the official checkpoints carry it (only training reads it)
-        state["t2d"] = torch.zeros(int(target_config.vocab_size), dtype=torch.bool)
-        state["t2d"][head.vocab.cpu()] = True
-    files = {"model.safetensors": None, "config.json": json.dumps(config_of(head, target_config), indent=2)}
+    files = {"model.safetensors": None, "config.json": json.dumps(config_of(head, target_config, engine), indent=2)}
     if info is not None:
-        files["specviz_head.json"] = json.dumps(dict(info, layout=head.layout), indent=1)
+        files["specviz_head.json"] = json.dumps(dict(info, layout=head.layout, written_for=engine), indent=1)
     stale = folder / "pytorch_model.bin"  # read before model.safetensors, by the official loader and by SpecViz
     if stale.exists():
         stale.unlink()
