@@ -12,6 +12,7 @@ from specviz_core.records import CycleRecord, Node
 from specviz_core.runtime.models import LoadedModel
 from specviz_core.session.spec import check_method, spec_for
 from specviz_core.session.session import Session
+from specviz_core.target_rows import TargetRows, target_rows
 
 TIE_GAP = 1e-3
 
@@ -47,6 +48,19 @@ def concentrated_llama(seed: int, noise: float = 0.0):
         for p in m.model.parameters():
             p.add_(noise * p.std() * torch.randn(p.shape, generator=g))
     return m
+
+
+def rows_of(tokens, logits: torch.Tensor, prev=None, k: int = 16) -> TargetRows:
+    """What a harvest receives for rows that ran ``tokens`` and gave ``logits`` [n, V] (``prev``: -1 where None)."""
+    tokens = np.asarray([int(t) for t in tokens])
+    prev = np.full(len(tokens), -1) if prev is None else np.asarray([-1 if p is None else int(p) for p in prev])
+    return target_rows(logits.float(), tokens, None, prev, k)
+
+
+def top_of(logits: torch.Tensor, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's top-k ids and softmax probabilities, by a full softmax (an independent computation)."""
+    top = torch.softmax(logits.float(), dim=-1).topk(k, dim=-1)
+    return top.indices.numpy(), top.values.numpy()
 
 
 @torch.no_grad()

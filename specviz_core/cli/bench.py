@@ -55,7 +55,8 @@ def add_parser(sub: Any) -> None:
                    "quick: three short prompts), several with commas, 'all' (the first five), 'workloads' (the next "
                    "four), or a suite .json file (default: all)")
     g.add_argument("--prompt-file", type=Path, default=None, help="one prompt from a text file (or a suite .json file)")
-    b.add_argument("--max-new-tokens", type=MAX_NEW_TOKENS.parse, default=40, help="new tokens per prompt (default 40)")
+    b.add_argument("--max-new-tokens", type=MAX_NEW_TOKENS.parse, default=None,
+                   help="new tokens per prompt (default 40; 128 with --host-work)")
     b.add_argument("--repeats", type=bounded_int(1, 1000), default=None,
                    help=f"interleaved repeats per prompt; tokens/s is their median (default {REPEATS}; 3 or more for a busy machine)")
     b.add_argument("--temperature", type=TEMPERATURE.parse, default=0.0,
@@ -70,6 +71,11 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--no-cost-curve", action="store_true", help="skip measuring the verify-cost curve")
     add_device_args(b)
     b.add_argument("--out", type=Path, default=None, help="write the results JSON here (required unless --report)")
+    b.add_argument("--host-work", action="store_true",
+                   help="no comparison: print each method's host work a cycle (every recorded stage but the forward) "
+                   "beside its forward on a 2-layer random model, with a 96- and a 49,152-token vocabulary, and AR's "
+                   "tokens/s beside a plain greedy loop over the same model (--max-new-tokens, default here 128; "
+                   "--repeats, default 5)")
     b.add_argument("--report", type=Path, default=None, metavar="RESULTS", help="no run: print the tables of this results file")
     b.add_argument("--markdown", type=Path, default=None, help="also write the tables into this markdown file (between its bench markers)")
     b.add_argument("--chart", default=None, help="with --markdown: link this chart image above the tables")
@@ -87,6 +93,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         parse_method_specs,
     )
 
+    if args.host_work:
+        from specviz_core.bench import host_work
+
+        host_work.run(tokens=args.max_new_tokens or 128, rounds=args.repeats or 5)
+        return 0
     if args.report is not None:
         try:
             res = json.loads(args.report.read_text(encoding="utf-8"))
@@ -116,7 +127,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         unknown = [r for r in recorded if r not in {s.label for s in specs}]
         if unknown:
             raise SpecVizError(f"--record-methods must be among --methods; not there: {', '.join(unknown)}")
-    cfg = bench.BenchConfig(methods=specs, suites=suites, max_new_tokens=args.max_new_tokens,
+    cfg = bench.BenchConfig(methods=specs, suites=suites, max_new_tokens=args.max_new_tokens or 40,
                             repeats=REPEATS if args.repeats is None else args.repeats, warmup=not args.no_warmup,
                             recorded=recorded, cost_curve=not args.no_cost_curve, temperature=args.temperature,
                             seed=args.seed)

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import torch
 
 from specviz_core.methods import MethodCard, NoParams
+from specviz_core.target_rows import TargetRows
 from specviz_core.tree import DraftTree
 
 #: The card's facts a drafter class carries as its own class attributes (``cls.description``...).
@@ -63,6 +64,8 @@ class Drafter(ABC):
     needs_draft_model: ClassVar[bool] = False
     #: Whether the draft model must share the target's tokenizer (False: it brings its own, re-encoded each cycle).
     draft_shares_tokenizer: ClassVar[bool] = True
+    #: The widest top-k of the target's rows the drafter reads in ``harvest`` (the engine reduces that many once).
+    harvest_k: int = 0
     #: Why the method decodes greedily only ("" when it samples too); a session with a temperature is refused with it.
     greedy_only: ClassVar[str] = ""
 
@@ -93,11 +96,17 @@ class Drafter(ABC):
     def draft(self, ctx: DraftContext) -> DraftTree:
         """Propose this cycle's tree, rooted at ``ctx.ids[-1]``."""
 
-    def harvest(self, tokens: torch.Tensor, logits: torch.Tensor, prev: torch.Tensor | None = None) -> None:
-        """Learn from the target: ``logits[i]`` ([n, V]) is what followed ``tokens[i]`` ([n]).
+    def harvest(self, rows: TargetRows) -> None:
+        """Learn from the target: what followed each row it just ran (a verify block's or a prefill chunk's).
 
-        ``prev[i]`` is the token before ``tokens[i]`` on its path (-1 if none), for bigram tables.
+        ``rows.top(k)`` gives each row's top-k successors from the one copy a cycle makes (within ``harvest_k``);
+        ``rows.prev[i]`` is the token before ``rows.tokens[i]`` on its path (-1 if none), for bigram tables.
         """
+
+    @property
+    def harvests(self) -> bool:
+        """Whether the drafter learns from the target's rows at all (else a prefill reduces none for it)."""
+        return type(self).harvest is not Drafter.harvest
 
     def accepted(self, tree: DraftTree, accepted_nodes: list[int], committed: list[int]) -> dict[str, Any]:
         """The cycle's outcome; update adaptive state and return state worth recording."""

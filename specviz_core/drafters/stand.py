@@ -42,6 +42,7 @@ from specviz_core.drafters.talon.next_token import TableSource
 from specviz_core.drafters.token_recycling import rank_template
 from specviz_core.errors import SpecVizError
 from specviz_core.methods.stand import CARD, StandParams
+from specviz_core.target_rows import TargetRows
 from specviz_core.tree import DraftTree
 
 TREE_FORMAT = "specviz-tree"
@@ -188,8 +189,12 @@ class StandDrafter(Drafter):
         self.source.start(prompt_ids)
         self.noise.reset()
 
-    def harvest(self, tokens, logits, prev=None) -> None:
-        self.source.harvest(tokens, logits, prev)
+    def harvest(self, rows: TargetRows) -> None:
+        self.source.harvest(rows)
+
+    @property
+    def harvest_k(self) -> int:  # type: ignore[override]
+        return self.source.harvest_k
 
     def draft(self, ctx: DraftContext) -> DraftTree:
         p: StandParams = self.params

@@ -21,12 +21,13 @@ import heapq
 import json
 from pathlib import Path
 
-import torch
+import numpy as np
 
 from specviz_core.drafters.adjacency import AdjacencyTable
 from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.errors import SpecVizError
 from specviz_core.methods.token_recycling import CARD, HEURISTIC, OFFICIAL, TRParams
+from specviz_core.target_rows import TargetRows
 from specviz_core.tree import DraftTree
 
 # Rough acceptance rate of the target's rank-r successor; only the ordering of
@@ -95,7 +96,7 @@ def load_template(tree: str, size: int, max_depth: int, k: int) -> list[tuple[in
     return best_of(paths, size)
 
 
-#: hot_start's tables: one per loaded model (by identity), table width and device, for the life of the process.
+#: hot_start's tables: one per loaded model (by identity) and table width, for the life of the process.
 _HOT_TABLES: dict[tuple, AdjacencyTable] = {}
 
 
@@ -106,14 +107,15 @@ class TokenRecyclingDrafter(Drafter):
         super().__init__(params, target, draft_model)
         self.template = load_template(params.tree, params.budget, params.max_depth, params.k)
         if params.hot_start:
-            key = (id(target), target.vocab_size, params.k, str(target.device))
-            self.table = _HOT_TABLES.setdefault(key, AdjacencyTable(target.vocab_size, params.k, target.device))
+            key = (id(target), target.vocab_size, params.k)
+            self.table = _HOT_TABLES.setdefault(key, AdjacencyTable(target.vocab_size, params.k))
         else:
-            self.table = AdjacencyTable(target.vocab_size, params.k, target.device)
+            self.table = AdjacencyTable(target.vocab_size, params.k)
+        self.harvest_k = params.k
         self._smaller: dict[int, list[tuple[int, ...]]] = {}  # budget=auto's smaller templates, by size
 
-    def harvest(self, tokens: torch.Tensor, logits: torch.Tensor, prev: torch.Tensor | None = None) -> None:
-        self.table.update(tokens, logits)
+    def harvest(self, rows: TargetRows) -> None:
+        self.table.update(rows.tokens, *rows.top(self.table.k))
 
     def draft(self, ctx: DraftContext) -> DraftTree:
         tree = DraftTree(root_token=ctx.ids[-1], mode="tree")
@@ -132,8 +134,8 @@ class TokenRecyclingDrafter(Drafter):
             if not paths:
                 break
             parents = [node_of[p[:-1]] for p in paths]
-            parent_tokens = torch.tensor([tree.tokens[i] for i in parents], device=self.table.ids.device)
-            ranks = torch.tensor([p[-1] for p in paths], device=self.table.ids.device)
+            parent_tokens = np.array([tree.tokens[i] for i in parents])
+            ranks = np.array([p[-1] for p in paths])
             # One gather per level: [m] successor ids and probabilities.
             toks = self.table.ids[parent_tokens, ranks].tolist()
             probs = self.table.probs[parent_tokens, ranks].tolist()
@@ -153,7 +155,7 @@ class TokenRecyclingDrafter(Drafter):
         for path, nid in node_of.items():
             if path:
                 ranks.setdefault(node_of[path[:-1]], set()).add(path[-1])
-        toks = torch.tensor([tree.tokens[n] for n in nodes], device=self.table.ids.device)
+        toks = np.array([tree.tokens[n] for n in nodes])
         ids, probs, filled = self.table.ids[toks].tolist(), self.table.probs[toks].tolist(), self.table.filled[toks].tolist()
         for n, row_ids, row_p, ok in zip(nodes, ids, probs, filled):
             if not ok:

@@ -1,12 +1,9 @@
-"""The decode engine: one cycle at a time, every method through the same steps.
+"""The decode engine: one cycle at a time, every method through the same steps, knowing no drafter.
 
-draft -> flatten -> verify (one target forward) -> walk -> trim -> harvest -> record.
-The cache holds every committed token but the root (``cache_len`` positions) at the start of every cycle but the
-first: the prefill runs the whole prompt, as ``generate`` and the official decoders do, so its last row already holds
-the target's distribution after the first root. Cycle 0 takes its token from that row when it verifies nothing but
-the root (AR, Goose's first cycle, a drafter with nothing to offer yet): no forward of its own, recorded with
-``state["from_prefill"]``. When cycle 0 has a draft, the root's KV is dropped and the cycle verifies the root and its
-tree as every other cycle does (the prefill's last row is then unused; no forward is added).
+draft -> plan (context gate, budget, recorded decisions, padding) -> verify (one target forward) -> walk -> trim
+-> harvest -> commit -> record. The cache holds every committed token but the root (``cache_len`` positions) at the
+start of every cycle but the first: the prefill runs the whole prompt, as ``generate`` and the official decoders do,
+and keeps its last row as the first root's verify (``Engine._verify``, the one place cycle 0 differs).
 """
 
 from __future__ import annotations
@@ -22,21 +19,22 @@ from transformers import DynamicCache
 
 from specviz_core.analysis.timing import padded_rows
 from specviz_core.drafters.base import DraftContext, Drafter
-from specviz_core.drafters.talon.head import retap
 from specviz_core.engine.forward import verify_forward
-from specviz_core.engine.verify import children_rows, greedy_walk, sampling_walk
+from specviz_core.engine.record import cycle_record
+from specviz_core.engine.verify import WalkResult, children_rows, greedy_walk, sampling_walk
 from specviz_core.errors import SpecVizError
-from specviz_core.records import CycleDecisions, CycleRecord, Node
+from specviz_core.records import CycleDecisions, CycleRecord
 from specviz_core.runtime import kv
 from specviz_core.runtime import threads as cpu_threads
+from specviz_core.runtime.feature_tap import kept_features
 from specviz_core.runtime.models import LoadedModel, synchronize
+from specviz_core.target_rows import TargetRows, Verified, target_rows
 from specviz_core.tree import DraftTree, VerifyBlock, flatten
 
 if TYPE_CHECKING:
     from specviz_core.analysis.timing import CostCurve
     from specviz_core.engine.budget import BudgetController
 
-TOPK_SHOWN = 5
 PREFILL_CHUNK = 512
 
 
@@ -52,6 +50,21 @@ class DecodeConfig:
     pad_rows: bool = True
     """Run a verify block as a bigger one where this device's cost curve says the bigger costs less (a CPU's
     matrix kernels: :func:`~specviz_core.analysis.timing.padded_rows`); the padding changes no logit."""
+
+
+class Laps:
+    """A cycle's stage clock: ``lap(stage)`` ends the stage (the device synced first) and records its ms."""
+
+    def __init__(self, clock: Callable[[], float], sync: Callable[[], None]) -> None:
+        self.clock, self.sync = clock, sync
+        self.t = clock()
+        self.ms: dict[str, float] = {}
+
+    def __call__(self, stage: str) -> None:
+        self.sync()
+        t = self.clock()
+        self.ms[stage] = (t - self.t) * 1000.0
+        self.t = t
 
 
 class Engine:
@@ -101,9 +114,8 @@ class Engine:
         self._prefilled = False
         self.decided: dict[int, CycleDecisions] = {}
         """Decisions to apply instead of making them, by cycle index (:meth:`reuse_decisions`)."""
-        self._first_row: tuple[torch.Tensor, torch.Tensor | None] | None = None
-        """The prefill's last row of logits [1, V] (fp32), and a draft head's features of it, until cycle 0 uses or
-        drops them."""
+        self._first_row: Verified | None = None
+        """The prefill's last row (logits [1, V] and a draft head's features of it), until cycle 0 uses or drops it."""
 
     # -- public state ---------------------------------------------------------
     @property
@@ -179,101 +191,110 @@ class Engine:
 
     @torch.no_grad()
     def step(self) -> CycleRecord:
-        """Run one cycle and return its record."""
+        """Run one cycle and return its record: draft, plan, verify, walk, trim, harvest, commit, record."""
         if self.done:
             raise SpecVizError(f"the session is finished ({self.stop_reason})")
-        if not self._prefilled:
-            self.prefill()
-        cfg, dev = self.config, self.target.device
-        cache_len = self.cache_len
-        first_row, self._first_row = self._first_row, None
-        assert kv.cache_length(self.cache) == cache_len + (first_row is not None), "cache out of step with tokens"
-
-        t0 = self.clock()
-        max_depth = self.target.context_length - 1 - cache_len
+        self.prefill()
+        cfg, cache_len = self.config, self.cache_len
+        lap = Laps(self.clock, self._sync)
         decided = self.decided.get(self.cycle_index)
-        if decided is not None:
-            ceiling = decided.ceiling
-        else:
-            ceiling = self.budget.draft_budget() if self.budget is not None else None
-        room = cfg.max_new_tokens - len(self.output_ids)
-        tree = self.drafter.draft(
-            DraftContext(ids=list(self.ids), cache_len=cache_len, max_depth=max_depth,
-                         generator=self.generator, temperature=cfg.temperature, budget=ceiling, room=room)
-        )
-        _gate_deeper_than(tree, max_depth)
-        if decided is not None and decided.kept is not None:  # the recorded choice, applied as it was made
+        ceiling = decided.ceiling if decided is not None else self.budget.draft_budget() if self.budget else None
+        tree = self.drafter.draft(DraftContext(
+            ids=list(self.ids), cache_len=cache_len, max_depth=self.max_depth, generator=self.generator,
+            temperature=cfg.temperature, budget=ceiling, room=self.room))
+        block, rows_run = self._plan(tree, decided, ceiling)
+        lap("draft")
+        verified = self._verify(tree, block, rows_run)
+        lap("forward")
+        probs = torch.softmax(verified.logits / cfg.temperature, dim=-1) if cfg.temperature > 0 else None
+        rows = target_rows(verified.logits, block.tokens, block.parent_rows, self._prev(block),
+                           self.drafter.harvest_k, cfg.temperature, probs, verified.features)
+        walk = self._walk(tree, block, rows, probs)
+        lap("walk")
+        kv_keep = [0, *walk.accepted_rows]
+        kv.trim(self.cache, cache_len, kv_keep)
+        lap("trim")
+        self.drafter.harvest(rows)
+        committed, state = self._commit(tree, block, walk)
+        lap("harvest")
+        record = cycle_record(self.cycle_index, tree, block, rows, walk.accepted_rows, walk.bonus_token, committed,
+                              kv_keep, state, cache_len, lap.ms)
+        lap("build")  # building the record is part of the cycle's cost too
+        record = record.replace(timings_ms=lap.ms)
+        if self.budget is not None:
+            self.budget.observe(record, greedy=cfg.temperature <= 0)
+        self.cycle_index += 1
+        return record
+
+    @property
+    def max_depth(self) -> int:
+        """The deepest a draft node may go without passing the model's context."""
+        return self.target.context_length - 1 - self.cache_len
+
+    @property
+    def room(self) -> int:
+        """New tokens the session may still commit."""
+        return self.config.max_new_tokens - len(self.output_ids)
+
+    def _plan(self, tree: DraftTree, decided: CycleDecisions | None, ceiling: int | None) -> tuple[VerifyBlock, int]:
+        """The nodes to verify and the rows to run them as: the context's limit gates deeper nodes, a recorded
+        choice is applied as it was made, else ``budget=auto`` keeps the best nodes for this hardware; the block is
+        padded where a bigger one costs less (as recorded, on a re-run)."""
+        _gate_deeper_than(tree, self.max_depth)
+        if decided is not None and decided.kept is not None:
             _keep_only(tree, decided.kept)
             tree.state = dict(tree.state, budget=decided.budget_state)
-        elif self.budget is not None:  # keep the best B nodes for this hardware; gate the rest
-            tree.state = dict(tree.state, budget=self.budget.fit(tree, ceiling, room).as_state())
+        elif self.budget is not None:
+            tree.state = dict(tree.state, budget=self.budget.fit(tree, ceiling, self.room).as_state())
         block = flatten(tree)
-        t1 = self.clock()
+        n = len(block.order)
+        return block, max(n, decided.rows_run) if decided is not None else self.rows_to_run(n)
 
-        if first_row is not None and len(block.order) == 1:  # the root alone: the prefill's last row is its verify
-            logits, features = first_row  # [1, V]; a draft head's features of that row, when it taps them
-            if features is not None:
-                retap(self.target.model, features=features)
+    def _verify(self, tree: DraftTree, block: VerifyBlock, rows_run: int) -> Verified:
+        """The target's rows for the block: one forward, or at cycle 0 for the root alone the prefill's last row
+        (the only place the prefill's shortcut is taken; a cycle 0 with a draft drops the root's KV and verifies
+        it with its tree, as every cycle does)."""
+        first, self._first_row = self._first_row, None
+        assert kv.cache_length(self.cache) == self.cache_len + (first is not None), "cache out of step with tokens"
+        if first is not None and len(block.order) == 1:
             tree.state = dict(tree.state, from_prefill=True)
-        else:
-            if first_row is not None:  # a draft at cycle 0: the root is verified with its tree, as in every cycle
-                kv.crop(self.cache, cache_len)
-            n_rows = len(block.order)
-            rows_run = max(n_rows, decided.rows_run) if decided is not None else self.rows_to_run(n_rows)
-            if rows_run > len(block.order):
-                tree.state = dict(tree.state, padded_to=rows_run)
-            logits = verify_forward(self.target, self.cache, block, cache_len, rows_run)  # [n, V]
-            self.n_forward += 1
-        self._sync()
-        t2 = self.clock()
+            return first
+        if first is not None:
+            kv.crop(self.cache, self.cache_len)
+        if rows_run > len(block.order):
+            tree.state = dict(tree.state, padded_to=rows_run)
+        self.n_forward += 1
+        return verify_forward(self.target, self.cache, block, self.cache_len, rows_run)
 
-        if cfg.temperature > 0:
-            probs = torch.softmax(logits / cfg.temperature, dim=-1)
-        else:
-            probs = torch.softmax(logits, dim=-1)
-        rows = _row_stats(logits, probs, block)  # what the walk and the record need, in one transfer
-        argmax = rows.argmax
-        sources = [tree.sources[i] for i in block.order]
-        kids = children_rows(block, sources, self.drafter.source_priority)
-        if cfg.temperature > 0:
+    def _prev(self, block: VerifyBlock) -> np.ndarray:
+        """The token before each row on its path: the parent's, or the one before the root (-1: none)."""
+        before_root = self.ids[-2] if len(self.ids) > 1 else -1
+        return np.where(block.parent_rows >= 0, block.tokens[block.parent_rows.clip(min=0)], before_root)
+
+    def _walk(self, tree: DraftTree, block: VerifyBlock, rows: TargetRows, probs: torch.Tensor | None) -> WalkResult:
+        """The accepted path and the bonus token (greedy, or speculative sampling from ``probs``); a drafter's
+        lazy offers are read before the harvest rewrites the tables they came from."""
+        kids = children_rows(block, [tree.sources[i] for i in block.order], self.drafter.source_priority)
+        if probs is not None:
             walk = sampling_walk(block, probs.cpu(), kids, tree, self.generator)
         else:
-            walk = greedy_walk(block, argmax, kids)
-        if tree.lazy_offers is not None:  # before the harvest rewrites the tables the drafter read
+            walk = greedy_walk(block, rows.argmax, kids)
+        if tree.lazy_offers is not None:
             tree.lazy_offers([0, *(int(block.order[r]) for r in walk.accepted_rows)])
-        self._sync()
-        t3 = self.clock()
+        return walk
 
-        keep_rows = [0] + walk.accepted_rows
-        kv.trim(self.cache, cache_len, keep_rows)
-        self._sync()
-        t4 = self.clock()
-
-        # The token before each row on its path: the parent's, or the one before the root.
-        prev = np.where(block.parent_rows >= 0, block.tokens[block.parent_rows.clip(min=0)],
-                        self.ids[-2] if len(self.ids) > 1 else -1)
-        self.drafter.harvest(torch.from_numpy(block.tokens).to(dev), logits, torch.from_numpy(prev))
+    def _commit(self, tree: DraftTree, block: VerifyBlock, walk: WalkResult) -> tuple[list[int], dict[str, Any]]:
+        """Commit the accepted tokens and the bonus (cut at EOS and the limits); the cycle's state, with the
+        drafter's account of it and what each source offered where the walk went ("why did it stop" reads it)."""
         accepted_nodes = [int(block.order[r]) for r in walk.accepted_rows]
-        committed = [tree.tokens[i] for i in accepted_nodes] + [walk.bonus_token]
-        committed = self._cut(committed)
+        committed = self._cut([tree.tokens[i] for i in accepted_nodes] + [walk.bonus_token])
         self.ids.extend(committed)
         state = dict(tree.state)
         state.update(self.drafter.accepted(tree, accepted_nodes, committed))
         path_offers = {str(n): tree.offers[n] for n in (0, *accepted_nodes) if n in tree.offers}
-        if path_offers:  # what each source offered where the walk went: "why did it stop" reads it
+        if path_offers:
             state["offers"] = path_offers
-        self._sync()
-        t5 = self.clock()
-
-        record = self._record(tree, block, rows, walk.accepted_rows, walk.bonus_token,
-                              committed, keep_rows, state, cache_len,
-                              {"draft": t1 - t0, "forward": t2 - t1, "walk": t3 - t2, "trim": t4 - t3, "harvest": t5 - t4})
-        # Building the record is part of the cycle's cost too.
-        record = record.replace(timings_ms=dict(record.timings_ms, build=(self.clock() - t5) * 1000.0))
-        if self.budget is not None:
-            self.budget.observe(record, greedy=self.config.temperature <= 0)
-        self.cycle_index += 1
-        return record
+        return committed, state
 
     def session_stats(self) -> dict[str, Any]:
         """What a finished session records (``stats``): the drafter's counters and, for a method with a budget,
@@ -313,50 +334,18 @@ class Engine:
         self.stop_reason = reason
         return cut
 
-    def _record(self, tree: DraftTree, block, rows: RowStats, accepted_rows, bonus, committed, keep_rows,
-                state: dict[str, Any], cache_len: int, seconds: dict[str, float]) -> CycleRecord:
-        row_of = {int(nid): r for r, nid in enumerate(block.order)}
-        argmax, tp = rows.argmax, rows.token_prob.tolist()
-        top_ids, top_p = rows.top_ids.tolist(), rows.top_probs.tolist()
-        accepted = {0} | {int(block.order[r]) for r in accepted_rows}
-        nodes = []
-        for i in range(len(tree)):
-            row = row_of.get(i)
-            nodes.append(Node(
-                id=i, parent=tree.parents[i], token=tree.tokens[i], source=tree.sources[i],
-                depth=tree.depths[i], score=float(tree.scores[i]), verified=row is not None,
-                gated=tree.gated[i], accepted=i in accepted,
-                target_token=int(argmax[row]) if row is not None else -1,
-                target_prob=float(tp[row]) if row is not None and row > 0 else None,
-            ))
-        return CycleRecord(
-            index=self.cycle_index,
-            mode=tree.mode,
-            cache_len=cache_len,
-            nodes=tuple(nodes),
-            verify_order=tuple(int(i) for i in block.order),
-            mask=block.mask,
-            positions=tuple(int(p) for p in block.positions(cache_len)),
-            accepted_path=tuple(int(block.order[r]) for r in accepted_rows),
-            bonus_token=int(bonus),
-            committed_ids=tuple(int(t) for t in committed),
-            kv_keep=tuple(keep_rows),
-            target_topk=tuple(tuple((int(t), float(p)) for t, p in zip(ti, tpp)) for ti, tpp in zip(top_ids, top_p)),
-            state=_plain(state),
-            timings_ms={k: v * 1000.0 for k, v in seconds.items()},
-        )
-
 
 @torch.no_grad()
 def prefill_into(target: LoadedModel, drafter: Drafter, body: list[int], cache: DynamicCache,
                  keep_last_row: bool = False) -> Any:
-    """Run ``body`` into ``cache`` in chunks, the drafter harvesting every chunk's logits; returns the cache.
+    """Run ``body`` into ``cache`` in chunks, the drafter harvesting every chunk's rows; returns the cache.
 
-    A session's prefill (``body``: the whole prompt, ``keep_last_row``: returns ``(cache, last row's logits [1, V])``
-    and the drafter does not harvest that row), and a fork's new drafter started on the committed tokens but the
-    root as if they were its prompt (:mod:`specviz_core.session.fork`)."""
+    A session's prefill (``body``: the whole prompt; ``keep_last_row``: returns ``(cache, the last row as
+    Verified)``, which cycle 0 verifies the root alone with, and the drafter does not harvest that row here), and a
+    fork's new drafter started on the committed tokens but the root as if they were its prompt
+    (:mod:`specviz_core.session.fork`)."""
     dev = target.device
-    last = last_features = None
+    last = None
     for start in range(0, len(body), PREFILL_CHUNK):
         chunk = body[start:start + PREFILL_CHUNK]
         out = target.model(
@@ -367,39 +356,15 @@ def prefill_into(target: LoadedModel, drafter: Drafter, body: list[int], cache: 
         )
         cache = kv.returned_cache(out)
         prev = [body[i - 1] if i > 0 else -1 for i in range(start, start + len(chunk))]
-        rows = out.logits[0]  # [c, V]
+        logits, features = out.logits[0].float(), kept_features(target.model, len(chunk))  # [c, V], [c, F]
         if keep_last_row and start + len(chunk) == len(body):
-            last = rows[-1:].float()  # [1, V]
-            chunk, rows, prev = chunk[:-1], rows[:-1], prev[:-1]
-            tapped = retap(target.model, slice(0, len(chunk)))  # a draft head's features: the same rows
-            last_features = tapped[:, -1:] if tapped is not None else None
-        if chunk:
-            drafter.harvest(torch.tensor(chunk, device=dev), rows, torch.tensor(prev))
-    return (cache, (last, last_features)) if keep_last_row else cache
-
-
-@dataclass(frozen=True)
-class RowStats:
-    """Per verify-order row, what leaves the device each cycle (n rows, k = TOPK_SHOWN)."""
-
-    argmax: np.ndarray  # [n] the target's argmax after each row
-    token_prob: np.ndarray  # [n] probs[parent row, row's token]: the target's probability of the row's token
-    top_ids: np.ndarray  # [n, k]
-    top_probs: np.ndarray  # [n, k]
-
-
-def _row_stats(logits: torch.Tensor, probs: torch.Tensor, block: VerifyBlock) -> RowStats:
-    """Gather on the device, copy to the host once (a GPU sync per transfer is what costs)."""
-    k = min(TOPK_SHOWN, probs.shape[-1])
-    top = probs.topk(k, dim=-1)  # [n, k]
-    dev = probs.device
-    pr = torch.as_tensor(block.parent_rows.clip(min=0), device=dev)
-    tp = probs[pr, torch.as_tensor(block.tokens, device=dev)]  # [n]
-    # float64 holds token ids exactly (< 2**53) and float32 probabilities without rounding.
-    packed = torch.cat([logits.argmax(dim=-1, keepdim=True).double(), tp[:, None].double(),
-                        top.indices.double(), top.values.double()], dim=1).cpu().numpy()  # [n, 2 + 2k]
-    return RowStats(packed[:, 0].astype(np.int64), packed[:, 1], packed[:, 2:2 + k].astype(np.int64),
-                    packed[:, 2 + k:])
+            last = Verified(logits[-1:], None if features is None else features[-1:])
+            chunk, logits, prev = chunk[:-1], logits[:-1], prev[:-1]
+            features = None if features is None else features[:-1]
+        if chunk and drafter.harvests:
+            drafter.harvest(target_rows(logits, np.asarray(chunk), None, np.asarray(prev), drafter.harvest_k,
+                                        features=features))
+    return (cache, last) if keep_last_row else cache
 
 
 def _keep_only(tree: DraftTree, kept: frozenset[int]) -> None:
@@ -416,14 +381,3 @@ def _gate_deeper_than(tree: DraftTree, max_depth: int) -> None:
     for i in range(1, len(tree)):
         if tree.depths[i] > max_depth or tree.gated[tree.parents[i]]:
             tree.gated[i] = True
-
-
-def _plain(value: Any) -> Any:
-    """State as plain JSON-able Python values (no numpy scalars, no tuples)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value

@@ -68,7 +68,7 @@ def check_tree_support(target: LoadedModel, seed: int = 0) -> SelfCheck:
     nd = tree.add(nc, d, "draft")
     ne = tree.add(nb, e, "draft")
     block = flatten(tree)
-    got = verify_forward(target, cache, block, cache_len)  # [n, V]
+    got = verify_forward(target, cache, block, cache_len).logits  # [n, V]
     long_path, short_path = _plain(target, ctx + [a, c, d]), _plain(target, ctx + [b, e])
     want = {0: long_path[n_ctx - 1], na: long_path[n_ctx], nc: long_path[n_ctx + 1], nd: long_path[n_ctx + 2],
             nb: short_path[n_ctx], ne: short_path[n_ctx + 1]}
@@ -83,7 +83,7 @@ def check_tree_support(target: LoadedModel, seed: int = 0) -> SelfCheck:
     rows = [0] + [int(np.flatnonzero(block.order == n)[0]) for n in (na, nc)]
     kv.trim(cache, cache_len, rows)
     nxt = flatten(DraftTree(d))
-    after = verify_forward(target, cache, nxt, cache_len + 3)[0]
+    after = verify_forward(target, cache, nxt, cache_len + 3).logits[0]
     err = float((after - long_path[n_ctx + 2]).abs().max()) / scale
     if err > worst:
         worst, where = err, "the first token after a KV trim"

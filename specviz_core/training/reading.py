@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from specviz_core.drafters.talon.head import install_feature_tap, lm_head_of
+from specviz_core.runtime.feature_tap import install_feature_tap, lm_head_of
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime.models import LoadedModel, Progress
 

@@ -42,7 +42,7 @@ def check_tree_logits(m, ctx: list[int], tree: DraftTree, atol: float, pad: int 
     block = flatten(tree)
     cache = prefill(m, ctx)
     with torch.no_grad():
-        logits = verify_forward(m, cache, block, len(ctx) - 1, len(block.order) + pad)
+        logits = verify_forward(m, cache, block, len(ctx) - 1, len(block.order) + pad).logits
     assert logits.shape[0] == len(block.order)
     for row, node in enumerate(block.order):
         ref = plain_logits(m, ctx + path_to(tree, int(node)))

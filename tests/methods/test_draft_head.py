@@ -15,7 +15,8 @@ import torch
 
 from helpers import compare_greedy, concentrated_llama, hf_greedy, make_engine, run, tiny_llama
 from specviz_core.cli.commands import main
-from specviz_core.drafters.talon.head import DraftHead, HeadRunner, load_head, save_head, tapped_features
+from specviz_core.drafters.talon.head import DraftHead, HeadRunner, load_head, save_head
+from specviz_core.runtime.feature_tap import tapped_features
 from specviz_core.runtime.head_files import head_info
 from specviz_core.training.train import train_head
 

@@ -19,11 +19,10 @@ from specviz_core.drafters.talon.head import (
     DraftHead,
     HeadRunner,
     eagle3_layers,
-    install_feature_tap,
     load_head,
     save_head,
-    tapped_features,
 )
+from specviz_core.runtime.feature_tap import install_feature_tap, tapped_features
 from specviz_core.runtime.head_files import head_info
 from specviz_core.training.train import train_head, unroll
 

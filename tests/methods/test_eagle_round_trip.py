@@ -14,7 +14,8 @@ import torch
 from helpers import concentrated_llama, hf_greedy, run
 from specviz_core.cli.commands import main
 from specviz_core.drafters.talon.eagle.heads import Eagle1Head, Eagle3Head, load_eagle_head, save_eagle_head
-from specviz_core.drafters.talon.head import HeadRunner, install_feature_tap, tapped_features
+from specviz_core.drafters.talon.head import HeadRunner
+from specviz_core.runtime.feature_tap import install_feature_tap, tapped_features
 from specviz_core.training.train import train_head
 
 pytestmark = pytest.mark.usefixtures("one_thread")

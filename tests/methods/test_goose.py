@@ -9,15 +9,16 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from helpers import hf_greedy, make_engine, plain_logits
+from helpers import hf_greedy, make_engine, plain_logits, rows_of
 from specviz_core.drafters.adjacency import AdjacencyTable
 from specviz_core.runtime.models import LoadedModel
 
 
 def test_adjacency_lookup_returns_what_was_harvested():
-    table = AdjacencyTable(50, 4, torch.device("cpu"), bigram=True)
+    table = AdjacencyTable(50, 4, bigram=True)
     logits = torch.randn(3, 50, generator=torch.Generator().manual_seed(1))
-    table.update(torch.tensor([5, 6, 5]), logits, prev=torch.tensor([-1, 5, 9]))
+    rows = rows_of([5, 6, 5], logits, [-1, 5, 9], k=4)
+    table.update(rows.tokens, *rows.top(4), prev=rows.prev)
     ids, ps, tier = table.lookup(6, prev=5)
     probs = torch.softmax(logits, -1)
     assert tier == "bigram" and ids == probs[1].topk(4).indices.tolist()

@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 
+from helpers import rows_of, top_of
 from specviz_core.drafters.base import DraftContext
 from specviz_core.drafters.goose.drafter import GooseDrafter, IsotropicDrafter
 from specviz_core.drafters.goose.match import ContextIndex, extend_chain, match_confidence
@@ -391,7 +392,7 @@ def test_scores_are_renormalised_over_the_top_k():
         logits[t] = -0.001 * j
     logits[7] = 3.0
     table = GooseTable(V, 10)
-    table.harvest([5], logits[None])
+    table.harvest([5], *top_of(logits[None], 10))
     succ = table.successors(5)
     z = math.exp(3.0) + sum(math.exp(-0.001 * j) for j in range(9))
     assert [t for t, _ in succ] == [7] + others
@@ -407,13 +408,13 @@ def test_a_token_repeated_in_one_harvest_keeps_its_last_row_and_bigrams_are_stor
     rows[0, 10], rows[0, 11] = 2.0, 1.0  # token 4 after 1
     rows[1, 12], rows[1, 13] = 2.0, 1.0  # token 6 after 4
     rows[2, 14], rows[2, 15] = 2.0, 1.0  # token 4 again after 6: the unigram row of 4 is this one
-    table.harvest([4, 6, 4], rows, [1, 4, 6])
+    table.harvest([4, 6, 4], *top_of(rows, 2), [1, 4, 6])
     assert [t for t, _ in table.successors(4)] == [14, 15]
     assert [t for t, _ in table.successors(4, 1)] == [10, 11]  # the bigram (1, 4)
     assert [t for t, _ in table.successors(4, 6)] == [14, 15]
     assert [t for t, _ in table.successors(4, 9)] == [14, 15]  # unknown bigram: the unigram row
     assert table.successors(5) == [] and not table.has_successors(5) and table.has_successors(5, None) is False
-    table.harvest([5], rows[:1], [None])  # no predecessor: unigram only
+    table.harvest([5], *top_of(rows[:1], 2), [None])  # no predecessor: unigram only
     assert table.has_successors(5) and (None, 5) not in table.bigram
 
 
@@ -421,22 +422,22 @@ def test_tree_cycles_store_no_bigram_for_the_root_and_chain_cycles_do():
     d = goose()
     d.route = "branch_tree"
     logits = torch.randn(3, V)
-    d.harvest(torch.tensor([7, 100, 101]), logits, torch.tensor([6, 7, 7]))
+    d.harvest(rows_of([7, 100, 101], logits, [6, 7, 7]))
     assert (6, 7) not in d.table.bigram and (7, 100) in d.table.bigram and d.table.has_successors(7)
     d.route = "chain"
-    d.harvest(torch.tensor([8, 9]), logits[:2], torch.tensor([7, 8]))
+    d.harvest(rows_of([8, 9], logits[:2], [7, 8]))
     assert (7, 8) in d.table.bigram and (8, 9) in d.table.bigram
 
 
 def test_prefill_harvest_switch_and_bigram_switch():
     d = goose(use_prefill_harvest=False)
-    d.harvest(torch.tensor([1, 2]), torch.randn(2, V), torch.tensor([-1, 1]))  # the prefill
+    d.harvest(rows_of([1, 2], torch.randn(2, V), [-1, 1]))  # the prefill
     assert not d.table.observed.any()
     past_prefill(d, [1, 2, 3])
-    d.harvest(torch.tensor([3]), torch.randn(1, V), torch.tensor([2]))  # cycle 0: still the prefill's row
+    d.harvest(rows_of([3], torch.randn(1, V), [2]))  # cycle 0: still the prefill's row
     assert not d.table.observed.any()
     d2 = goose(use_bigram=False)
-    d2.harvest(torch.tensor([1, 2]), torch.randn(2, V), torch.tensor([-1, 1]))
+    d2.harvest(rows_of([1, 2], torch.randn(2, V), [-1, 1]))
     assert d2.table.observed[1] and d2.table.observed[2] and not d2.table.bigram
 
 

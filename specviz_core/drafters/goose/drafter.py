@@ -36,6 +36,7 @@ from specviz_core.drafters.goose.stats import GooseCounters, path_category, shap
 from specviz_core.drafters.goose.table import GooseTable
 from specviz_core.drafters.goose.tree import BranchRules, build_isotropic_tree, build_spine_tree, spine_ratio_tier
 from specviz_core.methods.goose import CARD, ISOTROPIC, GooseParams, parse_lengths, tiers_of
+from specviz_core.target_rows import TargetRows
 from specviz_core.tree import DraftTree
 
 TREE_ROUTES = ("spine_tree", "branch_tree")
@@ -54,6 +55,7 @@ class GooseDrafter(Drafter):
                                  p.branching_factor, p.branch_depth_from == "fork")
         self.index = ContextIndex(parse_lengths(p.ngram_lengths), p.occurrence, p.consensus)
         self.vocab_size = target.vocab_size
+        self.harvest_k = p.adjacency_top_k if p.use_adjacency else 0
         self.start([])
 
     def start(self, prompt_ids: list[int]) -> None:
@@ -65,14 +67,14 @@ class GooseDrafter(Drafter):
         self.route = ""  # the current cycle's; "" during the prefill
         self.counts = GooseCounters(first_forward_is_prefill=not p.draft_first_cycle)
 
-    def harvest(self, tokens, logits, prev=None) -> None:
+    def harvest(self, rows: TargetRows) -> None:
         p = self.params
         if self.table is None or (self.route in ("", "prefill") and not p.use_prefill_harvest):
             return
-        prevs = prev.tolist() if (prev is not None and p.use_bigram) else None
+        prevs: list[int | None] | None = rows.prev.tolist() if p.use_bigram else None
         if prevs is not None and self.route in TREE_ROUTES:
             prevs[0] = None  # a tree cycle stores no bigram for its root, as the official decoder
-        self.table.harvest(tokens.tolist(), logits, prevs)
+        self.table.harvest(rows.tokens.tolist(), *rows.top(self.table.k), prevs)
 
     def lookup(self, token: int, prev: int | None) -> list[tuple[int, float]]:
         return self.table.successors(token, prev if self.params.use_bigram else None) if self.table else []

@@ -31,6 +31,7 @@ import torch
 
 from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.errors import SpecVizError
+from specviz_core.target_rows import TargetRows
 from specviz_core.tree import DraftTree
 
 
@@ -215,9 +216,9 @@ class CandidateDrafter(Drafter):
         self._drafted = True
         return tree
 
-    def harvest(self, tokens: torch.Tensor, logits: torch.Tensor, prev: torch.Tensor | None = None) -> None:
+    def harvest(self, rows: TargetRows) -> None:
         if self._drafted:  # the verify rows of the chain just drafted (prefill chunks are not the generator's)
-            self._logits = logits
+            self._logits = rows.logits
             self._drafted = False
 
     def accepted(self, tree: DraftTree, accepted_nodes: list[int], committed: list[int]) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from specviz_core.drafters.draft_tree import rows_kept
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime import kv
 from specviz_core.runtime.attention import attention_pattern, tree_masks
+from specviz_core.runtime.feature_tap import lm_head_of
 from specviz_core.runtime.head_files import FEATURES, FORMAT_VERSION, head_info, head_paths
 
 
@@ -153,75 +154,6 @@ class DraftLogits:
         """The m most likely tokens after each feature: (target token ids [r, m], probabilities [r, m])."""
         top = torch.softmax(self(feats), dim=-1).topk(min(m, len(self.vocab)), dim=-1)
         return self.vocab[top.indices], top.values
-
-
-def lm_head_of(model: Any) -> nn.Module:
-    head = model.get_output_embeddings()
-    if head is None:
-        raise SpecVizError("this model has no output embedding (LM head) for a draft head to reuse")
-    return head
-
-
-def decoder_layers(model: Any) -> nn.ModuleList:
-    """The target's decoder layers, in order (``model.model.layers`` on most architectures)."""
-    n = int(model.config.num_hidden_layers)
-    inner = getattr(model, "model", None)
-    layers = getattr(inner, "layers", None)
-    if isinstance(layers, nn.ModuleList) and len(layers) == n:
-        return layers
-    for m in model.modules():
-        if isinstance(m, nn.ModuleList) and len(m) == n:
-            return m
-    raise SpecVizError("this model's decoder layers cannot be found: an eagle3 head cannot read their features")
-
-
-def install_feature_tap(model: Any, layers: tuple[int, ...] | None = None) -> None:
-    """Keep the features a draft head reads after every forward, for the rows the LM head ran: the LM head's
-    input, or (``layers``, an eagle3 head) the inputs of those decoder layers, concatenated. Costs references,
-    and for ``layers`` one concatenation a forward; :func:`tapped_features` reads it. Installing again switches
-    what is kept."""
-    lm = lm_head_of(model)
-    lm._specviz_layers = tuple(layers) if layers else None
-    if layers:
-        store = lm.__dict__.setdefault("_specviz_layer_inputs", {})
-        stack = decoder_layers(model)
-        for i in set(layers) - set(getattr(lm, "_specviz_layer_taps", ())):
-            def keep_input(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], i: int = i) -> None:
-                store[i] = args[0] if args else kwargs["hidden_states"]
-
-            stack[i].register_forward_pre_hook(keep_input, with_kwargs=True)
-            lm._specviz_layer_taps = (*getattr(lm, "_specviz_layer_taps", ()), i)
-    if getattr(lm, "_specviz_tap", False):
-        return
-
-    def keep(module: nn.Module, args: tuple[Any, ...]) -> None:
-        x = args[0]
-        if module._specviz_layers:  # the rows the LM head runs are the last ones of the layers' (logits_to_keep)
-            got = module._specviz_layer_inputs
-            x = torch.cat([got[i][..., -x.shape[-2]:, :].to(x.dtype) for i in module._specviz_layers], dim=-1)
-        module._specviz_features = x
-
-    lm.register_forward_pre_hook(keep)
-    lm._specviz_tap = True
-
-
-def retap(model: Any, rows: slice | None = None, features: torch.Tensor | None = None) -> torch.Tensor | None:
-    """Where the tap is installed: keep only ``rows`` of the last forward's features (or put ``features`` in their
-    place); returns what was there before. The engine splits a prefill's last row off this way, for cycle 0."""
-    lm = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    before = getattr(lm, "_specviz_features", None) if lm is not None else None
-    if before is None:
-        return None
-    lm._specviz_features = features if features is not None else before[:, rows] if rows is not None else before
-    return before
-
-
-def tapped_features(model: Any, rows: int) -> torch.Tensor:
-    """The last forward's features [rows, H] (the forward must have kept the LM head's input for every row)."""
-    f = getattr(lm_head_of(model), "_specviz_features", None)
-    if f is None or f.shape[-2] != rows:
-        raise SpecVizError("the target's last forward did not give a feature per row: the draft head cannot follow it")
-    return f[0].detach()
 
 
 def save_head(target: Any, head: DraftHead, info: dict[str, Any]) -> Path:

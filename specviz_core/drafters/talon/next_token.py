@@ -32,11 +32,13 @@ import torch
 from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.drafters.draft_tree import DraftModelRunner
 from specviz_core.drafters.talon.eagle.heads import load_eagle_head
-from specviz_core.drafters.talon.head import HeadRunner, install_feature_tap, load_head, tapped_features
+from specviz_core.drafters.talon.head import HeadRunner, load_head
+from specviz_core.runtime.feature_tap import install_feature_tap
 from specviz_core.drafters.talon.ngram_tables import NGramTables, Tail
 from specviz_core.errors import SpecVizError
 from specviz_core.methods.card import DRAFT_MODEL, TARGET_AS_DRAFT
 from specviz_core.runtime.models import synchronize
+from specviz_core.target_rows import TargetRows, host_candidates
 from specviz_core.tree import DraftTree
 
 Candidates = tuple[list[int], list[float]]
@@ -62,8 +64,11 @@ class NextTokenSource(ABC):
     def expand(self, tree: DraftTree, nodes: list[int], m: int) -> list[Candidates]:
         """Top-m next tokens after each of ``nodes`` (one draft step for the whole layer)."""
 
-    def harvest(self, tokens: torch.Tensor, logits: torch.Tensor, prev: torch.Tensor | None) -> None:
-        """The target's logits for the rows it just ran (prefill chunk or verify block)."""
+    #: The widest top-k of the target's rows :meth:`harvest` reads.
+    harvest_k = 0
+
+    def harvest(self, rows: TargetRows) -> None:
+        """What the target said after the rows it just ran (prefill chunk or verify block)."""
 
     def accepted(self, tree: DraftTree, accepted_nodes: list[int]) -> None:
         """The cycle's accepted path."""
@@ -71,7 +76,7 @@ class NextTokenSource(ABC):
 
 def _top(logits: torch.Tensor, m: int) -> list[Candidates]:
     top = torch.softmax(logits, dim=-1).topk(min(m, logits.shape[-1]), dim=-1)  # [r, m]
-    return list(zip(top.indices.tolist(), top.values.tolist()))
+    return host_candidates(top.indices, top.values)
 
 
 class ModelSource(NextTokenSource):
@@ -158,8 +163,7 @@ class HeadSource(NextTokenSource):
         synchronize(self.target.device)
         t0 = time.perf_counter()
         h = run()
-        ids, probs = self.runner.logits.top(h, m)
-        cands = list(zip(ids.tolist(), probs.tolist()))  # to the host: the step is done
+        cands = host_candidates(*self.runner.logits.top(h, m))  # to the host: the step is done
         self.step_ms += (time.perf_counter() - t0) * 1000.0
         self.steps += 1
         return h, cands
@@ -181,11 +185,13 @@ class HeadSource(NextTokenSource):
     def bind(self, tree: DraftTree) -> None:
         self._tree = tree
 
-    def harvest(self, tokens: torch.Tensor, logits: torch.Tensor, prev: torch.Tensor | None) -> None:
-        feats = tapped_features(self.target.model, len(tokens))
+    def harvest(self, rows: TargetRows) -> None:
+        feats = rows.features
+        if feats is None or len(feats) != len(rows):
+            raise SpecVizError("the target's forward did not give a feature per row: the draft head cannot follow it")
         if self._tree is None:  # a prefill chunk: features of the next prompt positions
             self.runner.add_features(self._prefilled, feats)
-            self._prefilled += len(tokens)
+            self._prefilled += len(rows)
         else:
             self._pending = feats
 
@@ -212,7 +218,8 @@ class TableSource(NextTokenSource):
         self._prefilled = 0  # prompt rows harvested so far
         self._tree: DraftTree | None = None
         self._tails: dict[int, Tail] = {}
-        self._pending: torch.Tensor | None = None  # a verify block's logits, until the accepted path is known
+        self._pending: TargetRows | None = None  # a verify block's rows, until the accepted path is known
+        self.harvest_k = self.tables.k
 
     def start(self, prompt_ids: list[int]) -> None:
         self._prompt = list(prompt_ids)
@@ -246,11 +253,11 @@ class TableSource(NextTokenSource):
         """The tree whose verify block the next harvest will bring."""
         self._tree = tree
 
-    def harvest(self, tokens: torch.Tensor, logits: torch.Tensor, prev: torch.Tensor | None) -> None:
+    def harvest(self, rows: TargetRows) -> None:
         if self._tree is not None and self.rows == "path":
-            self._pending, self._tree = logits, None
+            self._pending, self._tree = rows, None
             return
-        ids, probs = self.tables.topk(logits)
+        ids, probs = (a.tolist() for a in rows.top(self.tables.k))
         if self._tree is None:  # a prefill chunk: the next rows of the prompt
             start = self._prefilled
             for i in range(len(ids)):
@@ -262,9 +269,9 @@ class TableSource(NextTokenSource):
             self.tables.update(self.tail_of(tree, nid), ids[row], probs[row])
         self._tree = None
 
-    def _merge_rows(self, tree: DraftTree, logits: torch.Tensor, nodes: list[int]) -> None:
+    def _merge_rows(self, tree: DraftTree, rows: TargetRows, nodes: list[int]) -> None:
         row_of = verify_rows(tree)
-        ids, probs = self.tables.topk(logits[[row_of[n] for n in nodes]])
+        ids, probs = (a.tolist() for a in rows.select([row_of[n] for n in nodes]).top(self.tables.k))
         for n, i, p in zip(nodes, ids, probs):
             self.tables.update(self.tail_of(tree, n), i, p)
 
@@ -318,8 +325,12 @@ class SourcedDrafter(Drafter):
         self.steps_total = 0
         self.cycles = 0
 
-    def harvest(self, tokens: torch.Tensor, logits: torch.Tensor, prev: torch.Tensor | None = None) -> None:
-        self.source.harvest(tokens, logits, prev)
+    def harvest(self, rows: TargetRows) -> None:
+        self.source.harvest(rows)
+
+    @property
+    def harvest_k(self) -> int:  # type: ignore[override]
+        return self.source.harvest_k
 
     def begin(self, ctx: DraftContext) -> int:
         """Start a cycle; returns the step count to measure this cycle's draft steps from."""

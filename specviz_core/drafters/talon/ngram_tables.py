@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
 Tail = tuple[int, ...]
 """The last tokens of a context (at most ``n_max``), oldest first."""
 
@@ -55,11 +53,6 @@ class NGramTables:
 
     def tail(self, ids: list[int] | Tail) -> Tail:
         return tuple(int(t) for t in ids[-self.n_max:])
-
-    def topk(self, logits: torch.Tensor) -> tuple[list[list[int]], list[list[float]]]:
-        """``logits`` [n, V] -> the top-k ids and probabilities of each row (one batched softmax)."""
-        top = torch.softmax(logits.float(), dim=-1).topk(min(self.k, logits.shape[-1]), dim=-1)
-        return top.indices.tolist(), top.values.tolist()
 
     def update(self, tail: Tail, ids: list[int], probs: list[float]) -> None:
         """Merge one observed next-token distribution into every n-gram ending the context ``tail``."""

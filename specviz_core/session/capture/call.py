@@ -15,15 +15,17 @@ from specviz_core.analysis.cycle_summary import summarize
 from specviz_core.drafters.hf.assisted import align
 from specviz_core.drafters.hf.generate import AssistantSpy, assistant_stop
 from specviz_core.drafters.hf.prompt_lookup import lookup_state
+from specviz_core.engine.record import cycle_record, plain
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording, new_session_id
 from specviz_core.recording.writer import SessionWriter
-from specviz_core.records import CycleRecord, Node, SessionInfo
+from specviz_core.records import SessionInfo
 from specviz_core.runtime.attention import attention_pattern
 from specviz_core.runtime.locations import model_reference
 from specviz_core.runtime.vocab import load_token_text
+from specviz_core.target_rows import target_rows
+from specviz_core.tree import DraftTree, flatten
 
-TOP_K = 5
 #: ``generate`` settings kept with each session (``stats["generate"]``), as ``generate`` resolved them.
 SETTINGS = ("do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "max_length",
             "prompt_lookup_num_tokens", "max_matching_ngram_size", "assistant_early_exit",
@@ -85,7 +87,7 @@ class CallRecorder:
                 text = vocab.text(self.ids)
         except Exception:  # a tokenizer that cannot decode the prompt: the ids are recorded anyway
             text = ""
-        settings = {k: _plain(getattr(cfg, k, None)) for k in SETTINGS}
+        settings = {k: plain(getattr(cfg, k, None)) for k in SETTINGS}
         self.stats: dict[str, Any] = {"recorded_by": "specviz.record", "generate": settings,
                                       "generator": type(gen).__name__}
         info = SessionInfo(
@@ -192,43 +194,26 @@ class CallRecorder:
         self._pending = None
         k, cache_len = len(drafted), len(self.ids) - 1
         committed = input_ids[0, len(self.ids):].tolist()
-        rows = logits[0, : k + 1].float()  # [k + 1, V]: the verify rows, after generate's logits processors
-        probs = torch.softmax(rows, dim=-1)
-        top_p, top_i = probs.topk(min(TOP_K, probs.shape[-1]), dim=-1)  # [k + 1, TOP_K]
-        if k:
-            picked = torch.tensor(drafted, device=probs.device)[:, None]  # [k, 1]
-            node_p = probs[:k].gather(1, picked)[:, 0].tolist()
-        else:
-            node_p = []
-        top_i_l, top_p_l = top_i.tolist(), top_p.tolist()
-        argmax = [row[0] for row in top_i_l]
+        tree = DraftTree(root_token=self.ids[-1], mode="chain" if k else "ar")
+        tree.add_chain(drafted, self.source, scores=[float(x) for x in scores] if scores is not None else None)
+        block = flatten(tree)
+        # the verify rows, after generate's logits processors: [k + 1, V]
+        prev = np.array([self.ids[-2] if len(self.ids) > 1 else -1, *block.tokens[:-1]])
+        rows = target_rows(logits[0, : k + 1].float(), block.tokens, block.parent_rows, prev)
         # The accepted nodes: the drafted tokens generate kept (its drafts never run past an EOS or max_length, so
         # a cut there only drops the bonus). A dropped bonus is recorded as the target's top token.
         n_acc = 0
         while n_acc < min(k, len(committed)) and drafted[n_acc] == committed[n_acc]:
             n_acc += 1
-        bonus = committed[n_acc] if n_acc < len(committed) else argmax[n_acc]
+        bonus = committed[n_acc] if n_acc < len(committed) else int(rows.argmax[n_acc])
         if self.index == 0:
             state["prefill_in_forward"] = self.prompt_len - 1
         state.update(n_matches=n_matches, **{f"{key}_next": v for key, v in self.settings().items()})
-        nodes = [Node(id=0, parent=-1, token=self.ids[-1], source="root", depth=0, score=1.0, verified=True,
-                      accepted=True, target_token=argmax[0])]
-        for i, tok in enumerate(drafted, 1):
-            nodes.append(Node(id=i, parent=i - 1, token=tok, source=self.source, depth=i,
-                              score=float(scores[i - 1]) if scores is not None else 1.0, verified=True,
-                              accepted=i <= n_acc, target_token=argmax[i], target_prob=float(node_p[i - 1])))
-        n = k + 1
-        record = CycleRecord(
-            index=self.index, mode="chain" if k else "ar", cache_len=cache_len, nodes=tuple(nodes),
-            verify_order=tuple(range(n)), mask=np.tril(np.ones((n, n), dtype=bool)),
-            positions=tuple(cache_len + i for i in range(n)), accepted_path=tuple(range(1, n_acc + 1)),
-            bonus_token=int(bonus), committed_ids=tuple(committed), kv_keep=tuple(range(n_acc + 1)),
-            target_topk=tuple(tuple((int(t), float(p)) for t, p in zip(ti, tp)) for ti, tp in zip(top_i_l, top_p_l)),
-            state=_plain(state),
-            # forward: from the draft to the update: the target's forward, generate's choice and the cache's crop.
-            timings_ms={"draft": (t_drafted - t_draft) * 1000.0, "forward": (t_verify - t_drafted) * 1000.0,
-                        "build": (time.perf_counter() - t0) * 1000.0},
-        )
+        # forward: from the draft to the update: the target's forward, generate's choice and the cache's crop.
+        timings = {"draft": (t_drafted - t_draft) * 1000.0, "forward": (t_verify - t_drafted) * 1000.0}
+        record = cycle_record(self.index, tree, block, rows, list(range(1, n_acc + 1)), bonus, committed,
+                              range(n_acc + 1), state, cache_len, timings)
+        record = record.replace(timings_ms=dict(timings, build=(time.perf_counter() - t0) * 1000.0))
         self.writer.append(record, summarize(record))
         self.ids.extend(committed)
         self.index += 1
@@ -265,18 +250,3 @@ class CallRecorder:
         else:
             reason = "a stopping criterion (stop_strings, max_time, ...)"
         self.writer.finish("complete", reason, self.stats)
-
-
-def _plain(value: Any) -> Any:
-    """JSON-ready: tensors and numpy values as Python numbers and lists."""
-    if isinstance(value, torch.Tensor):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-

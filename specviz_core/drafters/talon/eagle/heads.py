@@ -38,7 +38,8 @@ from torch import nn
 from transformers import LlamaConfig, LlamaModel
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaMLP, LlamaRMSNorm
 
-from specviz_core.drafters.talon.head import DraftLogits, eagle3_layers, lm_head_of
+from specviz_core.drafters.talon.head import DraftLogits, eagle3_layers
+from specviz_core.runtime.feature_tap import lm_head_of
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime.head_files import EAGLE_LAYOUTS, WEIGHT_FILES, head_folder_layout
 

@@ -1,0 +1,154 @@
+"""What the loop costs around the forward: host work per cycle on a 2-layer model, and AR against a plain loop.
+
+On a GPU a large model's forward takes a few milliseconds, and everything a cycle does besides it (drafting,
+walking, trimming, harvesting, building and storing the record) is time the device waits. A 2-layer random Llama
+makes the forward cheap on any machine, so what is left is the loop's own work. Every method runs through
+:class:`~specviz_core.session.session.Session` with a recording (a temporary file), one thread, the paper's
+budgets; host work is every recorded stage but the forward. AR, not recorded, runs beside a plain greedy loop of a
+dozen lines over the same model and cache type, interleaved.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
+
+from specviz_core.drafters import METHODS
+from specviz_core.recording.store import Recording
+from specviz_core.runtime import kv
+from specviz_core.runtime.models import LoadedModel
+from specviz_core.session.session import Session
+from specviz_core.session.spec import check_method, spec_for
+
+#: Methods that need no draft model or head, each as it runs with the paper's budget.
+HOST_METHODS = ("ar", "pld", "goose", "tr", "stand", "talon", "draft_tree")
+#: A prompt with repeated structure, so that the copying methods find something to copy.
+PATTERN = (5, 17, 3, 42, 8, 23, 61, 9, 14, 77, 2, 30)
+
+
+def two_layer_model(vocab: int, seed: int = 0) -> LoadedModel:
+    """A random 2-layer Llama (hidden 64) in fp32 with ``vocab`` tokens."""
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                      initializer_range=0.3, eos_token_id=None, bos_token_id=None, pad_token_id=None,
+                      attn_implementation="sdpa")
+    model = LlamaForCausalLM(cfg).eval()
+    return LoadedModel(model=model, tokenizer=None, name=f"random-2layer-{vocab}", path="random",
+                       device=torch.device("cpu"), dtype=torch.float32)
+
+
+def prompt_ids(vocab: int) -> list[int]:
+    return [t % vocab for t in PATTERN * 8]
+
+
+@dataclass(frozen=True)
+class HostRow:
+    method: str
+    cycles: int
+    rows: float
+    """Median rows verified a cycle."""
+    forward_ms: float
+    host_ms: float
+    """Median of every recorded stage but the forward, a cycle."""
+    stages: dict[str, float]
+    """Median ms of each recorded stage, a cycle."""
+
+    @property
+    def ratio(self) -> float:
+        return self.host_ms / self.forward_ms if self.forward_ms > 0 else float("inf")
+
+
+def host_work(target: LoadedModel, method: str, tokens: int, folder: Path) -> HostRow:
+    """One recorded session of ``method`` (the paper's budget); medians over its cycles but the first."""
+    params = {"budget": "paper"} if "budget" in METHODS[method].params_cls.__dataclass_fields__ else {}
+    choice = check_method(method, params)
+    spec = spec_for(choice, prompt_ids(target.model.config.vocab_size), max_new_tokens=tokens,
+                    draft_model=target.name if choice.wants_draft_model else None)
+    recording = Recording(folder / f"{method}.db", create=True)
+    session = Session(spec, target, target if choice.wants_draft_model else None, recording=recording)
+    records = [c.record for c in session.run()][1:] or []
+    if not records:
+        return HostRow(method, 0, 0.0, 0.0, 0.0, {})
+    stages = sorted({k for r in records for k in r.timings_ms})
+    med = {k: statistics.median(r.timings_ms.get(k, 0.0) for r in records) for k in stages}
+    host = statistics.median(sum(v for k, v in r.timings_ms.items() if k != "forward") for r in records)
+    rows = statistics.median(len(r.verify_order) for r in records)
+    return HostRow(method, len(records), rows, med.get("forward", 0.0), host, med)
+
+
+@torch.no_grad()
+def plain_greedy(model: torch.nn.Module, ids: list[int], n: int) -> list[int]:
+    """The dozen-line loop: prefill, then one token a forward with a DynamicCache, argmax."""
+    cache = DynamicCache()
+    x = torch.tensor([ids])
+    out = []
+    for _ in range(n):
+        logits = model(input_ids=x, **kv.cache_arg(model, cache), use_cache=True).logits
+        nxt = logits[0, -1].argmax()
+        out.append(int(nxt))
+        x = nxt.view(1, 1)
+    return out
+
+
+def ar_against_plain(target: LoadedModel, tokens: int, rounds: int) -> tuple[float, float, bool]:
+    """AR through ``Session`` (not recorded) and the plain loop, interleaved: (AR tok/s, plain tok/s, same output),
+    medians of ``rounds``; each run's time counts the prefill and every token, for both alike."""
+    ids = prompt_ids(target.model.config.vocab_size)
+    spec = spec_for(check_method("ar", {}), ids, max_new_tokens=tokens)
+
+    def ours() -> list[int]:
+        session = Session(spec, target, None)
+        for _ in session.records():
+            pass
+        return session.engine.output_ids
+
+    def plain() -> list[int]:
+        return plain_greedy(target.model, ids, tokens)
+
+    def timed(fn: Callable[[], list[int]]) -> tuple[float, list[int]]:
+        t0 = time.perf_counter()
+        out = fn()
+        return tokens / (time.perf_counter() - t0), out
+
+    timed(ours), timed(plain)  # warm-up
+    a, b, same = [], [], True
+    for _ in range(rounds):
+        ta, oa = timed(ours)
+        tb, ob = timed(plain)
+        a.append(ta)
+        b.append(tb)
+        same = same and oa == ob
+    return statistics.median(a), statistics.median(b), same
+
+
+def run(vocabs: tuple[int, ...] = (96, 49152), tokens: int = 128, rounds: int = 5,
+        methods: tuple[str, ...] = HOST_METHODS, say: Callable[[str], None] = print) -> dict:
+    """Print (through ``say``) and return the host-work table for every vocabulary, and AR against the plain loop."""
+    torch.set_num_threads(1)
+    result: dict = {"tokens": tokens, "vocabs": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for vocab in vocabs:
+            target = two_layer_model(vocab)
+            say(f"2-layer random Llama, vocabulary {vocab:,}, {tokens} tokens, one thread, recorded, paper budgets")
+            say(f"  {'method':11s} {'cycles':>6s} {'rows':>5s} {'forward':>9s} {'host':>9s} {'host/fwd':>8s}  stages (ms)")
+            rows = []
+            for method in methods:
+                row = host_work(target, method, tokens, Path(tmp))
+                rows.append(row)
+                stages = " ".join(f"{k} {v:.2f}" for k, v in row.stages.items() if k != "forward")
+                say(f"  {method:11s} {row.cycles:6d} {row.rows:5.0f} {row.forward_ms:7.2f}ms {row.host_ms:7.2f}ms "
+                    f"{row.ratio:7.2f}x  {stages}")
+            ar, plain, same = ar_against_plain(target, tokens, rounds)
+            say(f"  AR, not recorded: {ar:.0f} tok/s; a plain greedy loop: {plain:.0f} tok/s; {ar / plain:.2f}x "
+                f"(medians of {rounds}, interleaved; {'same output' if same else 'OUTPUTS DIFFER'})")
+            result["vocabs"][vocab] = {"methods": [r.__dict__ for r in rows], "ar_tok_s": ar, "plain_tok_s": plain,
+                                       "ar_vs_plain": ar / plain, "same_output": same}
+    return result

@@ -1,0 +1,141 @@
+"""What the target said after each row it ran, reduced on the device and copied to the host once.
+
+A verify forward (or a prefill chunk) leaves logits [n, V] on the device. The walk needs each row's argmax, the
+record five probabilities a row and the probability of each row's own token, and a drafter that learns from the
+target (Goose's and Token Recycling's tables, TALON's n-grams) each row's top-k successors. All of them are read
+from one top-k, one log-sum-exp and one argmax over the vocabulary, packed into one array and copied to the host in
+one transfer: no softmax over the whole vocabulary, no second top-k, and on a GPU one wait a cycle instead of one
+a drafter's lookup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+#: Top probabilities a row's record shows.
+TOPK_SHOWN = 5
+
+
+class Verified(NamedTuple):
+    """What one target forward gave for the rows it ran (a verify block's real rows, or a prefill's last row)."""
+
+    logits: torch.Tensor
+    """[n, V] fp32, on the device."""
+    features: torch.Tensor | None
+    """[n, F] what a draft head reads of the same rows (the feature tap's), None where no head taps them."""
+
+
+@dataclass(frozen=True)
+class TargetRows:
+    """Per row (n rows, K = the widest top-k asked for), on the host but ``logits``."""
+
+    tokens: np.ndarray
+    """[n] the token each row ran."""
+    prev: np.ndarray
+    """[n] the token before each on its path (-1: none), for bigram tables."""
+    logits: torch.Tensor
+    """[n, V] fp32, on the device: for a drafter that needs the whole distribution."""
+    argmax: np.ndarray
+    """[n] the target's argmax after each row."""
+    token_prob: np.ndarray
+    """[n] the target's (tempered) probability, at the parent row, of each row's token (row 0: its own, unused)."""
+    top_ids: np.ndarray
+    """[n, K] the target's most probable next tokens, best first."""
+    top_probs: np.ndarray
+    """[n, K] their probabilities under the target's own (untempered) distribution."""
+    shown_ids: np.ndarray
+    """[n, TOPK_SHOWN] what the record shows: the top tokens under the session's (tempered) distribution."""
+    shown_probs: np.ndarray
+    features: torch.Tensor | None = None
+    """[n, F] on the device: the draft head's features of the same rows (:class:`Verified`), or None."""
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def top(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The top ``k`` successors of every row, ids [n, k] and probabilities [n, k] (the target's own softmax).
+        Within the width the engine reduced (a drafter's ``harvest_k``) this reads the host copy; beyond it, it
+        runs another top-k and copy."""
+        if k <= self.top_ids.shape[1]:
+            return self.top_ids[:, :k], self.top_probs[:, :k]
+        ids, probs = _top_probs(self.logits, min(k, self.logits.shape[-1]))
+        return ids.cpu().numpy(), probs.cpu().numpy()
+
+    def select(self, rows: list[int] | np.ndarray) -> TargetRows:
+        """These rows only (host arrays indexed; the logits too, on the device)."""
+        idx = np.asarray(rows, dtype=np.int64)
+        dev = torch.as_tensor(idx, device=self.logits.device)
+        return TargetRows(self.tokens[idx], self.prev[idx], self.logits[dev], self.argmax[idx], self.token_prob[idx],
+                          self.top_ids[idx], self.top_probs[idx], self.shown_ids[idx], self.shown_probs[idx],
+                          None if self.features is None else self.features[dev])
+
+
+def host_copy(*parts: torch.Tensor) -> list[np.ndarray]:
+    """Several [n, k_i] tensors of one device brought to the host in one transfer (as float64, which holds token
+    ids and float32 probabilities exactly), split back: one wait on a GPU instead of one a tensor."""
+    widths = [p.shape[1] for p in parts]
+    packed = torch.cat([p.double() for p in parts], dim=1).cpu().numpy()
+    out, at = [], 0
+    for w in widths:
+        out.append(packed[:, at:at + w])
+        at += w
+    return out
+
+
+def host_candidates(ids: torch.Tensor, probs: torch.Tensor) -> list[tuple[list[int], list[float]]]:
+    """A draft step's top-m ids [r, m] and probabilities [r, m], one copy: each row's (ids, probabilities)."""
+    i, p = host_copy(ids, probs)
+    return list(zip(i.astype(np.int64).tolist(), p.tolist()))
+
+
+def _top_probs(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top-k ids and their softmax probabilities, from the logits' top-k and log-sum-exp (no [n, V] softmax)."""
+    values, ids = logits.topk(k, dim=-1)  # [n, k]
+    return ids, torch.exp(values - torch.logsumexp(logits, dim=-1, keepdim=True))
+
+
+def target_rows(logits: torch.Tensor, tokens: np.ndarray, parent_rows: np.ndarray | None, prev: np.ndarray,
+                k: int = 0, temperature: float = 0.0, probs: torch.Tensor | None = None,
+                features: torch.Tensor | None = None) -> TargetRows:
+    """Reduce ``logits`` [n, V] (fp32) for the rows that ran ``tokens`` [n]; ``parent_rows`` [n] (-1 for a root;
+    None: each row's parent is the row before, as in a prefill chunk). ``k``: the widest top-k a drafter reads
+    (:attr:`~specviz_core.drafters.base.Drafter.harvest_k`). With a ``temperature`` the record's probabilities are
+    the tempered ones (``probs``: the tempered softmax when the caller has it already). ``features`` [n, F]: a draft
+    head's features of the same rows, passed along."""
+    n, vocab = logits.shape
+    dev = logits.device
+    kk = min(max(k, TOPK_SHOWN), vocab)
+    parents = np.arange(-1, n - 1) if parent_rows is None else parent_rows
+    pr = torch.from_numpy(parents.clip(min=0)).to(dev)
+    values, ids = logits.topk(kk, dim=-1)  # [n, K]
+    lse = torch.logsumexp(logits, dim=-1, keepdim=True)  # [n, 1]
+    if temperature > 0:
+        tempered = probs if probs is not None else torch.softmax(logits / temperature, dim=-1)
+        shown = tempered.topk(min(TOPK_SHOWN, vocab), dim=-1)
+        picked = tempered[pr, torch.from_numpy(np.asarray(tokens)).to(dev)][:, None]  # [n, 1]
+        extra = [shown.indices, shown.values]
+    else:  # the row's token's logit at its parent row; its probability is exp(logit - lse[parent]) on the host
+        picked = logits[pr, torch.from_numpy(np.asarray(tokens)).to(dev)][:, None]  # [n, 1]
+        extra = []
+    # float32 holds token ids exactly (below 2**24) and the logits as they are: one transfer.
+    parts = [logits.argmax(dim=-1, keepdim=True), ids, values, lse, picked, *extra]
+    packed = torch.cat([p.float() for p in parts], dim=1).cpu().numpy().astype(np.float64)
+    argmax = packed[:, 0].astype(np.int64)
+    top_ids = packed[:, 1:1 + kk].astype(np.int64)
+    log_z = packed[:, 1 + 2 * kk]
+    top_probs = np.exp(packed[:, 1 + kk:1 + 2 * kk] - log_z[:, None])
+    if temperature > 0:
+        s = min(TOPK_SHOWN, vocab)
+        token_prob = packed[:, 2 + 2 * kk]
+        shown_ids = packed[:, 3 + 2 * kk:3 + 2 * kk + s].astype(np.int64)
+        shown_probs = packed[:, 3 + 2 * kk + s:]
+    else:
+        s = min(TOPK_SHOWN, kk)
+        token_prob = np.exp(packed[:, 2 + 2 * kk] - log_z[parents.clip(min=0)])
+        shown_ids, shown_probs = top_ids[:, :s], top_probs[:, :s]
+    return TargetRows(np.asarray(tokens, dtype=np.int64), np.asarray(prev, dtype=np.int64), logits, argmax,
+                      token_prob, top_ids, top_probs, shown_ids, shown_probs, features)
