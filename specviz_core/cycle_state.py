@@ -54,7 +54,8 @@ class EngineFacts(Facts):
     writers = (ALL,)
     budget: dict[str, Any] | None = fact(
         "`budget=auto`'s choice: `chosen` draft nodes verified of `candidates` offered, `ceiling` the budget the "
-        "drafter was asked for, `expected_tokens`, `expected_ms`, `gain_vs_ar`, `paper`; `prior` when the device's "
+        "drafter was asked for, `expected_tokens`, `expected_ms`, `gain_vs_ar`, `paper`, `calibration` (accepted over "
+        "expected draft tokens in the session's earlier trees, which scaled the expectation); `prior` when the device's "
         "prior priced it; `flat` when a flat curve kept the method's own tree (older recordings: `measuring`). A "
         "decision a fork's re-run applies instead of deciding again (`CycleDecisions`; [fork.md](fork.md))")
     padded_to: int | None = fact(

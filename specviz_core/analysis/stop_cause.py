@@ -379,6 +379,10 @@ def budget_note(b: dict[str, Any], drafted: int | None = None) -> str:
                 f"yet: {chosen} of {candidates} drafted nodes verified (the paper's budget: {paper}){tail}.")
     tail = f"; expected {b['expected_tokens']:.2f} tokens in {b['expected_ms']:.0f} ms" if "expected_tokens" in b else ""
     tail += f", {gain:.2f}x an AR step" if isinstance(gain, (int, float)) else ""
+    calibration = b.get("calibration")
+    if isinstance(calibration, (int, float)) and abs(calibration - 1.0) >= 0.05:
+        tail += (f" (the session's earlier trees were accepted at {calibration:.2f}x what they were expected to be, "
+                 "and this expectation is scaled so)")
     paper_note = f"the paper's budget: {paper}" if paper else "the method alone verifies all"
     return (f"Budget chosen for this device (budget=auto): {chosen} of {candidates} drafted nodes verified "
             f"({paper_note}){tail}.")

@@ -21,6 +21,13 @@ sometimes no tree at all. Each cycle, with ``budget=auto``:
    (the optimism orders the nodes but does not buy rows: counted in the sum, it promised 1.5x
    the tokens a free-chat session accepted, and kept trees that made it slower than plain decoding)
 
+   and the sum is calibrated on the session's own history: times the ratio of the draft tokens the
+   session's verified trees had accepted to what their choices expected (decayed sums, the last ~35
+   cycles weigh most, shrunk to 1 by two pseudo-tokens: :attr:`BudgetController.calibration`). The
+   kept nodes are those ranked best, so their estimates err high (the winner's curse); where the
+   session's drafts keep missing, calibration brings the choice down to a plain cycle, and as the
+   sums decay through plain cycles it drifts back to 1, so a draft is tried again
+
    with the cycle time predicted from this device's measured verify-cost curve, priced at the size the block
    runs as (padded: :func:`~specviz_core.analysis.timing.padded_rows`). B = 0 verifies the root alone: an AR
    cycle, where speculation cannot pay here.
@@ -54,6 +61,11 @@ from specviz_core.tree import DraftTree
 AUTO = "auto"
 #: ``budget=paper``: the method's own budget, as its paper (and the official code) fix it.
 PAPER = "paper"
+#: Pseudo-tokens of a calibration of 1 (the estimates are right) behind a session's own (see ``calibration``).
+CALIBRATION_WEIGHT = 2.0
+#: The calibration's bounds (the pseudo-tokens keep a few cycles from swinging it; the sums decay through plain cycles,
+#: so a session whose drafts stopped paying tries one again).
+CALIBRATION_RANGE = (0.05, 1.5)
 #: A curve is flat when a forward over the largest tree costs at most this much more than a 1-row one (a GPU at
 #: these sizes): there ``auto`` keeps the method's own budget, tree for tree.
 FLAT = 1.10
@@ -126,6 +138,8 @@ class Choice:
     """Expected tokens/ms over an AR cycle's (1 token, 1 row)."""
     prior: bool = False
     """Priced with the device's cautious prior: no verify-cost curve was measured yet (:func:`prior_curve`)."""
+    calibration: float = 1.0
+    """The session's calibration the expected tokens were scaled by (:attr:`BudgetController.calibration`)."""
     flat: bool = False
     """The curve is flat up to the largest tree: the method's own tree was kept."""
     paper: int | None = None
@@ -136,7 +150,8 @@ class Choice:
             return {"chosen": self.chosen, "candidates": self.candidates, "paper": self.ceiling, "flat": True}
         return {"chosen": self.chosen, "candidates": self.candidates, "ceiling": self.ceiling,
                 "expected_tokens": round(self.expected_tokens, 3), "expected_ms": round(self.expected_ms, 3),
-                "gain_vs_ar": round(self.gain_vs_ar, 3), **({"paper": self.paper} if self.paper else {}),
+                "gain_vs_ar": round(self.gain_vs_ar, 3), "calibration": round(self.calibration, 3),
+                **({"paper": self.paper} if self.paper else {}),
                 **({"prior": True} if self.prior else {})}
 
 
@@ -164,6 +179,16 @@ class BudgetController:
         self.n_cycles = 0
         self.chosen_total = 0
         self.ar_cycles = 0
+        self.decay = decay
+        self._expected = 0.0  # decayed sums, over the cycles that verified a draft, of the draft tokens expected
+        self._accepted = 0.0  # ... and of those accepted
+
+    @property
+    def calibration(self) -> float:
+        """Accepted over expected draft tokens in this session's verified trees (decayed sums), shrunk to 1 by
+        :data:`CALIBRATION_WEIGHT` pseudo-tokens and bounded by :data:`CALIBRATION_RANGE`."""
+        c = (self._accepted + CALIBRATION_WEIGHT) / (self._expected + CALIBRATION_WEIGHT)
+        return min(max(c, CALIBRATION_RANGE[0]), CALIBRATION_RANGE[1])
 
     @property
     def pad(self) -> bool:
@@ -238,9 +263,11 @@ class BudgetController:
         cand = sorted((i for i in range(1, len(tree)) if not tree.gated[i] and (room is None or tree.depths[i] < room)),
                       key=lambda i: (-rank[i], i))
         cand = cand[: self.max_budget]
-        expected = [1.0]  # how many to keep is a bet on speed: the means decide it (the optimism only orders)
+        # How many to keep is a bet on speed: the means decide it (the optimism only orders), calibrated.
+        calibration = self.calibration
+        expected = [1.0]
         for i in cand:
-            expected.append(expected[-1] + mean_pp[i])
+            expected.append(expected[-1] + calibration * mean_pp[i])
         cycle_ms = [self.time(b + 1) for b in range(len(expected))]
         b = choose_budget(expected, cycle_ms)
         keep = set(cand[:b])
@@ -252,7 +279,8 @@ class BudgetController:
         ar_rate = 1.0 / cycle_ms[0] if cycle_ms[0] > 0 else 0.0
         rate = expected[b] / cycle_ms[b] if cycle_ms[b] > 0 else 0.0
         self.last = Choice(b, len(cand), ceiling if ceiling is not None else self.max_budget, expected[b],
-                           cycle_ms[b], rate / ar_rate if ar_rate > 0 else 1.0, paper=self.paper, prior=self.prior)
+                           cycle_ms[b], rate / ar_rate if ar_rate > 0 else 1.0, paper=self.paper, prior=self.prior,
+                           calibration=calibration)
         return self.last
 
     def observe(self, record: CycleRecord, greedy: bool = False) -> None:
@@ -260,6 +288,13 @@ class BudgetController:
         :meth:`AcceptanceStats.observe`); never its timings, so a busy machine decides as a quiet one does."""
         self.stats.observe(record, greedy)
         chosen = record.n_verified - 1
+        self._expected *= self.decay
+        self._accepted *= self.decay
+        choice = record.state.get("budget")
+        if chosen > 0 and isinstance(choice, dict) and "expected_tokens" in choice:
+            # what the choice expected before calibration, against what the tree gave
+            self._expected += (float(choice["expected_tokens"]) - 1.0) / float(choice.get("calibration", 1.0))
+            self._accepted += len(record.accepted_path)
         self._chosen_ema += 0.2 * (chosen - self._chosen_ema)
         self.n_cycles += 1
         self.chosen_total += chosen
@@ -270,6 +305,7 @@ class BudgetController:
         return {"mode": AUTO, "paper": self.paper, "cycles": self.n_cycles,
                 "mean_budget": self.chosen_total / self.n_cycles if self.n_cycles else 0.0,
                 "ar_cycles": self.ar_cycles, "max_budget": self.max_budget, "curve": self.curve_source,
+                "calibration": round(self.calibration, 3),
                 "auto_from_cycle": 0}
 
 

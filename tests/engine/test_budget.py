@@ -9,7 +9,7 @@ import pytest
 from helpers import hf_greedy, make_engine, tree_record
 from specviz_core.analysis.timing import CostCurve
 from specviz_core.drafters import METHODS
-from specviz_core.engine.acceptance import AcceptanceStats
+from specviz_core.engine.acceptance import DECAY, AcceptanceStats
 from specviz_core.engine.budget import (
     BudgetController,
     CycleTimeModel,
@@ -560,3 +560,34 @@ def test_auto_prices_each_budget_as_the_padded_block_it_runs_as(tiny, one_thread
                         in cost.sentence
         else:
             assert not any(run for _, run in ran), ran
+
+
+def test_trees_that_keep_missing_are_calibrated_down_to_plain_cycles_and_tried_again_later():
+    """The estimates stay high (fixed here), but the session's trees accept nothing: the expectation is scaled by
+    accepted over expected draft tokens (decayed sums, two pseudo-tokens of 1), down to an AR cycle; through AR
+    cycles the sums decay and a draft is tried again."""
+    p = {"spine": 0.6, "branch": 0.25}
+    # a CPU's curve: a 2-row forward costs 1.4x a 1-row one
+    ctl = BudgetController(CostCurve.from_dict({"n": [1, 2, 16, 64], "ms": [50.0, 70.0, 90.0, 200.0]}), max_budget=60)
+    ctl.stats.estimate = lambda source, score, depth: (p[source], p[source], source)
+    ctl.stats.observe = lambda record, greedy=False: None
+    expected_sum, chosen = 0.0, []
+    for _ in range(40):
+        tree = _tree()
+        choice = ctl.fit(tree)
+        kept = [i for i in range(1, len(tree)) if not tree.gated[i]]
+        # (the record keeps the choice to three decimals: the controller reads it back from there)
+        assert choice.calibration == pytest.approx(min(1.5, max(0.05, 2.0 / (expected_sum + 2.0))), rel=2e-3)
+        # Independently: the choice's expected tokens are 1 + calibration x the kept nodes' path probabilities.
+        pp = [1.0] * len(tree)
+        for i in range(1, len(tree)):
+            pp[i] = pp[tree.parents[i]] * p[tree.sources[i]]
+        assert choice.expected_tokens == pytest.approx(1 + choice.calibration * sum(pp[i] for i in kept))
+        record = tree_record([(i, tree.parents[i], tree.sources[i], tree.scores[i], tree.depths[i], False)
+                              for i in kept], budget=choice.as_state())
+        ctl.observe(record)
+        expected_sum = expected_sum * DECAY + sum(pp[i] for i in kept)
+        chosen.append(choice.chosen)
+    assert chosen[0] > 0 and 0 in chosen, chosen  # it drafted, then stopped
+    later = chosen[chosen.index(0):]
+    assert 0 < later.count(0) < len(later), f"never tried a draft again: {chosen}"
