@@ -368,6 +368,12 @@ def budget_note(b: dict[str, Any], drafted: int | None = None) -> str:
         done, total = b["measuring"]
         return (f"Budget: {paper_s} ({chosen} draft nodes verified) while SpecViz measures this device's verify cost "
                 f"between cycles ({done} of {total} steps); budget=auto chooses once it is known.")
+    if b.get("plain"):
+        gain = b.get("gain_vs_ar")
+        how = f" (recent drafted cycles gave {gain:.2f}x a plain cycle's tokens per ms)" \
+            if isinstance(gain, (int, float)) else ""
+        return (f"Budget: a plain cycle (budget=auto): nothing was drafted, because the session's recent drafts did "
+                f"not pay for their drafting{how}; a draft is tried again after a few plain cycles.")
     if b.get("flat"):
         return (f"Budget: {paper_s} ({chosen} draft nodes verified): on this device a bigger tree costs next to "
                 "nothing more (a flat verify cost), so budget=auto keeps the method's own tree.")

@@ -96,6 +96,17 @@ class Drafter(ABC):
     def draft(self, ctx: DraftContext) -> DraftTree:
         """Propose this cycle's tree, rooted at ``ctx.ids[-1]``."""
 
+    def skip(self, ctx: DraftContext) -> DraftTree:
+        """A plain cycle: ``budget=auto`` found no draft worth its cost this cycle, so nothing is drafted (the root
+        alone). A drafter that carries state from its draft to its harvest and ``accepted`` sets it here too."""
+        return DraftTree(root_token=ctx.ids[-1], mode="ar")
+
+    def draft_cost_key(self) -> str | None:
+        """What drafts, where drafting runs a model (a draft head, a draft model): ``budget=auto`` prices its steps
+        by the cost measured for it (:mod:`specviz_core.runtime.cost_files`) and may skip drafting where it cannot
+        pay. None: drafting is the host's bookkeeping."""
+        return None
+
     def harvest(self, rows: TargetRows) -> None:
         """Learn from the target: what followed each row it just ran (a verify block's or a prefill chunk's).
 

@@ -164,6 +164,15 @@ class DraftTreeDrafter(Drafter):
         tree.state = {"draft_forwards": self.runner.forwards - forwards0}
         return tree
 
+    def skip(self, ctx: DraftContext) -> DraftTree:
+        self._rows = {}
+        tree = DraftTree(root_token=ctx.ids[-1], mode="ar")
+        tree.state = {"draft_forwards": 0}
+        return tree
+
+    def draft_cost_key(self) -> str | None:
+        return f"model:{self.draft_model.name}"
+
     def accepted(self, tree: DraftTree, accepted_nodes: list[int], committed: list[int]) -> dict[str, Any]:
         # Keep the draft KV of the accepted prefix that the draft model actually ran.
         rows, toks = [], []

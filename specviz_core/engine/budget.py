@@ -32,6 +32,14 @@ sometimes no tree at all. Each cycle, with ``budget=auto``:
    runs as (padded: :func:`~specviz_core.analysis.timing.padded_rows`). B = 0 verifies the root alone: an AR
    cycle, where speculation cannot pay here.
 
+Where drafting runs a model (a draft head's steps, a draft model's forwards), it is priced too: a step costs what
+was measured for that drafter on this device, in 1-row target forwards (stored beside the curve, once, from the
+first session's drafting, which it does not change: until then a cautious prior, :data:`PRIOR_DRAFT_STEP`). A
+cycle's tokens are then weighed against its draft and its forward together, and before drafting the controller
+decides whether to draft at all: where the session's recent drafted cycles did not pay their drafting (their gain
+over a plain cycle below 1), the cycle is plain, nothing drafted, and a draft is tried again after 1, 2, 4 ... 32
+plain cycles (:meth:`BudgetController.draft_budget`).
+
 The choice reads no clock: the curve is measured once per device and dtype, before a session needs it and never
 in its time (:func:`~specviz_core.engine.cost_curve.ensure_device_curve`), and until it is known a cautious prior
 for the device stands in (:func:`prior_curve`). So the same session decides the same way however busy the machine
@@ -48,7 +56,7 @@ a smaller tree more cheaply reads ``ctx.budget`` (or calls ``Drafter.cycle_budge
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +74,13 @@ CALIBRATION_WEIGHT = 2.0
 #: The calibration's bounds (the pseudo-tokens keep a few cycles from swinging it; the sums decay through plain cycles,
 #: so a session whose drafts stopped paying tries one again).
 CALIBRATION_RANGE = (0.05, 1.5)
+#: A draft step's cost, in 1-row target forwards, until one is measured for the drafter on this device: cautious (a
+#: head step on the default model measured about 0.3-0.45 on a 2-core CPU).
+PRIOR_DRAFT_STEP = 0.5
+#: A drafted cycle's measured steps needed before a drafter's step cost is stored.
+DRAFT_COST_SAMPLES = 4
+#: The most plain cycles between two tries of a draft, where drafting has not paid.
+PROBE_MAX = 32
 #: A curve is flat when a forward over the largest tree costs at most this much more than a 1-row one (a GPU at
 #: these sizes): there ``auto`` keeps the method's own budget, tree for tree.
 FLAT = 1.10
@@ -140,17 +155,25 @@ class Choice:
     """Priced with the device's cautious prior: no verify-cost curve was measured yet (:func:`prior_curve`)."""
     calibration: float = 1.0
     """The session's calibration the expected tokens were scaled by (:attr:`BudgetController.calibration`)."""
+    draft_ms: float = 0.0
+    """The cycle's drafting, priced (a draft head's or draft model's steps); in ``expected_ms``."""
+    plain: bool = False
+    """Decided before drafting: no draft expected to pay its cost, so none was drafted."""
     flat: bool = False
     """The curve is flat up to the largest tree: the method's own tree was kept."""
     paper: int | None = None
     """The method's own budget, said beside the choice."""
 
     def as_state(self) -> dict[str, Any]:
+        if self.plain:
+            return {"chosen": 0, "candidates": 0, "ceiling": 0, "plain": True,
+                    "gain_vs_ar": round(self.gain_vs_ar, 3), **({"paper": self.paper} if self.paper else {})}
         if self.flat:
             return {"chosen": self.chosen, "candidates": self.candidates, "paper": self.ceiling, "flat": True}
         return {"chosen": self.chosen, "candidates": self.candidates, "ceiling": self.ceiling,
                 "expected_tokens": round(self.expected_tokens, 3), "expected_ms": round(self.expected_ms, 3),
                 "gain_vs_ar": round(self.gain_vs_ar, 3), "calibration": round(self.calibration, 3),
+                **({"draft_ms": round(self.draft_ms, 3)} if self.draft_ms else {}),
                 **({"paper": self.paper} if self.paper else {}),
                 **({"prior": True} if self.prior else {})}
 
@@ -162,7 +185,10 @@ class BudgetController:
     (:func:`prior_curve`) until one is measured."""
 
     def __init__(self, curve: CostCurve | None, max_budget: int, min_ceiling: int = 16, decay: float = DECAY,
-                 paper: int | None = None, device: str = "cpu") -> None:
+                 paper: int | None = None, device: str = "cpu", drafts: bool = False,
+                 draft_step: float | None = None, store_draft_step: Callable[[float, int], None] | None = None) -> None:
+        """``drafts``: drafting runs a model, priced at ``draft_step`` 1-row forwards a step (None: not measured
+        yet, :data:`PRIOR_DRAFT_STEP`; ``store_draft_step(cost, steps)`` keeps what this session measures)."""
         if max_budget < 1:
             raise SpecVizError("budget=auto needs a maximum budget of at least 1")
         self.max_budget = max_budget
@@ -180,6 +206,15 @@ class BudgetController:
         self.chosen_total = 0
         self.ar_cycles = 0
         self.decay = decay
+        self.drafts = drafts
+        self.draft_step = draft_step if draft_step is not None else PRIOR_DRAFT_STEP
+        self.draft_step_source = "stored" if draft_step is not None else "prior"
+        self._store_draft_step = store_draft_step if draft_step is None else None
+        self._step_ms: list[float] = []  # measured ms of a draft step, per drafted cycle, until stored
+        self._gain: float | None = None  # recent drafted cycles' gain over a plain cycle, drafting priced (EMA)
+        self._plain_run = 0  # plain cycles since the last draft
+        self._probe_gap = 1  # plain cycles before a draft is tried again
+        self.plain_cycles = 0
         self._expected = 0.0  # decayed sums, over the cycles that verified a draft, of the draft tokens expected
         self._accepted = 0.0  # ... and of those accepted
 
@@ -215,7 +250,23 @@ class BudgetController:
         drafter drafts its own tree)."""
         if self.flat:
             return None
+        if self.drafts and self._gain is not None and self._gain < 1.0:
+            if self._plain_run < self._probe_gap:  # no draft expected to pay its cost: a plain cycle
+                self._plain_run += 1
+                return 0
+            self._plain_run = 0  # try a draft again, and wait longer next time if it still does not pay
+            self._probe_gap = min(2 * self._probe_gap, PROBE_MAX)
         return int(min(self.max_budget, max(self.min_ceiling, 2 * self._chosen_ema + 4)))
+
+    def draft_ms(self, steps: int) -> float:
+        """What ``steps`` draft steps cost, priced as the forward is (ms, or 1-row forwards on the prior curve)."""
+        return steps * self.draft_step * self.time.curve(1) if self.drafts else 0.0
+
+    def plain(self) -> Choice:
+        """The choice of a cycle :meth:`draft_budget` made plain (its ceiling 0): nothing drafted."""
+        self.last = Choice(0, 0, 0, 1.0, self.time(1), self._gain if self._gain is not None else 1.0,
+                           paper=self.paper, prior=self.prior, plain=True)
+        return self.last
 
     def path_probs(self, tree: DraftTree) -> list[float]:
         """Optimistic probability that each node is on the accepted path (1 for the root, 0 for gated nodes): the
@@ -268,7 +319,10 @@ class BudgetController:
         expected = [1.0]
         for i in cand:
             expected.append(expected[-1] + calibration * mean_pp[i])
-        cycle_ms = [self.time(b + 1) for b in range(len(expected))]
+        # This cycle's drafting is spent; its tokens are weighed against it and the forward together.
+        steps = tree.state.get("draft_steps", tree.state.get("draft_forwards", 0))
+        draft_ms = self.draft_ms(int(steps)) if isinstance(steps, (int, float)) else 0.0
+        cycle_ms = [self.time(b + 1) + draft_ms for b in range(len(expected))]
         b = choose_budget(expected, cycle_ms)
         keep = set(cand[:b])
         for i in range(1, len(tree)):
@@ -276,11 +330,11 @@ class BudgetController:
                 tree.gated[i] = True
         if b == 0:
             tree.mode = "ar"
-        ar_rate = 1.0 / cycle_ms[0] if cycle_ms[0] > 0 else 0.0
+        ar_rate = 1.0 / self.time(1)  # a plain cycle: one row, nothing drafted
         rate = expected[b] / cycle_ms[b] if cycle_ms[b] > 0 else 0.0
         self.last = Choice(b, len(cand), ceiling if ceiling is not None else self.max_budget, expected[b],
                            cycle_ms[b], rate / ar_rate if ar_rate > 0 else 1.0, paper=self.paper, prior=self.prior,
-                           calibration=calibration)
+                           calibration=calibration, draft_ms=draft_ms)
         return self.last
 
     def observe(self, record: CycleRecord, greedy: bool = False) -> None:
@@ -291,6 +345,16 @@ class BudgetController:
         self._expected *= self.decay
         self._accepted *= self.decay
         choice = record.state.get("budget")
+        if isinstance(choice, dict) and choice.get("plain"):
+            self.plain_cycles += 1
+        steps = record.state.get("draft_steps", record.state.get("draft_forwards", 0))
+        if self.drafts and isinstance(steps, (int, float)) and steps > 0 and isinstance(choice, dict):
+            gain = choice.get("gain_vs_ar")
+            if isinstance(gain, (int, float)):
+                self._gain = gain if self._gain is None else self._gain + 0.3 * (gain - self._gain)
+                if gain >= 1.0:
+                    self._probe_gap = 1
+            self._measure_step(record, int(steps))
         if chosen > 0 and isinstance(choice, dict) and "expected_tokens" in choice:
             # what the choice expected before calibration, against what the tree gave
             self._expected += (float(choice["expected_tokens"]) - 1.0) / float(choice.get("calibration", 1.0))
@@ -300,12 +364,29 @@ class BudgetController:
         self.chosen_total += chosen
         self.ar_cycles += chosen == 0
 
+    def _measure_step(self, record: CycleRecord, steps: int) -> None:
+        """Time a draft step from a drafted cycle (a head's own step time, else the draft stage over its steps); with
+        :data:`DRAFT_COST_SAMPLES` of them, store their median in 1-row forwards, once (never used by this session,
+        whose choices read no clock)."""
+        if self._store_draft_step is None or self.prior:
+            return
+        per_step = record.state.get("draft_step_ms")
+        if not isinstance(per_step, (int, float)) or per_step <= 0:
+            per_step = record.timings_ms.get("draft", 0.0) / steps
+        self._step_ms.append(float(per_step))
+        if len(self._step_ms) >= DRAFT_COST_SAMPLES:
+            ms = sorted(self._step_ms)[len(self._step_ms) // 2]
+            self._store_draft_step(ms / self.time.curve(1), len(self._step_ms))
+            self._store_draft_step = None
+
     def summary(self) -> dict[str, Any]:
         """What a session records of its budget (``stats["budget"]``): chosen for this device, and the paper's."""
         return {"mode": AUTO, "paper": self.paper, "cycles": self.n_cycles,
                 "mean_budget": self.chosen_total / self.n_cycles if self.n_cycles else 0.0,
                 "ar_cycles": self.ar_cycles, "max_budget": self.max_budget, "curve": self.curve_source,
                 "calibration": round(self.calibration, 3),
+                **({"draft_step": round(self.draft_step, 4), "draft_step_from": self.draft_step_source,
+                    "plain_cycles": self.plain_cycles} if self.drafts else {}),
                 "auto_from_cycle": 0}
 
 
@@ -325,11 +406,25 @@ def prior_curve(device: Any = "cpu") -> CostCurve:
     return CostCurve(sizes, tuple(1.0 if n == 1 else step + slope * (n - 1) for n in sizes))
 
 
-def make_controller(target: Any, max_budget: int, paper: int | None = None) -> BudgetController:
+def make_controller(target: Any, max_budget: int, paper: int | None = None,
+                    drafter_key: str | None = None) -> BudgetController:
     """A controller for ``target`` on its device: with its stored cost curve, or the device's prior
     (:func:`prior_curve`) where none is stored yet (a session's set-up measures one first:
-    :func:`~specviz_core.engine.cost_curve.ensure_device_curve`)."""
-    return BudgetController(stored_curve(target), max_budget, paper=paper, device=str(target.device))
+    :func:`~specviz_core.engine.cost_curve.ensure_device_curve`). ``drafter_key``: what drafts, where drafting runs
+    a model (:meth:`~specviz_core.drafters.base.Drafter.draft_cost_key`): its stored step cost prices it."""
+    if drafter_key is None:
+        return BudgetController(stored_curve(target), max_budget, paper=paper, device=str(target.device))
+    from specviz_core.runtime.cost_files import load_draft_cost, save_draft_cost
+
+    def store(cost: float, steps: int) -> None:
+        try:
+            save_draft_cost(target.name, target.device, target.dtype, drafter_key, cost, steps)
+        except OSError:  # a read-only data folder: the prior stands in next time too
+            pass
+
+    return BudgetController(stored_curve(target), max_budget, paper=paper, device=str(target.device), drafts=True,
+                            draft_step=load_draft_cost(target.name, target.device, target.dtype, drafter_key),
+                            store_draft_step=store)
 
 
 def stored_curve(target: Any) -> CostCurve | None:

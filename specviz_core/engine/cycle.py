@@ -199,9 +199,9 @@ class Engine:
         lap = Laps(self.clock, self._sync)
         decided = self.decided.get(self.cycle_index)
         ceiling = decided.ceiling if decided is not None else self.budget.draft_budget() if self.budget else None
-        tree = self.drafter.draft(DraftContext(
-            ids=list(self.ids), cache_len=cache_len, max_depth=self.max_depth, generator=self.generator,
-            temperature=cfg.temperature, budget=ceiling, room=self.room))
+        ctx = DraftContext(ids=list(self.ids), cache_len=cache_len, max_depth=self.max_depth, generator=self.generator,
+                           temperature=cfg.temperature, budget=ceiling, room=self.room)
+        tree = self.drafter.skip(ctx) if ceiling == 0 else self.drafter.draft(ctx)  # 0: a plain cycle, no draft
         block, rows_run = self._plan(tree, decided, ceiling)
         lap("draft")
         verified = self._verify(tree, block, rows_run)
@@ -245,7 +245,8 @@ class Engine:
             _keep_only(tree, decided.kept)
             tree.state = dict(tree.state, budget=decided.budget_state)
         elif self.budget is not None:
-            tree.state = dict(tree.state, budget=self.budget.fit(tree, ceiling, self.room).as_state())
+            choice = self.budget.plain() if ceiling == 0 else self.budget.fit(tree, ceiling, self.room)
+            tree.state = dict(tree.state, budget=choice.as_state())
         block = flatten(tree)
         n = len(block.order)
         return block, max(n, decided.rows_run) if decided is not None else self.rows_to_run(n)

@@ -88,3 +88,34 @@ def save_cost_curve(curve: dict[str, Any]) -> Path:
     tmp.write_text(json.dumps(curve, indent=1), encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+def draft_cost_path(model_name: str | None, device: Any, dtype: Any, drafter_key: str,
+                    root: Path | None = None) -> Path:
+    """Where a drafter's step cost on this target, device and dtype is kept, beside the target's curve."""
+    curve = curve_path(model_name, device, dtype, root)
+    tag = f"{_slug(drafter_key)[-40:]}-{hashlib.sha1(drafter_key.encode()).hexdigest()[:8]}"
+    return curve.with_name(f"{curve.stem}__draft-{tag}.json")
+
+
+def load_draft_cost(model_name: str | None, device: Any, dtype: Any, drafter_key: str) -> float | None:
+    """A draft step's stored cost, in 1-row target forwards (``budget=auto`` prices drafting with it), or None."""
+    try:
+        data = json.loads(draft_cost_path(model_name, device, dtype, drafter_key).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    cost = data.get("step_cost") if isinstance(data, dict) and data.get("version") == FORMAT_VERSION else None
+    return float(cost) if isinstance(cost, (int, float)) and cost > 0 else None
+
+
+def save_draft_cost(model_name: str | None, device: Any, dtype: Any, drafter_key: str, step_cost: float,
+                    steps: int) -> Path:
+    """Store a draft step's cost in 1-row target forwards, measured over ``steps`` steps."""
+    path = draft_cost_path(model_name, device, dtype, drafter_key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps({"version": FORMAT_VERSION, "model": model_name, "device": device_key(device),
+                               "drafter": drafter_key, "step_cost": step_cost, "steps": steps}, indent=1),
+                   encoding="utf-8")
+    os.replace(tmp, path)
+    return path

@@ -34,8 +34,8 @@ def build_engine(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence
         drafter = choice.drafter_class(choice.params, target, draft)
     if choice.auto:
         ensure_curve(target, progress)
-    budget = make_controller(target, choice.max_budget, getattr(choice.params, "budget", None)) \
-        if choice.auto else None
+    budget = make_controller(target, choice.max_budget, getattr(choice.params, "budget", None),
+                             drafter.draft_cost_key()) if choice.auto else None
     cfg = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
     # With no controller, a block is still padded where this device's stored curve says a bigger one costs less.
     return Engine(target, drafter, list(prompt_ids), cfg, budget=budget,

@@ -267,8 +267,8 @@ class Fork(Session):
         drafter = budget = None
         if (new.method, new.choice.on(e.target).recorded_params) != (parent.method, dict(parent.params)):
             drafter = new.choice.drafter_class(new.choice.params, e.target, self.fork_draft)
-            budget = make_controller(e.target, new.choice.max_budget,
-                                     getattr(new.choice.params, "budget", None)) if new.choice.auto else None
+            budget = make_controller(e.target, new.choice.max_budget, getattr(new.choice.params, "budget", None),
+                                     drafter.draft_cost_key()) if new.choice.auto else None
         self._warm_ms = e.switch(DecodeConfig(max_new_tokens=new.max_new_tokens, temperature=new.temperature,
                                               seed=new.seed, stop_on_eos=e.config.stop_on_eos), drafter, budget)
         self.spec = new

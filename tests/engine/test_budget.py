@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from helpers import hf_greedy, make_engine, tree_record
+from specviz_core.analysis.stop_cause import budget_note
 from specviz_core.analysis.timing import CostCurve
 from specviz_core.drafters import METHODS
 from specviz_core.engine.acceptance import DECAY, AcceptanceStats
@@ -411,8 +412,8 @@ def test_with_no_curve_yet_the_session_set_up_measures_one_before_the_first_cycl
     """No stored curve: building a budget=auto session measures this device's curve first (told to ``progress``,
     stored round by round), so no cycle pays for it; the next session finds it stored and measures nothing."""
     from specviz_core.session.factory import MEASURING_CURVE
-    from specviz_core.session.spec import check_method, spec_for
     from specviz_core.session.session import Session
+    from specviz_core.session.spec import check_method, spec_for
 
     monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
@@ -591,3 +592,118 @@ def test_trees_that_keep_missing_are_calibrated_down_to_plain_cycles_and_tried_a
     assert chosen[0] > 0 and 0 in chosen, chosen  # it drafted, then stopped
     later = chosen[chosen.index(0):]
     assert 0 < later.count(0) < len(later), f"never tried a draft again: {chosen}"
+
+
+def test_a_cycles_drafting_is_weighed_with_its_forward():
+    """A tree drafted in 6 steps of 0.5 forward each: the kept nodes maximise tokens over forward + drafting
+    (brute force over every parent-closed subset), which keeps more of a costly draft than the forward alone would."""
+    p = {"spine": 0.8, "branch": 0.25}
+    curve = CostCurve.from_dict({"n": [1, 2, 16, 64], "ms": [50.0, 70.0, 90.0, 200.0]})
+    for step in (0.0, 0.5):
+        ctl = BudgetController(curve, max_budget=60, drafts=step > 0, draft_step=step)
+        ctl.stats.estimate = lambda source, score, depth: (p[source], p[source], source)
+        tree = _tree()
+        tree.state = {"draft_steps": 6}
+        choice = ctl.fit(tree)
+        draft_ms = 6 * step * 50.0
+        full = _tree()
+        pp = [1.0] * len(full)
+        for i in range(1, len(full)):
+            pp[i] = pp[full.parents[i]] * p[full.sources[i]]
+        best_rate, best_b = -1.0, None
+        for b in range(len(full)):
+            for subset in itertools.combinations(range(1, len(full)), b):
+                s = set(subset)
+                if any(full.parents[i] not in s | {0} for i in s):
+                    continue
+                rate = (1 + sum(pp[i] for i in s)) / (curve(b + 1) + draft_ms)
+                if rate > best_rate + 1e-12:
+                    best_rate, best_b = rate, b
+        assert choice.chosen == best_b and choice.draft_ms == pytest.approx(draft_ms)
+        assert choice.expected_ms == pytest.approx(curve(best_b + 1) + draft_ms)
+        assert choice.gain_vs_ar == pytest.approx(best_rate * 50.0)  # against a plain cycle: 1 token in 50 ms
+
+
+def test_where_drafts_do_not_pay_their_drafting_cycles_are_plain_and_a_draft_is_tried_after_1_2_4_plain_cycles():
+    curve = CostCurve.from_dict({"n": [1, 2, 16, 64], "ms": [50.0, 70.0, 90.0, 200.0]})
+    ctl = BudgetController(curve, max_budget=60, drafts=True, draft_step=0.5)
+    table = BudgetController(curve, max_budget=60)  # drafting from a table costs no model steps: never plain
+    ceilings = []
+    for _ in range(80):
+        ceiling = ctl.draft_budget()
+        ceilings.append(ceiling)
+        assert table.draft_budget() > 0
+        if ceiling == 0:
+            state = ctl.plain().as_state()
+            record = tree_record([], budget=state)
+        else:  # a drafted cycle that lost: 6 steps, its gain over a plain cycle 0.6
+            record = tree_record([(1, 0, "head", 0.5, 1, False)], draft_steps=6,
+                                 budget={"chosen": 1, "candidates": 9, "ceiling": ceiling, "expected_tokens": 1.5,
+                                         "expected_ms": 220.0, "gain_vs_ar": 0.6, "calibration": 1.0})
+        ctl.observe(record)
+    runs, run = [], 0
+    for c in ceilings:
+        if c == 0:
+            run += 1
+        elif run:
+            runs.append(run)
+            run = 0
+    assert ceilings[0] > 0 and runs[:6] == [1, 2, 4, 8, 16, 32], ceilings
+    assert "Budget: a plain cycle" in budget_note(ctl.plain().as_state())
+    # A draft that pays again brings the drafts back at once.
+    ctl.observe(tree_record([(1, 0, "head", 0.5, 1, True)], draft_steps=6,
+                            budget={"chosen": 1, "candidates": 9, "ceiling": 16, "expected_tokens": 1.9,
+                                    "expected_ms": 90.0, "gain_vs_ar": 5.0, "calibration": 1.0}))
+    assert ctl.draft_budget() > 0
+
+
+def test_a_drafters_step_cost_is_stored_once_from_its_first_session_and_priced_from_then_on(
+        curve_cache, tiny, tmp_path):
+    from test_eagle_layouts import write_checkpoint
+
+    from specviz_core.engine.budget import PRIOR_DRAFT_STEP, make_controller
+    from specviz_core.runtime.cost_files import load_draft_cost
+
+    write_checkpoint(tmp_path / "head", "eagle", tiny.model.config, seed=5)
+    prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7]
+    e = make_engine(tiny, "eagle", prompt, 40, head=str(tmp_path / "head"))
+    key = e.drafter.draft_cost_key()
+    assert key is not None and load_draft_cost("tiny", "cpu", None, key) is None
+    e.budget = make_controller(tiny, e.drafter.params.budget, drafter_key=key)
+    assert e.budget.draft_step == PRIOR_DRAFT_STEP
+    records = list(e.cycles())
+    assert e.output_ids == hf_greedy(tiny, prompt, 40)
+    stored = load_draft_cost("tiny", "cpu", None, key)
+    # Independently: the (upper) median of the first four drafted cycles' head step times, over the curve's 1-row
+    # forward.
+    steps = [r.state["draft_step_ms"] for r in records if r.state.get("draft_steps")][:4]
+    assert len(steps) == 4 and stored == pytest.approx(sorted(steps)[2] / curve_cache["ms"][0])
+    assert e.budget.draft_step == PRIOR_DRAFT_STEP  # this session kept pricing as it started
+    assert make_controller(tiny, 60, drafter_key=key).draft_step == pytest.approx(stored)
+
+
+def test_a_head_whose_drafts_cost_more_than_they_give_runs_plain_cycles_losslessly(curve_cache, tiny, tmp_path):
+    """A stored step cost of 5 forwards: the session drafts, finds it loses, runs plain cycles (nothing drafted, no
+    head step), tries again now and then, and its output is still plain greedy decoding's; a fork's re-run of its
+    recorded decisions drafts exactly where it did."""
+    from test_eagle_layouts import write_checkpoint
+
+    from specviz_core.engine.budget import make_controller
+    from specviz_core.runtime.cost_files import save_draft_cost
+
+    write_checkpoint(tmp_path / "head", "eagle", tiny.model.config, seed=5)
+    prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7]
+    e = make_engine(tiny, "eagle", prompt, 40, head=str(tmp_path / "head"))
+    save_draft_cost("tiny", "cpu", None, e.drafter.draft_cost_key(), 5.0, 8)
+    e.budget = make_controller(tiny, e.drafter.params.budget, drafter_key=e.drafter.draft_cost_key())
+    records = list(e.cycles())
+    assert e.output_ids == hf_greedy(tiny, prompt, 40)
+    plain = [r for r in records if r.state["budget"].get("plain")]
+    drafted = [r for r in records if r.state.get("draft_steps")]
+    assert plain and drafted and all(r.n_verified == 1 and not r.state["draft_steps"] for r in plain)
+    again = make_engine(tiny, "eagle", prompt, 40, head=str(tmp_path / "head"))
+    again.reuse_decisions(records)
+    replay = list(again.cycles())
+    assert [r.state["budget"].get("plain", False) for r in replay] == [r.state["budget"].get("plain", False)
+                                                                        for r in records]
+    assert again.output_ids == e.output_ids

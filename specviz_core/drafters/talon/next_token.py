@@ -67,6 +67,9 @@ class NextTokenSource(ABC):
     #: The widest top-k of the target's rows :meth:`harvest` reads.
     harvest_k = 0
 
+    def plain(self, ctx: DraftContext) -> None:
+        """A plain cycle: nothing is drafted after the committed tokens ``ctx.ids`` (budget=auto's choice)."""
+
     def harvest(self, rows: TargetRows) -> None:
         """What the target said after the rows it just ran (prefill chunk or verify block)."""
 
@@ -152,6 +155,7 @@ class HeadSource(NextTokenSource):
         self._tree: DraftTree | None = None
         self._pending: torch.Tensor | None = None  # the verify block's features, until the path is known
         self._prefilled = 0
+        self._root_at = 0  # the position of this cycle's root (its features are the verify's first row)
         self.step_ms = 0.0  # wall time of the head steps so far
 
     def start(self, prompt_ids: list[int]) -> None:
@@ -171,7 +175,12 @@ class HeadSource(NextTokenSource):
     def root(self, ctx: DraftContext, m: int) -> Candidates:
         h, cands = self._step(lambda: self.runner.catch_up(ctx.ids)[None], m)
         self._feat, self._run = {0: h[0]}, []
+        self._root_at = len(ctx.ids) - 1
         return cands[0]
+
+    def plain(self, ctx: DraftContext) -> None:
+        self._feat, self._run = {}, []
+        self._root_at = len(ctx.ids) - 1  # the head catches up on this cycle's tokens when it next drafts
 
     def expand(self, tree: DraftTree, nodes: list[int], m: int) -> list[Candidates]:
         mask = tree_rows_mask(tree, self._run, nodes)
@@ -199,7 +208,7 @@ class HeadSource(NextTokenSource):
         if self._pending is not None:  # the target's features of the root and the accepted nodes
             row_of = verify_rows(tree)
             rows = [row_of[n] for n in (0, *accepted_nodes)]
-            self.runner.add_features(len(self.runner.seen) - 1, self._pending[rows])
+            self.runner.add_features(self._root_at, self._pending[rows])
             self._pending, self._tree = None, None
         self.runner.drop_tree()
         self._feat, self._run = {}, []
@@ -331,6 +340,21 @@ class SourcedDrafter(Drafter):
     @property
     def harvest_k(self) -> int:  # type: ignore[override]
         return self.source.harvest_k
+
+    def skip(self, ctx: DraftContext) -> DraftTree:
+        steps0 = self.begin(ctx)
+        self.source.plain(ctx)
+        tree = DraftTree(root_token=ctx.ids[-1], mode="ar")
+        self.finish(tree, steps0)
+        return tree
+
+    def draft_cost_key(self) -> str | None:
+        if isinstance(self.source, HeadSource):
+            head = self.source.runner.head
+            return f"head:{getattr(head, 'source', None) or head.layout}"
+        if isinstance(self.source, ModelSource):
+            return f"model:{self.draft_model.name}"
+        return None
 
     def begin(self, ctx: DraftContext) -> int:
         """Start a cycle; returns the step count to measure this cycle's draft steps from."""
