@@ -144,6 +144,8 @@ class TalonFacts(Facts):
     expanded: int | None = fact("`eagle`: nodes expanded (drafted below), the root included")
     rerank_cut: float | None = fact("`eagle`: the path probability of the last candidate the reranking kept (the "
                                     "cut line; null when it kept every one)")
+    stopped_early: int | None = fact("`eagle`: the level whose frontier drafting stopped at, no deeper candidate "
+                                     "able to enter the verified tree (absent: it drafted to its depth)")
 
 
 @dataclass(frozen=True)

@@ -83,8 +83,11 @@ def test_the_tree_is_the_official_selection(k, depth, budget):
     tree = d.draft(ctx)
     got = {path_of(tree, n) for n in range(1, len(tree)) if not tree.gated[n]}
     assert got == official_selection(k, depth, budget)
-    assert tree.state["candidates"] == k + depth * k * k
-    assert d.source.steps == 1 + depth  # one draft step for the root, one per expansion
+    # One draft step for the root, one per expansion: every level, or up to the one drafting stopped at (nothing
+    # below it could have been verified: the selection above is the official one all the same).
+    levels = tree.state.get("stopped_early", depth + 1) - 1
+    assert levels <= depth and tree.state["candidates"] == k + levels * k * k
+    assert d.source.steps == 1 + levels
     for n in range(1, len(tree)):  # each node's score is its path probability
         want = math.prod(lists_after(path_of(tree, n)[:i], k)[1][lists_after(path_of(tree, n)[:i], k)[0].index(t)]
                          for i, t in enumerate(path_of(tree, n)))
@@ -151,3 +154,21 @@ def test_a_fork_to_another_head_method_keeps_the_parents_head(tiny, head_folders
     assert "head" not in vars(fork_request(parent, method="goose").choice.params)
     other = str((head_folders / "eagle3").resolve())
     assert fork_request(parent, method="eagle", params={"head": other}).choice.params.head == other
+
+
+def test_drafting_stops_where_no_deeper_node_could_be_verified():
+    """A small budget under a deep tree: the official selection is kept with fewer draft steps, and the frontier it
+    stopped at was no more probable than the last node kept (so no child, never more probable, could be kept)."""
+    k, depth, budget = 4, 6, 5
+    d = EagleDrafter.__new__(EagleDrafter)
+    d.params = EagleParams(top_k=k, depth=depth, budget=budget, drafter="table")
+    d.source, d.steps_total, d.cycles = PathSource(), 0, 0
+    ctx = DraftContext(ids=[1, 2, 3], cache_len=2, max_depth=64, generator=torch.Generator(), temperature=0.0)
+    tree = d.draft(ctx)
+    assert {path_of(tree, n) for n in range(1, len(tree)) if not tree.gated[n]} == official_selection(k, depth, budget)
+    stopped = tree.state["stopped_early"]
+    assert d.source.steps == stopped < 1 + depth
+    kept = [tree.scores[n] for n in range(1, len(tree)) if not tree.gated[n]]
+    frontier_best = max(tree.scores[n] for n in range(1, len(tree)) if tree.depths[n] == stopped)
+    assert frontier_best <= min(kept) * (1 + 1e-12)
+    assert any("drafting stopped" in o.get("note", "") for offers in tree.offers.values() for o in offers)

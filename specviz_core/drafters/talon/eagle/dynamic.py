@@ -7,6 +7,9 @@
 - Reranking: of every candidate drafted (k + depth x k x k), the ``budget`` most probable by path are verified
   (the official total_token counts the root: 60 = root + 59). A child never outscores its parent, so they form a
   tree.
+- SpecViz stops drafting early where the official code drafts on: once the frontier's most probable path is no
+  better than the ``budget``-th candidate so far, no deeper candidate could be verified, so the verified tree is the
+  official one with fewer draft steps (recorded as ``stopped_early``, the level it stopped at).
 
 In the record, every node's score is its path probability; the candidates the reranking cut are gated nodes (the
 most probable ``gated_shown`` per level); each expanded node's offer gives its k children with their fate
@@ -75,8 +78,16 @@ class EagleDrafter(SourcedDrafter):
         draft_below([0], [self.source.root(ctx, k)], 1, logp)
         frontier_c = _ranked(cands)[:k]  # level 1: the root's k children, all expanded
         expanded = [0]
+        n_keep = self.cycle_budget(ctx)  # budget=auto may lower the budget this cycle
+        stopped = None  # the level whose frontier was not expanded: nothing below it could be kept
         for level in range(2, depth + 2):
             if not frontier_c:
+                break
+            # A child's path is never more probable than its parent's, and a tie goes to the one drafted first: once
+            # the frontier's best is no better than the budget's last kept candidate so far, no deeper step can
+            # change the verified tree. Stop there (the reranking keeps the same nodes; fewer head steps).
+            if len(cands) >= n_keep > 0 and frontier_c[0].logp <= _ranked(cands)[n_keep - 1].logp:
+                stopped = level - 1
                 break
             frontier = []
             for c in frontier_c:  # an expanded node is in the tree now (its children's draft step reads it)
@@ -87,7 +98,6 @@ class EagleDrafter(SourcedDrafter):
             level_start = len(cands)
             draft_below(frontier, self.source.expand(tree, frontier, k), level, logp)
             frontier_c = _ranked(cands[level_start:])[:k] if level <= depth else []
-        n_keep = self.cycle_budget(ctx)  # budget=auto may lower the budget this cycle
         ranked = _ranked(cands)
         kept, cut = ranked[:n_keep], ranked[n_keep:]
         cut_line = kept[-1].logp if kept and cut else None
@@ -111,11 +121,11 @@ class EagleDrafter(SourcedDrafter):
         for v, kids in by_parent.items():
             tree.offer(v, src, [c.token for c in kids], [math.exp(c.logp) for c in kids],
                        ["drafted" if id(c) in kept_set else "budget" for c in kids], threshold=threshold, note=RERANK)
-        _note_leaves(tree, src, cands, kept, set(expanded), depth, k)
+        _note_leaves(tree, src, cands, kept, set(expanded), depth, k, stopped, n_keep)
         verified = [n for n in range(1, len(tree)) if not tree.gated[n]]  # a kept child of a cut parent is not
         tree.state = {"depth": max((tree.depths[n] for n in verified), default=0), "nodes": len(verified),
                       "candidates": len(cands), "expanded": len(expanded), "pruned": len(cut),
-                      "rerank_cut": threshold}
+                      "rerank_cut": threshold, **({"stopped_early": stopped} if stopped is not None else {})}
         if tree.n_verified == 1:
             tree.mode = "ar"
         self.finish(tree, steps0)
@@ -123,8 +133,9 @@ class EagleDrafter(SourcedDrafter):
 
 
 def _note_leaves(tree: DraftTree, src: str, cands: list[_Cand], kept: list[_Cand], expanded: set[int], depth: int,
-                 k: int) -> None:
-    """An empty offer on each verified node nothing was drafted below, saying why."""
+                 k: int, stopped: int | None = None, n_keep: int = 0) -> None:
+    """An empty offer on each verified node nothing was drafted below, saying why (``stopped``: the level whose
+    frontier drafting stopped at, nothing below it able to enter the ``n_keep`` verified)."""
     rank_at: dict[int, dict[int, int]] = {}
     for c in cands:
         rank_at.setdefault(c.level, {})
@@ -134,7 +145,10 @@ def _note_leaves(tree: DraftTree, src: str, cands: list[_Cand], kept: list[_Cand
     for c in kept:
         if c.node in expanded or tree.gated[c.node]:
             continue
-        if c.level > depth:
+        if stopped is not None and c.level >= stopped:
+            why = (f"drafting stopped at level {stopped}: the best path there was no more probable than the last of "
+                   f"the {n_keep} the budget keeps, so no deeper node could be verified")
+        elif c.level > depth:
             why = f"the depth limit: depth={depth} expansions after the root's"
         else:
             why = (f"not expanded: its path ranked {rank_at[c.level][id(c)]} at its level, and only the top_k={k} "
