@@ -120,13 +120,21 @@ def fit_popup(combo: QComboBox) -> None:
 
 
 class CatalogScan(QObject):
-    """Runs ``list_models`` on a thread; ``done`` brings the entries (or an error's text) to the UI thread."""
+    """Runs ``list_models`` on a thread; ``done`` brings the entries (or an error's text) to the UI thread.
+
+    The thread touches no Qt object: it leaves its result in a plain slot that a timer of this object reads on the UI
+    thread, so a panel closed while a scan runs leaves the thread nothing of Qt's to reach (an emit from the thread
+    raced the object's deletion and, now and then, the garbage collector)."""
 
     done = Signal(object)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.running = False
+        self._result: list[object] = []  # the scan's result, put there by its thread
+        self._poll = QTimer(self)
+        self._poll.setInterval(50)
+        self._poll.timeout.connect(self._collect)
 
     def start(self, force: bool = False) -> bool:
         """Scan (``force``: even if a scan of this process is kept); False if one is running already."""
@@ -136,21 +144,29 @@ class CatalogScan(QObject):
             QTimer.singleShot(0, lambda: self.done.emit(list(_cache)))
             return True
         self.running = True
-        threading.Thread(target=self._scan, name="specviz-model-scan", daemon=True).start()
+        self._result = []
+        threading.Thread(target=_scan, args=(self._result,), name="specviz-model-scan", daemon=True).start()
+        self._poll.start()
         return True
 
-    def _scan(self) -> None:
-        global _cache
-        try:
-            entries: object = list_models()
-            with _cache_lock:
-                _cache = list(entries)  # type: ignore[call-overload]
-        except Exception as e:  # noqa: BLE001 - a failed scan leaves the lists editable, and says why
-            entries = f"could not list the models here: {e}"
-        try:
-            self.done.emit(entries)
-        except RuntimeError:  # the panel was closed meanwhile
-            pass
+    def _collect(self) -> None:
+        if not self._result:
+            return
+        self._poll.stop()
+        self.running = False
+        self.done.emit(self._result[0])
+
+
+def _scan(out: list[object]) -> None:
+    """The scan, on its thread: the entries (kept for the process) or why there are none, into ``out``."""
+    global _cache
+    try:
+        entries: object = list_models()
+        with _cache_lock:
+            _cache = list(entries)  # type: ignore[call-overload]
+    except Exception as e:  # noqa: BLE001 - a failed scan leaves the lists editable, and says why
+        entries = f"could not list the models here: {e}"
+    out.append(entries)
 
 
 class ModelCombo(QComboBox):
