@@ -3,9 +3,9 @@
 A verify forward (or a prefill chunk) leaves logits [n, V] on the device. The walk needs each row's argmax, the
 record five probabilities a row and the probability of each row's own token, and a drafter that learns from the
 target (Goose's and Token Recycling's tables, TALON's n-grams) each row's top-k successors. All of them are read
-from one top-k, one log-sum-exp and one argmax over the vocabulary, packed into one array and copied to the host in
-one transfer: no softmax over the whole vocabulary, no second top-k, and on a GPU one wait a cycle instead of one
-a drafter's lookup.
+from one top-k and one softmax over the vocabulary (the argmax is the top-k's first), packed into one array and copied
+to the host in one transfer: no second top-k in a harvest, no softmax of its own, and on a GPU one wait a cycle
+instead of one a drafter's lookup.
 """
 
 from __future__ import annotations
@@ -92,10 +92,20 @@ def host_candidates(ids: torch.Tensor, probs: torch.Tensor) -> list[tuple[list[i
     return list(zip(i.astype(np.int64).tolist(), p.tolist()))
 
 
+def _first_max(top_ids: np.ndarray, top_values: np.ndarray, logits: torch.Tensor) -> np.ndarray:
+    """Each row's argmax as ``argmax`` gives it (the lowest index among equal maxima), from its top-k: the first
+    unless the first two tie, then the lowest tied index; where all k tie, the row's own argmax (another pass)."""
+    argmax = top_ids[:, 0].copy()
+    for r in np.nonzero(top_values[:, 1] == top_values[:, 0])[0] if top_ids.shape[1] > 1 else ():
+        tied = top_values[r] == top_values[r, 0]
+        argmax[r] = top_ids[r][tied].min() if not tied.all() else int(logits[r].argmax())
+    return argmax
+
+
 def _top_probs(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Top-k ids and their softmax probabilities, from the logits' top-k and log-sum-exp (no [n, V] softmax)."""
-    values, ids = logits.topk(k, dim=-1)  # [n, k]
-    return ids, torch.exp(values - torch.logsumexp(logits, dim=-1, keepdim=True))
+    """Top-k ids (by logit) and their softmax probabilities."""
+    ids = logits.topk(k, dim=-1).indices  # [n, k]
+    return ids, torch.softmax(logits, dim=-1).gather(1, ids)
 
 
 def target_rows(logits: torch.Tensor, tokens: np.ndarray, parent_rows: np.ndarray | None, prev: np.ndarray,
@@ -111,31 +121,28 @@ def target_rows(logits: torch.Tensor, tokens: np.ndarray, parent_rows: np.ndarra
     kk = min(max(k, TOPK_SHOWN), vocab)
     parents = np.arange(-1, n - 1) if parent_rows is None else parent_rows
     pr = torch.from_numpy(parents.clip(min=0)).to(dev)
-    values, ids = logits.topk(kk, dim=-1)  # [n, K]
-    lse = torch.logsumexp(logits, dim=-1, keepdim=True)  # [n, 1]
+    values, ids = logits.topk(kk, dim=-1)  # [n, K], most probable first
+    probs_own = torch.softmax(logits, dim=-1)  # one fused pass: cheaper than a log-sum-exp on a CPU
+    tok = torch.from_numpy(np.asarray(tokens)).to(dev)
     if temperature > 0:
         tempered = probs if probs is not None else torch.softmax(logits / temperature, dim=-1)
         shown = tempered.topk(min(TOPK_SHOWN, vocab), dim=-1)
-        picked = tempered[pr, torch.from_numpy(np.asarray(tokens)).to(dev)][:, None]  # [n, 1]
-        extra = [shown.indices, shown.values]
-    else:  # the row's token's logit at its parent row; its probability is exp(logit - lse[parent]) on the host
-        picked = logits[pr, torch.from_numpy(np.asarray(tokens)).to(dev)][:, None]  # [n, 1]
-        extra = []
-    # float32 holds token ids exactly (below 2**24) and the logits as they are: one transfer.
-    parts = [logits.argmax(dim=-1, keepdim=True), ids, values, lse, picked, *extra]
+        extra = [tempered[pr, tok][:, None], shown.indices, shown.values]
+    else:
+        extra = [probs_own[pr, tok][:, None]]
+    # float32 holds token ids exactly (below 2**24) and the probabilities and logits as they are: one transfer.
+    parts = [ids, probs_own.gather(1, ids), *extra, values]
     packed = torch.cat([p.float() for p in parts], dim=1).cpu().numpy().astype(np.float64)
-    argmax = packed[:, 0].astype(np.int64)
-    top_ids = packed[:, 1:1 + kk].astype(np.int64)
-    log_z = packed[:, 1 + 2 * kk]
-    top_probs = np.exp(packed[:, 1 + kk:1 + 2 * kk] - log_z[:, None])
+    top_ids = packed[:, :kk].astype(np.int64)
+    top_probs = packed[:, kk:2 * kk]
+    argmax = _first_max(top_ids, packed[:, -kk:], logits)
+    token_prob = packed[:, 2 * kk]
     if temperature > 0:
         s = min(TOPK_SHOWN, vocab)
-        token_prob = packed[:, 2 + 2 * kk]
-        shown_ids = packed[:, 3 + 2 * kk:3 + 2 * kk + s].astype(np.int64)
-        shown_probs = packed[:, 3 + 2 * kk + s:]
+        shown_ids = packed[:, 1 + 2 * kk:1 + 2 * kk + s].astype(np.int64)
+        shown_probs = packed[:, 1 + 2 * kk + s:1 + 2 * kk + 2 * s]
     else:
         s = min(TOPK_SHOWN, kk)
-        token_prob = np.exp(packed[:, 2 + 2 * kk] - log_z[parents.clip(min=0)])
         shown_ids, shown_probs = top_ids[:, :s], top_probs[:, :s]
     return TargetRows(np.asarray(tokens, dtype=np.int64), np.asarray(prev, dtype=np.int64), logits, argmax,
                       token_prob, top_ids, top_probs, shown_ids, shown_probs, features)
