@@ -125,6 +125,24 @@ def _tree() -> DraftTree:
     return t
 
 
+def best_subset(full: DraftTree, p: dict[str, float], cycle_ms) -> tuple[list[float], int, float]:
+    """Independently: each node's path probability (the product of ``p`` by source along its path), and the size and
+    rate of the best parent-closed subset of nodes, by brute force over every subset (``cycle_ms(b)``: b kept)."""
+    pp = [1.0] * len(full)
+    for i in range(1, len(full)):
+        pp[i] = pp[full.parents[i]] * p[full.sources[i]]
+    best_rate, best_b = -1.0, 0
+    for b in range(len(full)):
+        for subset in itertools.combinations(range(1, len(full)), b):
+            s = set(subset)
+            if any(full.parents[i] not in s | {0} for i in s):
+                continue
+            rate = (1 + sum(pp[i] for i in s)) / cycle_ms(b)
+            if rate > best_rate + 1e-12:
+                best_rate, best_b = rate, b
+    return pp, best_b, best_rate
+
+
 def test_fit_keeps_the_independently_best_nodes():
     p = {"spine": 0.8, "branch": 0.25}
     for steep in (False, True):
@@ -133,20 +151,8 @@ def test_fit_keeps_the_independently_best_nodes():
         ctl.stats.estimate = lambda source, score, depth: (p[source], p[source], source)
         tree = _tree()
         choice = ctl.fit(tree)
-        # Independently: path probabilities, every parent-closed subset of each size, best rate.
         full = _tree()
-        pp = [1.0] * len(full)
-        for i in range(1, len(full)):
-            pp[i] = pp[full.parents[i]] * p[full.sources[i]]
-        best_rate, best_b = -1.0, None
-        for b in range(len(full)):
-            for subset in itertools.combinations(range(1, len(full)), b):
-                s = set(subset)
-                if any(full.parents[i] not in s | {0} for i in s):
-                    continue
-                rate = (1 + sum(pp[i] for i in s)) / curve(b + 1)
-                if rate > best_rate + 1e-12:
-                    best_rate, best_b = rate, b
+        pp, best_b, best_rate = best_subset(full, p, lambda b: curve(b + 1))
         assert choice.chosen == best_b
         kept = [i for i in range(1, len(tree)) if not tree.gated[i]]
         assert len(kept) == best_b
@@ -606,19 +612,7 @@ def test_a_cycles_drafting_is_weighed_with_its_forward():
         tree.state = {"draft_steps": 6}
         choice = ctl.fit(tree)
         draft_ms = 6 * step * 50.0
-        full = _tree()
-        pp = [1.0] * len(full)
-        for i in range(1, len(full)):
-            pp[i] = pp[full.parents[i]] * p[full.sources[i]]
-        best_rate, best_b = -1.0, None
-        for b in range(len(full)):
-            for subset in itertools.combinations(range(1, len(full)), b):
-                s = set(subset)
-                if any(full.parents[i] not in s | {0} for i in s):
-                    continue
-                rate = (1 + sum(pp[i] for i in s)) / (curve(b + 1) + draft_ms)
-                if rate > best_rate + 1e-12:
-                    best_rate, best_b = rate, b
+        _, best_b, best_rate = best_subset(_tree(), p, lambda b: curve(b + 1) + draft_ms)
         assert choice.chosen == best_b and choice.draft_ms == pytest.approx(draft_ms)
         assert choice.expected_ms == pytest.approx(curve(best_b + 1) + draft_ms)
         assert choice.gain_vs_ar == pytest.approx(best_rate * 50.0)  # against a plain cycle: 1 token in 50 ms
