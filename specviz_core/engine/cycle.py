@@ -357,13 +357,13 @@ def prefill_into(target: LoadedModel, drafter: Drafter, body: list[int], cache: 
         )
         cache = kv.returned_cache(out)
         prev = [body[i - 1] if i > 0 else -1 for i in range(start, start + len(chunk))]
-        logits, features = out.logits[0].float(), kept_features(target.model, len(chunk))  # [c, V], [c, F]
+        logits, features = out.logits[0], kept_features(target.model, len(chunk))  # [c, V], [c, F]
         if keep_last_row and start + len(chunk) == len(body):
-            last = Verified(logits[-1:], None if features is None else features[-1:])
+            last = Verified(logits[-1:].float(), None if features is None else features[-1:])
             chunk, logits, prev = chunk[:-1], logits[:-1], prev[:-1]
             features = None if features is None else features[:-1]
-        if chunk and drafter.harvests:
-            drafter.harvest(target_rows(logits, np.asarray(chunk), None, np.asarray(prev), drafter.harvest_k,
+        if chunk and drafter.harvests:  # in fp32 only what a drafter reads (a half-precision chunk doubles)
+            drafter.harvest(target_rows(logits.float(), np.asarray(chunk), None, np.asarray(prev), drafter.harvest_k,
                                         features=features))
     return (cache, last) if keep_last_row else cache
 
