@@ -305,7 +305,8 @@ def method_notes(state: dict[str, Any], rows: int | None = None, drafted: int | 
         n = int(e.prefill_in_forward)
         out.append(f"This forward also ran the prompt's {n} token{'s' if n != 1 else ''} before the root: "
                    "transformers' generate has no separate prefill.")
-    if isinstance(e.budget, dict) and e.budget.get("candidates"):  # nothing drafted: nothing to choose from
+    # nothing drafted: nothing to choose from, unless budget=auto chose to draft nothing (a plain cycle)
+    if isinstance(e.budget, dict) and (e.budget.get("candidates") or e.budget.get("plain")):
         out.append(budget_note(e.budget, drafted))
     if e.padded_to:
         out.append(padding_note(state, rows))
@@ -384,6 +385,8 @@ def budget_note(b: dict[str, Any], drafted: int | None = None) -> str:
         return (f"Budget chosen for this device (budget=auto) from a cautious prior, its verify cost not measured "
                 f"yet: {chosen} of {candidates} drafted nodes verified (the paper's budget: {paper}){tail}.")
     tail = f"; expected {b['expected_tokens']:.2f} tokens in {b['expected_ms']:.0f} ms" if "expected_tokens" in b else ""
+    if isinstance(b.get("draft_ms"), (int, float)) and tail:
+        tail += f" (drafting {b['draft_ms']:.0f} ms of it, priced)"
     tail += f", {gain:.2f}x an AR step" if isinstance(gain, (int, float)) else ""
     calibration = b.get("calibration")
     if isinstance(calibration, (int, float)) and abs(calibration - 1.0) >= 0.05:

@@ -701,3 +701,14 @@ def test_a_head_whose_drafts_cost_more_than_they_give_runs_plain_cycles_lossless
     assert [r.state["budget"].get("plain", False) for r in replay] == [r.state["budget"].get("plain", False)
                                                                         for r in records]
     assert again.output_ids == e.output_ids
+
+
+def test_the_why_of_a_plain_cycle_says_the_budget_chose_it_and_a_drafted_one_what_its_drafting_cost():
+    from specviz_core.analysis.stop_cause import method_notes
+
+    plain = method_notes({"budget": {"chosen": 0, "candidates": 0, "ceiling": 0, "plain": True, "gain_vs_ar": 0.54}})
+    assert any("a plain cycle" in n and "0.54x" in n for n in plain)
+    assert method_notes({"budget": {"chosen": 0, "candidates": 0, "ceiling": 16}}) == []  # nothing drafted: no choice
+    drafted = method_notes({"budget": {"chosen": 1, "candidates": 79, "ceiling": 16, "expected_tokens": 1.57,
+                                       "expected_ms": 283.0, "gain_vs_ar": 0.63, "draft_ms": 170.2}})
+    assert any("1 of 79" in n and "drafting 170 ms of it" in n for n in drafted)
