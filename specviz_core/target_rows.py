@@ -42,7 +42,7 @@ class TargetRows:
     argmax: np.ndarray
     """[n] the target's argmax after each row."""
     token_prob: np.ndarray
-    """[n] the target's (tempered) probability, at the parent row, of each row's token (row 0: its own, unused)."""
+    """[n] the target's (tempered) probability, at the parent row, of each row's token (row 0: 0, a root has none)."""
     top_ids: np.ndarray
     """[n, K] the target's most probable next tokens, best first."""
     top_probs: np.ndarray
@@ -96,7 +96,12 @@ def _first_max(top_ids: np.ndarray, top_values: np.ndarray, logits: torch.Tensor
     """Each row's argmax as ``argmax`` gives it (the lowest index among equal maxima), from its top-k: the first
     unless the first two tie, then the lowest tied index; where all k tie, the row's own argmax (another pass)."""
     argmax = top_ids[:, 0].copy()
-    for r in np.nonzero(top_values[:, 1] == top_values[:, 0])[0] if top_ids.shape[1] > 1 else ():
+    if top_ids.shape[1] < 2:
+        return argmax
+    tied_rows = top_values[:, 1] == top_values[:, 0]
+    if not tied_rows.any():  # the usual case, in one comparison
+        return argmax
+    for r in np.nonzero(tied_rows)[0]:
         tied = top_values[r] == top_values[r, 0]
         argmax[r] = top_ids[r][tied].min() if not tied.all() else int(logits[r].argmax())
     return argmax
@@ -119,28 +124,35 @@ def target_rows(logits: torch.Tensor, tokens: np.ndarray, parent_rows: np.ndarra
     n, vocab = logits.shape
     dev = logits.device
     kk = min(max(k, TOPK_SHOWN), vocab)
-    parents = np.arange(-1, n - 1) if parent_rows is None else parent_rows
-    pr = torch.from_numpy(parents.clip(min=0)).to(dev)
     values, ids = logits.topk(kk, dim=-1)  # [n, K], most probable first
     probs_own = torch.softmax(logits, dim=-1)  # one fused pass: cheaper than a log-sum-exp on a CPU
-    tok = torch.from_numpy(np.asarray(tokens)).to(dev)
+    tempered = None
     if temperature > 0:
         tempered = probs if probs is not None else torch.softmax(logits / temperature, dim=-1)
+    parts = [ids, probs_own.gather(1, ids), values]
+    if n > 1:  # each row's token at its parent row (row 0's own is not read: a root has no parent)
+        parents = np.arange(-1, n - 1) if parent_rows is None else np.asarray(parent_rows)
+        pr = torch.from_numpy(parents[1:].clip(min=0)).to(dev)
+        tok = torch.from_numpy(np.asarray(tokens[1:], dtype=np.int64)).to(dev)
+        own = (tempered if tempered is not None else probs_own)[pr, tok]
+        parts.append(torch.cat([own.new_zeros(1), own])[:, None])
+    if tempered is not None:
         shown = tempered.topk(min(TOPK_SHOWN, vocab), dim=-1)
-        extra = [tempered[pr, tok][:, None], shown.indices, shown.values]
-    else:
-        extra = [probs_own[pr, tok][:, None]]
+        parts += [shown.indices, shown.values]
     # float32 holds token ids exactly (below 2**24) and the probabilities and logits as they are: one transfer.
-    parts = [ids, probs_own.gather(1, ids), *extra, values]
     packed = torch.cat([p.float() for p in parts], dim=1).cpu().numpy().astype(np.float64)
     top_ids = packed[:, :kk].astype(np.int64)
     top_probs = packed[:, kk:2 * kk]
-    argmax = _first_max(top_ids, packed[:, -kk:], logits)
-    token_prob = packed[:, 2 * kk]
-    if temperature > 0:
+    argmax = _first_max(top_ids, packed[:, 2 * kk:3 * kk], logits)
+    at = 3 * kk
+    if n > 1:
+        token_prob, at = packed[:, at], at + 1
+    else:
+        token_prob = np.zeros(1)
+    if tempered is not None:
         s = min(TOPK_SHOWN, vocab)
-        shown_ids = packed[:, 1 + 2 * kk:1 + 2 * kk + s].astype(np.int64)
-        shown_probs = packed[:, 1 + 2 * kk + s:1 + 2 * kk + 2 * s]
+        shown_ids = packed[:, at:at + s].astype(np.int64)
+        shown_probs = packed[:, at + s:at + 2 * s]
     else:
         s = min(TOPK_SHOWN, kk)
         shown_ids, shown_probs = top_ids[:, :s], top_probs[:, :s]

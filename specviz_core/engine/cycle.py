@@ -89,7 +89,7 @@ class Engine:
             raise SpecVizError("max new tokens must be at least 1")
         if config.temperature < 0:
             raise SpecVizError("temperature must be >= 0")
-        ctx = target.context_length
+        self.context_length = ctx = target.context_length
         if len(prompt_ids) >= ctx:
             raise SpecVizError(
                 f"the prompt is {len(prompt_ids)} tokens but the model's context is {ctx}: shorten the prompt"
@@ -172,7 +172,8 @@ class Engine:
 
     # -- the cycle ------------------------------------------------------------
     def _sync(self) -> None:
-        synchronize(self.target.device)
+        if self.target.device.type != "cpu":  # a CPU's work is done when its call returns
+            synchronize(self.target.device)
 
     @torch.no_grad()
     def prefill(self) -> float:
@@ -219,8 +220,7 @@ class Engine:
         lap("harvest")
         record = cycle_record(self.cycle_index, tree, block, rows, walk.accepted_rows, walk.bonus_token, committed,
                               kv_keep, state, cache_len, lap.ms)
-        lap("build")  # building the record is part of the cycle's cost too
-        record = record.replace(timings_ms=lap.ms)
+        lap("build")  # building the record is part of the cycle's cost too: into the record's own timings
         if self.budget is not None:
             self.budget.observe(record, greedy=cfg.temperature <= 0)
         self.cycle_index += 1
@@ -229,7 +229,7 @@ class Engine:
     @property
     def max_depth(self) -> int:
         """The deepest a draft node may go without passing the model's context."""
-        return self.target.context_length - 1 - self.cache_len
+        return self.context_length - 1 - self.cache_len
 
     @property
     def room(self) -> int:
@@ -270,6 +270,8 @@ class Engine:
     def _prev(self, block: VerifyBlock) -> np.ndarray:
         """The token before each row on its path: the parent's, or the one before the root (-1: none)."""
         before_root = self.ids[-2] if len(self.ids) > 1 else -1
+        if len(block.parent_rows) == 1:
+            return np.array([before_root], dtype=np.int64)
         return np.where(block.parent_rows >= 0, block.tokens[block.parent_rows.clip(min=0)], before_root)
 
     def _walk(self, tree: DraftTree, block: VerifyBlock, rows: TargetRows, probs: torch.Tensor | None) -> WalkResult:
@@ -329,7 +331,7 @@ class Engine:
         room = self.config.max_new_tokens - len(self.output_ids)
         if len(cut) > room or (len(cut) == room and not reason):
             cut, reason = cut[:room], "max_new_tokens"
-        ctx_room = self.target.context_length - len(self.ids)
+        ctx_room = self.context_length - len(self.ids)
         if not reason and len(cut) >= ctx_room:
             cut, reason = cut[:ctx_room], "context"
         self.stop_reason = reason

@@ -60,4 +60,4 @@ def _causal(target: LoadedModel, block: VerifyBlock) -> bool:
     if pattern.keyed or pattern.alibi_heads or pattern.max_window is not None:
         return False
     parents = block.parent_rows
-    return bool((parents == np.arange(-1, len(parents) - 1)).all())
+    return len(parents) == 1 or bool((parents == np.arange(-1, len(parents) - 1)).all())

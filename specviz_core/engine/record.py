@@ -19,7 +19,8 @@ from specviz_core.tree import DraftTree, VerifyBlock
 def cycle_record(index: int, tree: DraftTree, block: VerifyBlock, rows: TargetRows, accepted_rows: Sequence[int],
                  bonus: int, committed: Sequence[int], kv_keep: Sequence[int], state: dict[str, Any], cache_len: int,
                  timings_ms: dict[str, float]) -> CycleRecord:
-    """``accepted_rows``: the verify rows the walk accepted (root excluded); ``kv_keep``: the rows the cache kept."""
+    """``accepted_rows``: the verify rows the walk accepted (root excluded); ``kv_keep``: the rows the cache kept;
+    ``timings_ms``: kept as given (the engine adds the record's own building time to it afterwards)."""
     row_of = {int(nid): r for r, nid in enumerate(block.order)}
     argmax, tp = rows.argmax.tolist(), rows.token_prob.tolist()
     accepted = {0} | {int(block.order[r]) for r in accepted_rows}
@@ -47,7 +48,7 @@ def cycle_record(index: int, tree: DraftTree, block: VerifyBlock, rows: TargetRo
         kv_keep=tuple(int(r) for r in kv_keep),
         target_topk=tuple(tuple(zip(ids, ps)) for ids, ps in zip(rows.shown_ids.tolist(), rows.shown_probs.tolist())),
         state=plain(state),
-        timings_ms=dict(timings_ms),
+        timings_ms=timings_ms,
     )
 
 

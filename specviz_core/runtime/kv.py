@@ -53,6 +53,8 @@ def trim(cache: DynamicCache, cache_len: int, keep_rows: Sequence[int]) -> None:
     keep = [int(r) for r in keep_rows]
     end = cache_len + len(keep)
     moved = [(r, i) for i, r in enumerate(keep) if r != i]  # rows ascending, so each moves down or stays
+    if not moved and cache_length(cache) == end:  # a chain accepted whole (an AR cycle): nothing to cut or move
+        return
     device = None
     src = dst = None
     for layer in cache.layers:

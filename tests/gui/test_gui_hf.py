@@ -4,6 +4,7 @@ real hf_assisted session."""
 
 from __future__ import annotations
 
+import gc
 import re
 import shutil
 from pathlib import Path
@@ -44,6 +45,7 @@ def hub(tmp_path, monkeypatch):
 def panel(qtbot, tmp_path, hub):
     p = RunPanel(tmp_path / "r.db")
     qtbot.addWidget(p)
+    gc.collect()  # earlier tests' Qt objects are finalized here, not in the wait below beside the scan's thread
     with qtbot.waitSignal(p.picker.scanned, timeout=60000):  # the scan runs on its own thread
         p.model.opening.emit()  # the list about to open for the first time starts it
     return p
