@@ -19,7 +19,7 @@ from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.methods.draft_tree import CARD, DraftTreeParams
 from specviz_core.runtime import kv
 from specviz_core.runtime.attention import tree_masks
-from specviz_core.target_rows import host_candidates
+from specviz_core.target_rows import host_candidates, top_probs
 from specviz_core.tree import OFFER_EXTRA, DraftTree
 
 
@@ -126,8 +126,7 @@ class DraftTreeDrafter(Drafter):
         max_depth = min(p.depth, ctx.max_depth)
         for depth in range(1, max_depth + 1):
             # The top W are drafted; a few more are read so a record can say what the width left out.
-            top = torch.softmax(logits, dim=-1).topk(min(p.width + OFFER_EXTRA, logits.shape[-1]), dim=-1)  # [f, W+]
-            top_ids, top_q = (list(c) for c in zip(*host_candidates(top.indices, top.values)))
+            top_ids, top_q = (list(c) for c in zip(*host_candidates(*top_probs(logits, p.width + OFFER_EXTRA))))
             cand = []
             for i, parent in enumerate(frontier):
                 for tok, q in zip(top_ids[i][: p.width], top_q[i][: p.width]):

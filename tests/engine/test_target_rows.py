@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from specviz_core.target_rows import target_rows
+from specviz_core.target_rows import target_rows, top_k
 
 
 def rows_and_logits():
@@ -41,3 +41,22 @@ def test_sampled_rows_show_the_tempered_distribution_and_harvest_the_targets_own
                        rtol=1e-6)
     assert np.allclose(r.shown_probs, pt.topk(5).values.numpy(), rtol=1e-6)
     assert np.allclose(r.top_probs, np.sort(p.numpy(), axis=1)[:, ::-1][:, :8], rtol=1e-6)
+
+
+def test_the_blocked_top_k_is_torchs_over_large_vocabularies():
+    """The CPU's two-pass top-k against ``torch.topk``: vocabularies with and without a tail past the last whole
+    block, the best logits crowded into one block or spread, and ties (equal logits: the same values, and every id
+    one of a logit that high)."""
+    g = torch.Generator().manual_seed(1)
+    for vocab in (49152, 50257, 151936):
+        logits = torch.randn(6, vocab, generator=g) * 4
+        logits[1, 1000:1008] = 50.0 + torch.arange(8.0)  # the top 8 in one block
+        logits[2, [3, 20000, vocab - 1]] = 60.0  # tied, one of them in the tail
+        logits[3, -5:] = 70.0 + torch.arange(5.0)  # the best in the tail
+        logits[4] = 1.0  # every logit equal
+        for k in (1, 5, 8):
+            values, ids = top_k(logits, k)
+            want_values, _ = logits.topk(k, dim=-1)
+            assert torch.equal(values, want_values), (vocab, k)
+            assert torch.equal(logits.gather(1, ids), values), (vocab, k)  # each id is a logit that high
+            assert all(len(set(row)) == k for row in ids.tolist())  # no id twice

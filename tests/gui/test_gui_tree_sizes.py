@@ -126,7 +126,11 @@ def test_zoomed_out_labels_are_left_out_but_tooltips_stay(window) -> None:
 def test_keyboard_moves_along_the_edges_and_enter_selects(window, qtbot) -> None:
     tree, rec = window.tree, window.model.record
     tree.setFocus()
-    qtbot.keyClick(tree, Qt.Key.Key_Right)  # the first arrow puts the cursor on the root
+    nexts: list[bool] = []
+    window.next_action.triggered.connect(lambda *_: nexts.append(True))
+    qtbot.keyClick(tree, Qt.Key.Key_Right)  # not entered: the arrow is the window's (the next cycle)
+    assert tree.cursor_node is None and len(nexts) == 1
+    qtbot.keyClick(tree, Qt.Key.Key_Return)  # Enter enters the tree: the cursor on the root (nothing selected)
     assert tree.cursor_node == 0
     qtbot.keyClick(tree, Qt.Key.Key_Right)  # a child: the accepted one
     assert tree.cursor_node == rec.accepted_path[0]
@@ -143,9 +147,12 @@ def test_keyboard_moves_along_the_edges_and_enter_selects(window, qtbot) -> None
     assert window.model.selected_node is None
     qtbot.keyClick(tree, Qt.Key.Key_Return)
     assert window.model.selected_node == BONUS
-    index = window.model.index
-    qtbot.keyClick(tree, Qt.Key.Key_Right)  # with the focus, arrows stay in the tree: no cycle change
-    assert window.model.index == index
+    qtbot.keyClick(tree, Qt.Key.Key_Right)  # entered, arrows stay in the tree: no cycle change
+    assert len(nexts) == 1
+    qtbot.keyClick(tree, Qt.Key.Key_Escape)  # Esc leaves: the arrows are the window's again
+    assert tree.cursor_node is None
+    qtbot.keyClick(tree, Qt.Key.Key_Right)
+    assert len(nexts) == 2
 
 
 def test_presentation_mode_scales_the_tree_labels(window) -> None:

@@ -14,8 +14,8 @@ from specviz_core.engine.cycle import Engine
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
 from specviz_core.runtime.models import load_model
-from specviz_core.session.spec import SessionRequest
 from specviz_core.session.session import Session
+from specviz_core.session.spec import SessionRequest
 from specviz_core.viewer.filters import CycleFilter
 from specviz_core.viewer.sources import LiveSource, RecordingSource
 
@@ -425,3 +425,55 @@ def test_threads_auto_after_a_number_chooses_for_the_machine_again(window, qtbot
             qtbot.waitUntil(lambda: w.controller.idle, timeout=30000)
     finally:
         torch.set_num_threads(n)
+
+
+def test_cycle_keys_move_through_cycles_wherever_the_focus_is_but_a_text_field(qtbot, window, long_recording):
+    """Left/Right, Home/End and Space, as the README's key table says, with the focus in each panel a user clicks
+    (the tree not entered, the timeline, the output, the sessions list, the mask, a list box); a text field keeps them."""
+    from PySide6.QtWidgets import QApplication, QLineEdit
+
+    w = window
+    path, sid = long_recording
+    assert w.controller.open_session(str(path), sid)
+    w.activateWindow()
+    qtbot.waitUntil(lambda: w.isActiveWindow(), timeout=5000)
+    n = w.model.n_cycles
+    w.model.set_cycle(500)
+    places = {"tree": w.tree, "timeline": w.timeline.strip, "output": w.output.text, "sessions": w.sessions,
+              "mask": w.mask.canvas, "timeline's filter list": w.timeline.filter_editor.kind}
+    for name, widget in places.items():
+        if name != "timeline's filter list":  # (tabbed to: a click would open its list, which then has the keys)
+            qtbot.mouseClick(widget, Qt.MouseButton.LeftButton, pos=widget.rect().center())  # as a user would
+        if widget.focusPolicy() != Qt.FocusPolicy.NoFocus:
+            widget.setFocus()  # (a click on a tree box, a list row, ... may leave it elsewhere)
+            qtbot.waitUntil(widget.hasFocus, timeout=5000)
+        widget = QApplication.focusWidget() or w  # what has the focus: the keys go to it
+        w.model.set_cycle(500)
+        at = w.model.index
+        qtbot.keyClick(widget, Qt.Key.Key_Right)
+        assert w.model.index == at + 1, f"Right with the focus in the {name}"
+        qtbot.keyClick(widget, Qt.Key.Key_Left)
+        qtbot.keyClick(widget, Qt.Key.Key_Left)
+        assert w.model.index == at - 1, f"Left with the focus in the {name}"
+        qtbot.keyClick(widget, Qt.Key.Key_End)
+        assert w.model.index == n - 1, f"End with the focus in the {name}"
+        qtbot.keyClick(widget, Qt.Key.Key_Home)
+        assert w.model.index == 0, f"Home with the focus in the {name}"
+    w.output.text.setFocus()
+    qtbot.keyClick(w.output.text, Qt.Key.Key_Space)  # Space: autoplay, here too
+    assert w.autoplay_action.isChecked()
+    qtbot.keyClick(w.output.text, Qt.Key.Key_Space)
+    assert not w.autoplay_action.isChecked()
+    # A text field keeps its keys: its cursor moves, the cycle does not.
+    field = w.run_panel.model.lineEdit()
+    assert isinstance(field, QLineEdit)
+    if not field.isEnabled():  # the settings are locked while a session is shown
+        w.controller.reset()
+    field.setFocus()
+    qtbot.waitUntil(field.hasFocus, timeout=5000)
+    field.setText("abc")
+    field.setCursorPosition(3)
+    at = w.model.index
+    qtbot.keyClick(field, Qt.Key.Key_Left)
+    qtbot.keyClick(field, Qt.Key.Key_Home)
+    assert field.cursorPosition() == 0 and w.model.index == at

@@ -1,5 +1,9 @@
-"""The draft tree from the keyboard: with the focus, arrows move a cursor along the edges (Left: parent, Right: a
-child, Up/Down: the box above or below), Enter selects the cursor's box (or opens a "+N gated" one), Esc leaves."""
+"""The draft tree from the keyboard, entered on purpose: with the focus, Enter puts a cursor on the selected box (or
+the root); then arrows move it along the edges (Left: parent, Right: a child, Up/Down: the box above or below),
+Enter selects the cursor's box (or opens a "+N gated" one) and Esc leaves. Until the tree is entered, Left/Right,
+Home/End and Space are the window's shortcuts: they move through cycles with the focus here as anywhere but in a
+text field (which keeps its editing keys).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,9 @@ from PySide6.QtGui import QKeyEvent
 from specviz_app.panels.tree.nav import neighbour
 
 KEY_MOVES = {Qt.Key.Key_Left: "parent", Qt.Key.Key_Right: "child", Qt.Key.Key_Up: "up", Qt.Key.Key_Down: "down"}
-KEYS = (*KEY_MOVES, Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape)
+ENTER = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+KEYS = (*KEY_MOVES, *ENTER, Qt.Key.Key_Escape)
+PLAIN = (Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.KeypadModifier)
 
 
 class TreeKeys(QObject):
@@ -23,35 +29,42 @@ class TreeKeys(QObject):
         self.view = view
         view.installEventFilter(self)
 
+    @property
+    def entered(self) -> bool:
+        return self.view.cursor_node is not None
+
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
         kind = event.type()
-        # With the focus, arrows and Enter move in the tree before the window's shortcuts (previous/next cycle).
+        # Entered, the arrows move in the tree before the window's shortcuts (previous/next cycle).
         if kind == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent) and \
-                event.key() in KEYS and event.modifiers() in (Qt.KeyboardModifier.NoModifier,
-                                                              Qt.KeyboardModifier.KeypadModifier):
+                event.key() in KEYS and event.modifiers() in PLAIN and (self.entered or event.key() in ENTER):
             event.accept()
             return True
         if kind == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
             return self.key(event)
         if kind in (QEvent.Type.FocusIn, QEvent.Type.FocusOut):
+            if kind == QEvent.Type.FocusOut:
+                self.leave()
             self.view.show_cursor()  # the focus widget is set before the event arrives
         return False
+
+    def leave(self) -> None:
+        """The arrows are the window's again."""
+        self.view.cursor_node = None
 
     def key(self, event: QKeyEvent) -> bool:
         """Handle a key press; False for a key that is not the tree's (the view handles it as usual)."""
         view = self.view
         lay, key = view.tree_layout, event.key()
-        if lay is None or key not in KEYS:
+        if lay is None or key not in KEYS or (key in KEY_MOVES and not self.entered):
             return False
         event.accept()
         if key == Qt.Key.Key_Escape:
-            view.cursor_node = None
-            view.clearFocus()
+            self.leave()
+        elif key in ENTER and not self.entered:  # enter the tree: the cursor on the selected box, else the root
+            view.cursor_node = view.model.selected_node if view.model.selected_node in lay.pos else 0
         elif key in KEY_MOVES:
-            start = view.cursor_node if view.cursor_node in lay.pos else (
-                view.model.selected_node if view.model.selected_node in lay.pos else None)
-            view.cursor_node = 0 if start is None else neighbour(lay, start, KEY_MOVES[key])
-            view.show_cursor()
+            view.cursor_node = neighbour(lay, view.cursor_node if view.cursor_node in lay.pos else 0, KEY_MOVES[key])
             item = view.item_of(view.cursor_node)
             if item is not None:
                 view.ensureVisible(item.sceneBoundingRect(), 30, 30)

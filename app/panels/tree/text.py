@@ -9,7 +9,7 @@ from specviz_core.records import CycleRecord, Node
 from specviz_core.runtime.vocab import TokenText
 
 HELP = ("Wheel: zoom · drag: pan · double-click: fit · click a node: select it · click \"+N gated\": open it · "
-        "arrows (with the focus): move along the edges, Enter: select, Esc: leave")
+        "Enter (with the focus): enter the tree, then arrows move along the edges, Enter selects, Esc leaves")
 
 
 def _p(p: float | None) -> str:

@@ -6,8 +6,8 @@ all with Gated); the accepted path is bold and ends in the bonus token (a double
 rejected spine node has a red outline and a callout with the token the target wanted there and its top-5.
 Labels use the panel's font: Fit never shrinks them below it (a larger tree scrolls, with an overview in the
 corner); zoomed out further, labels too small to read are left out. Wheel zooms, dragging pans, a double-click
-fits; clicking a box selects it in the model; with the focus, arrows move a cursor along the edges and Enter
-selects.
+fits; clicking a box selects it in the model; with the focus, Enter enters the tree: arrows then move a cursor along
+the edges, Enter selects and Esc leaves (until then the arrows step cycles, as anywhere in the window).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class TreeView(PanelMixin, QGraphicsView):
 
     def on_cycle_changed(self, record: CycleRecord) -> None:
         self.expanded.clear()
-        self.cursor_node = None
+        self.keys.leave()  # a new cycle: the arrows are the window's again
         self._redraw()
         self.fit()
 

@@ -38,6 +38,7 @@ from specviz_core.runtime import kv
 from specviz_core.runtime.attention import attention_pattern, tree_masks
 from specviz_core.runtime.feature_tap import lm_head_of
 from specviz_core.runtime.head_files import FEATURES, FORMAT_VERSION, head_info, head_paths
+from specviz_core.target_rows import top_probs
 
 
 def eagle3_layers(n_layers: int) -> tuple[int, int, int]:
@@ -152,8 +153,8 @@ class DraftLogits:
 
     def top(self, feats: torch.Tensor, m: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The m most likely tokens after each feature: (target token ids [r, m], probabilities [r, m])."""
-        top = torch.softmax(self(feats), dim=-1).topk(min(m, len(self.vocab)), dim=-1)
-        return self.vocab[top.indices], top.values
+        ids, probs = top_probs(self(feats), m)
+        return self.vocab[ids], probs
 
 
 def save_head(target: Any, head: DraftHead, info: dict[str, Any]) -> Path:

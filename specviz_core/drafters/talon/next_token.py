@@ -33,12 +33,12 @@ from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.drafters.draft_tree import DraftModelRunner
 from specviz_core.drafters.talon.eagle.heads import load_eagle_head
 from specviz_core.drafters.talon.head import HeadRunner, load_head
-from specviz_core.runtime.feature_tap import install_feature_tap
 from specviz_core.drafters.talon.ngram_tables import NGramTables, Tail
 from specviz_core.errors import SpecVizError
 from specviz_core.methods.card import DRAFT_MODEL, TARGET_AS_DRAFT
+from specviz_core.runtime.feature_tap import install_feature_tap
 from specviz_core.runtime.models import synchronize
-from specviz_core.target_rows import TargetRows, host_candidates
+from specviz_core.target_rows import TargetRows, host_candidates, top_probs
 from specviz_core.tree import DraftTree
 
 Candidates = tuple[list[int], list[float]]
@@ -78,8 +78,7 @@ class NextTokenSource(ABC):
 
 
 def _top(logits: torch.Tensor, m: int) -> list[Candidates]:
-    top = torch.softmax(logits, dim=-1).topk(min(m, logits.shape[-1]), dim=-1)  # [r, m]
-    return host_candidates(top.indices, top.values)
+    return host_candidates(*top_probs(logits, m))  # [r, m] each
 
 
 class ModelSource(NextTokenSource):

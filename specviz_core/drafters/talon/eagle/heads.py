@@ -39,9 +39,10 @@ from transformers import LlamaConfig, LlamaModel
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaMLP, LlamaRMSNorm
 
 from specviz_core.drafters.talon.head import DraftLogits, eagle3_layers
-from specviz_core.runtime.feature_tap import lm_head_of
 from specviz_core.errors import SpecVizError
+from specviz_core.runtime.feature_tap import lm_head_of
 from specviz_core.runtime.head_files import EAGLE_LAYOUTS, WEIGHT_FILES, head_folder_layout
+from specviz_core.target_rows import top_probs
 
 
 def _body_config(raw: dict[str, Any]) -> LlamaConfig:
@@ -207,8 +208,8 @@ class Eagle3Logits:
         return nn.functional.linear(self.head.norm(feats.to(w.dtype)), w).float()
 
     def top(self, feats: torch.Tensor, m: int) -> tuple[torch.Tensor, torch.Tensor]:
-        top = torch.softmax(self(feats), dim=-1).topk(min(m, len(self.vocab)), dim=-1)
-        return self.vocab[top.indices], top.values
+        ids, probs = top_probs(self(feats), m)
+        return self.vocab[ids], probs
 
 
 # -- reading and writing the folders ---------------------------------------------------------------------------
