@@ -8,6 +8,7 @@
     s.run()                      # or s.step(), one cycle at a time
     print(s.text, s.summary())   # the output, tokens per forward, acceptance
     specviz.open(s)              # the window on it (in a notebook: returns at once, the window stays)
+    specviz.share(s, "s.html")   # one HTML page that replays it in any browser
 
     with specviz.record("runs.db"):   # your own generate(), recorded cycle by cycle, its output unchanged
         model.generate(**inputs, assistant_model=assistant, max_new_tokens=64)
@@ -31,6 +32,7 @@ with warnings.catch_warnings():
 from specviz.capture import record
 from specviz.cycle import CAUSES, Cycle
 from specviz.session import Session, load
+from specviz.share import share
 from specviz.window import open
 from specviz_core.errors import SpecVizError
 from specviz_core.methods import CARDS
@@ -44,4 +46,4 @@ except PackageNotFoundError:  # run from a source tree that was never installed
 #: Every method a session takes, by id (``specviz.METHODS["goose"].description``, its ``params_cls``...).
 METHODS = CARDS
 
-__all__ = ["CAUSES", "METHODS", "Cycle", "CycleRecord", "Session", "SessionInfo", "SpecVizError", "__version__", "load", "open", "record"]
+__all__ = ["CAUSES", "METHODS", "Cycle", "CycleRecord", "Session", "SessionInfo", "SpecVizError", "__version__", "load", "open", "record", "share"]

@@ -37,6 +37,8 @@ from specviz_core.cli.options import (
 )
 from specviz_core.cli.reproduce import add_parser as add_reproduce_parser
 from specviz_core.cli.reproduce import cmd_reproduce
+from specviz_core.cli.share import add_parser as add_share_parser
+from specviz_core.cli.share import cmd_share
 from specviz_core.cli.train_head import add_parser as add_train_head_parser
 from specviz_core.cli.train_head import cmd_train_head
 from specviz_core.crash import one_line
@@ -166,6 +168,7 @@ def build_parser(extra: Callable[[Any], None] | None = None) -> argparse.Argumen
     add_train_head_parser(sub)
     add_reproduce_parser(sub)
     add_bench_parser(sub)
+    add_share_parser(sub)
     if extra is not None:
         extra(sub)
     return p
@@ -384,7 +387,7 @@ def main(argv: Sequence[str] | None = None, extra: Callable[[Any], None] | None 
     handlers = {"record": cmd_record, "sessions": cmd_sessions, "export": cmd_export, "check": cmd_check,
                 None: no_command, "optimize-tree": cmd_optimize_tree, "bench": cmd_bench, "audit": cmd_audit,
                 "compare": cmd_compare, "models": cmd_models, "explain": cmd_explain,
-                "train-head": cmd_train_head, "reproduce": cmd_reproduce}
+                "train-head": cmd_train_head, "reproduce": cmd_reproduce, "share": cmd_share}
     handlers.update(extra_handlers or {})
     try:
         from specviz_core.runtime import threads

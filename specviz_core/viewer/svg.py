@@ -20,7 +20,7 @@ CHAR_W = 0.62
 FONT = "font-family='DejaVu Sans, Helvetica, Arial, sans-serif'"
 
 
-def _box_width(text: str, m: Metrics) -> float:
+def box_width(text: str, m: Metrics) -> float:
     return max(m.min_w, len(text) * FONT_PX * CHAR_W + FONT_PX)
 
 
@@ -28,7 +28,7 @@ def tree_svg(record: CycleRecord, label: Callable[[int], str] = str, show_gated:
     """The draft tree: boxes coloured by source, the accepted path and its edges bold green, the bonus token
     (★) after it, gated candidates hollow and dashed (collapsed into "+N gated" unless ``show_gated``)."""
     m = Metrics(FONT_PX)
-    lay = layout_tree(record, show_gated, label, lambda t: _box_width(t, m), m)
+    lay = layout_tree(record, show_gated, label, lambda t: box_width(t, m), m)
     accepted = {0, *record.accepted_path}
     w, h = lay.width + 2 * m.margin, lay.height + 2 * m.margin
     out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{w:.0f}' height='{h:.0f}' viewBox='0 0 {w:.0f} {h:.0f}' "
