@@ -58,8 +58,9 @@ class Node:
 class CycleDecisions:
     """What a cycle decided from this machine's clock or load (``budget=auto``'s choice, the padded block size),
     read from its record: a fork's re-run applies these instead of deciding again, so a recording re-runs exactly on
-    any machine (docs/record-format.md). Where the record holds them: ``state["budget"]`` (the choice, and
-    ``ceiling``, the budget the drafter was asked for), ``verify_order`` (the nodes kept) and ``state["padded_to"]``."""
+    any machine (docs/record-format.md). Where the record holds them: ``state["budget"]`` (the choice, ``ceiling``,
+    the budget the drafter was asked for, and ``depth``, how deep), ``verify_order`` (the nodes kept) and
+    ``state["padded_to"]``."""
 
     ceiling: int | None
     """The budget the drafter was asked to draft up to; None: its own tree."""
@@ -70,18 +71,22 @@ class CycleDecisions:
     """The rows the verify forward ran: the verified rows plus any padding."""
     budget_state: dict[str, Any] | None
     """The choice as the cycle's state records it (``state["budget"]``)."""
+    depth: int | None = None
+    """With ``budget=auto`` where drafting costs: the depth the drafter was asked to draft to; None: its own."""
 
     @classmethod
     def of(cls, record: CycleRecord) -> CycleDecisions:
         b = record.state.get("budget")
         budget = b if isinstance(b, dict) else None
         ceiling = budget.get("ceiling") if budget is not None else None
+        depth = budget.get("depth") if budget is not None else None
         padded = record.state.get("padded_to")
         return cls(
             ceiling=int(ceiling) if isinstance(ceiling, int) and not isinstance(ceiling, bool) else None,
             kept=frozenset(record.verify_order) if budget is not None else None,
             rows_run=max(record.n_verified, int(padded) if isinstance(padded, int) else 0),
             budget_state=dict(budget) if budget is not None else None,
+            depth=int(depth) if isinstance(depth, int) and not isinstance(depth, bool) else None,
         )
 
 

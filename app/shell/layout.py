@@ -17,6 +17,12 @@ COMPACT_SIZE = (1300, 800)
 """Below this window size, the laptop layout (:meth:`DockLayout.proportion_docks`)."""
 
 
+
+def presentation_scale(height: int) -> float:
+    """Presentation mode's font scale for a window ``height`` px tall: 1.5 on a large screen, less on a projector's
+    720 lines, where 1.5 would leave the charts and the toolbar no room."""
+    return min(1.5, max(1.15, 1.15 * height / 720))
+
 class DockLayout(QObject):
     """The window's docks: their sizes at any window size, presentation mode, the layout saved and restored."""
 
@@ -112,10 +118,10 @@ class DockLayout(QObject):
                 if entry.key in self.docks and not entry.presenting:
                     self.docks[entry.key].hide()
             font = QFont(self._base_font)
-            font.setPointSizeF(self._base_font.pointSizeF() * 1.5)
+            font.setPointSizeF(self._base_font.pointSizeF() * presentation_scale(window.height()))
             QApplication.setFont(font)
             self.docks["charts"].raise_()
-            window.resizeDocks([self.docks["output"]], [int(window.height() * 0.4)], Qt.Orientation.Vertical)
+            window.resizeDocks([self.docks["output"]], [int(window.height() * 0.45)], Qt.Orientation.Vertical)
             window.resizeDocks([self.docks["output"], self.docks["charts"]],
                                [int(window.width() * 0.4), int(window.width() * 0.6)], Qt.Orientation.Horizontal)
         else:

@@ -239,6 +239,8 @@ class MainWindow(QMainWindow):
         tb.setIconSize(QSize(18, 18))
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, tb)
         self.controls_toolbar = tb
+        self._dropped: list[tuple[QAction, QAction | None]] = []
+        """Toolbar buttons presentation mode took out, with the action each went before."""
         tl = QToolBar("Timeline")
         tl.setObjectName("toolbar_timeline")
         tl.setMovable(False)
@@ -309,9 +311,25 @@ class MainWindow(QMainWindow):
 
     def _on_presentation(self, on: bool) -> None:
         self.presentation_action.setChecked(on)
+        self._present_toolbar(on)
         self._fit_speed()
         for panel in self.panels.values():
             panel.on_presentation_changed(on)
+
+    def _present_toolbar(self, on: bool) -> None:
+        """In presentation mode the toolbar drops the buttons least needed in a demo (Run to breakpoint, Reset), so
+        that it fits a projector's 1280 pixels; their menu items and shortcuts stay. Back in place afterwards."""
+        tb = self.controls_toolbar
+        if on and not self._dropped:
+            for a in (self.reset_action, self.bp_action):
+                actions = tb.actions()
+                before = actions[actions.index(a) + 1] if actions.index(a) + 1 < len(actions) else None
+                tb.removeAction(a)
+                self._dropped.append((a, before))
+        elif not on:
+            while self._dropped:
+                a, before = self._dropped.pop()
+                tb.insertAction(before, a)
 
     def showEvent(self, e: QShowEvent) -> None:
         super().showEvent(e)

@@ -38,7 +38,8 @@ first session's drafting, which it does not change: until then a cautious prior,
 cycle's tokens are then weighed against its draft and its forward together, and before drafting the controller
 decides whether to draft at all: where the session's recent drafted cycles did not pay their drafting (their gain
 over a plain cycle below 1), the cycle is plain, nothing drafted, and a draft is tried again after 1, 2, 4 ... 32
-plain cycles (:meth:`BudgetController.draft_budget`).
+plain cycles (:meth:`BudgetController.draft_budget`); and how deep: one level past the deepest node the recent
+drafted cycles kept (:meth:`BudgetController.draft_depth`), so no step drafts a level the choice would cut.
 
 The choice reads no clock: the curve is measured once per device and dtype, before a session needs it and never
 in its time (:func:`~specviz_core.engine.cost_curve.ensure_device_curve`), and until it is known a cautious prior
@@ -55,6 +56,8 @@ a smaller tree more cheaply reads ``ctx.budget`` (or calls ``Drafter.cycle_budge
 """
 
 from __future__ import annotations
+
+import math
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -163,6 +166,8 @@ class Choice:
     """The curve is flat up to the largest tree: the method's own tree was kept."""
     paper: int | None = None
     """The method's own budget, said beside the choice."""
+    depth: int | None = None
+    """The depth the drafter was asked to draft to (:meth:`BudgetController.draft_depth`); None: its own."""
 
     def as_state(self) -> dict[str, Any]:
         if self.plain:
@@ -174,6 +179,7 @@ class Choice:
                 "expected_tokens": round(self.expected_tokens, 3), "expected_ms": round(self.expected_ms, 3),
                 "gain_vs_ar": round(self.gain_vs_ar, 3), "calibration": round(self.calibration, 3),
                 **({"draft_ms": round(self.draft_ms, 3)} if self.draft_ms else {}),
+                **({"depth": self.depth} if self.depth is not None else {}),
                 **({"paper": self.paper} if self.paper else {}),
                 **({"prior": True} if self.prior else {})}
 
@@ -217,6 +223,7 @@ class BudgetController:
         self.plain_cycles = 0
         self._expected = 0.0  # decayed sums, over the cycles that verified a draft, of the draft tokens expected
         self._accepted = 0.0  # ... and of those accepted
+        self._depth_ema: float | None = None  # the deepest node kept, recent drafted cycles (EMA)
 
     @property
     def calibration(self) -> float:
@@ -258,6 +265,15 @@ class BudgetController:
             self._probe_gap = min(2 * self._probe_gap, PROBE_MAX)
         return int(min(self.max_budget, max(self.min_ceiling, 2 * self._chosen_ema + 4)))
 
+    def draft_depth(self) -> int | None:
+        """How deep to draft this cycle, decided before drafting where a draft step costs (a head's, a draft model's):
+        one level deeper than the recent cycles kept (each level is a step, and a level the choice then cuts was
+        drafted for nothing), so the depth follows what pays, a level at a time. None: the drafter's own depth (no
+        cost per step, a flat curve, or no drafted cycle seen yet)."""
+        if not self.drafts or self.flat or self._depth_ema is None:
+            return None
+        return max(1, math.ceil(self._depth_ema - 1e-9) + 1)
+
     def draft_ms(self, steps: int) -> float:
         """What ``steps`` draft steps cost, priced as the forward is (ms, or 1-row forwards on the prior curve)."""
         return steps * self.draft_step * self.time.curve(1) if self.drafts else 0.0
@@ -291,10 +307,11 @@ class BudgetController:
                 pp[i], classes[i] = pp[par] * upper, classes[par] | {cls}
         return pp, mean_pp
 
-    def fit(self, tree: DraftTree, ceiling: int | None = None, room: int | None = None) -> Choice:
+    def fit(self, tree: DraftTree, ceiling: int | None = None, room: int | None = None,
+            depth: int | None = None) -> Choice:
         """Gate every verified node but the best B; returns the choice (B may be 0: an AR cycle). ``room``: the
         tokens the session may still commit; a node at depth ``room`` or deeper can add none (the cycle is cut
-        there), so it is never worth its row."""
+        there), so it is never worth its row. ``depth``: the depth the drafter was asked for (recorded)."""
         if self.flat:  # a bigger tree costs (nearly) nothing more: the method's own tree, every node of it
             n = sum(1 for i in range(1, len(tree)) if not tree.gated[i])
             self.last = Choice(n, n, self.paper, 0.0, 0.0, 1.0, flat=True)
@@ -334,7 +351,7 @@ class BudgetController:
         rate = expected[b] / cycle_ms[b] if cycle_ms[b] > 0 else 0.0
         self.last = Choice(b, len(cand), ceiling if ceiling is not None else self.max_budget, expected[b],
                            cycle_ms[b], rate / ar_rate if ar_rate > 0 else 1.0, paper=self.paper, prior=self.prior,
-                           calibration=calibration, draft_ms=draft_ms)
+                           calibration=calibration, draft_ms=draft_ms, depth=depth)
         return self.last
 
     def observe(self, record: CycleRecord, greedy: bool = False) -> None:
@@ -355,6 +372,8 @@ class BudgetController:
                 if gain >= 1.0:
                     self._probe_gap = 1
             self._measure_step(record, int(steps))
+            kept = max((n.depth for n in record.nodes if n.verified), default=0)
+            self._depth_ema = float(kept) if self._depth_ema is None else self._depth_ema + 0.3 * (kept - self._depth_ema)
         if chosen > 0 and isinstance(choice, dict) and "expected_tokens" in choice:
             # what the choice expected before calibration, against what the tree gave
             self._expected += (float(choice["expected_tokens"]) - 1.0) / float(choice.get("calibration", 1.0))

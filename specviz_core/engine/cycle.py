@@ -200,10 +200,12 @@ class Engine:
         lap = Laps(self.clock, self._sync)
         decided = self.decided.get(self.cycle_index)
         ceiling = decided.ceiling if decided is not None else self.budget.draft_budget() if self.budget else None
-        ctx = DraftContext(ids=list(self.ids), cache_len=cache_len, max_depth=self.max_depth, generator=self.generator,
+        depth = decided.depth if decided is not None else self.budget.draft_depth() if self.budget else None
+        ctx = DraftContext(ids=list(self.ids), cache_len=cache_len, generator=self.generator,
+                           max_depth=self.max_depth if depth is None else min(self.max_depth, depth),
                            temperature=cfg.temperature, budget=ceiling, room=self.room)
         tree = self.drafter.skip(ctx) if ceiling == 0 else self.drafter.draft(ctx)  # 0: a plain cycle, no draft
-        block, rows_run = self._plan(tree, decided, ceiling)
+        block, rows_run = self._plan(tree, decided, ceiling, depth)
         lap("draft")
         verified = self._verify(tree, block, rows_run)
         lap("forward")
@@ -236,16 +238,18 @@ class Engine:
         """New tokens the session may still commit."""
         return self.config.max_new_tokens - len(self.output_ids)
 
-    def _plan(self, tree: DraftTree, decided: CycleDecisions | None, ceiling: int | None) -> tuple[VerifyBlock, int]:
+    def _plan(self, tree: DraftTree, decided: CycleDecisions | None, ceiling: int | None,
+              depth: int | None = None) -> tuple[VerifyBlock, int]:
         """The nodes to verify and the rows to run them as: the context's limit gates deeper nodes, a recorded
-        choice is applied as it was made, else ``budget=auto`` keeps the best nodes for this hardware; the block is
-        padded where a bigger one costs less (as recorded, on a re-run)."""
+        choice is applied as it was made, else ``budget=auto`` keeps the best nodes for this hardware (``ceiling``
+        and ``depth``: what the drafter was asked for, recorded with the choice); the block is padded where a bigger
+        one costs less (as recorded, on a re-run)."""
         _gate_deeper_than(tree, self.max_depth)
         if decided is not None and decided.kept is not None:
             _keep_only(tree, decided.kept)
             tree.state = dict(tree.state, budget=decided.budget_state)
         elif self.budget is not None:
-            choice = self.budget.plain() if ceiling == 0 else self.budget.fit(tree, ceiling, self.room)
+            choice = self.budget.plain() if ceiling == 0 else self.budget.fit(tree, ceiling, self.room, depth)
             tree.state = dict(tree.state, budget=choice.as_state())
         block = flatten(tree)
         n = len(block.order)

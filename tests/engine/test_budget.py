@@ -712,3 +712,36 @@ def test_the_why_of_a_plain_cycle_says_the_budget_chose_it_and_a_drafted_one_wha
     drafted = method_notes({"budget": {"chosen": 1, "candidates": 79, "ceiling": 16, "expected_tokens": 1.57,
                                        "expected_ms": 283.0, "gain_vs_ar": 0.63, "draft_ms": 170.2}})
     assert any("1 of 79" in n and "drafting 170 ms of it" in n for n in drafted)
+
+
+def test_the_draft_depth_follows_what_the_choice_kept_a_level_at_a_time(curve_cache, tiny, tmp_path):
+    """Where a draft step costs (a head), the depth is chosen before drafting: one level past the deepest node the
+    recent cycles kept. Each drafted cycle drafts no deeper than asked and records the depth, and a fork's re-run asks
+    for the recorded depth, drafting the same trees; the output stays plain greedy decoding's."""
+    from test_eagle_layouts import write_checkpoint
+
+    from specviz_core.engine.budget import make_controller
+    from specviz_core.runtime.cost_files import save_draft_cost
+
+    write_checkpoint(tmp_path / "head", "eagle", tiny.model.config, seed=5)
+    prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7]
+    e = make_engine(tiny, "eagle", prompt, 40, head=str(tmp_path / "head"))
+    save_draft_cost("tiny", "cpu", None, e.drafter.draft_cost_key(), 0.05, 8)  # cheap steps: it keeps drafting
+    e.budget = make_controller(tiny, e.drafter.params.budget, drafter_key=e.drafter.draft_cost_key())
+    own = e.drafter.params.depth
+    records = list(e.cycles())
+    assert e.output_ids == hf_greedy(tiny, prompt, 40)
+    drafted = [r for r in records if r.state.get("draft_steps")]
+    assert "depth" not in drafted[0].state["budget"]  # nothing kept yet: the drafter's own depth
+    asked = [r.state["budget"]["depth"] for r in drafted[1:]]
+    assert asked and min(asked) < own + 1  # the depth came down to what was kept
+    for before, r in zip(drafted, drafted[1:]):
+        depth = r.state["budget"]["depth"]
+        assert max(n.depth for n in r.nodes) <= depth  # drafted no deeper than asked
+        kept = max(n.depth for n in before.nodes if n.verified)
+        assert depth <= max(asked[0], kept + 1) + 1  # one level past what recent cycles kept, not the drafter's own
+    again = make_engine(tiny, "eagle", prompt, 40, head=str(tmp_path / "head"))
+    again.reuse_decisions(records)
+    replay = list(again.cycles())
+    assert [r.state["budget"].get("depth") for r in replay] == [r.state["budget"].get("depth") for r in records]
+    assert [len(r.nodes) for r in replay] == [len(r.nodes) for r in records] and again.output_ids == e.output_ids

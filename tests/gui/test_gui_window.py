@@ -275,6 +275,8 @@ def test_layout_is_restored_on_restart(qtbot, tmp_path, monkeypatch):
 def test_presentation_mode_enlarges_fonts_and_hides_controls(qtbot, window):
     w = window
     base = w.font().pointSizeF()
+    w.resize(1500, 940)  # a large screen's window: the full scale (a projector's 720 lines get less)
+    qtbot.waitUntil(lambda: w.height() == 940, timeout=5000)
     w.dock_layout.toggle_presentation()
     qtbot.wait(20)
     assert w.font().pointSizeF() >= base * 1.4
@@ -433,6 +435,8 @@ def test_cycle_keys_move_through_cycles_wherever_the_focus_is_but_a_text_field(q
     from PySide6.QtWidgets import QApplication, QLineEdit
 
     w = window
+    # what hovering the buttons says: no mnemonic marks ("&Next cycle")
+    assert w.next_action.statusTip() == "Next cycle" and w.next_action.toolTip() == "Next cycle (Right)"
     path, sid = long_recording
     assert w.controller.open_session(str(path), sid)
     w.activateWindow()
@@ -477,3 +481,44 @@ def test_cycle_keys_move_through_cycles_wherever_the_focus_is_but_a_text_field(q
     qtbot.keyClick(field, Qt.Key.Key_Left)
     qtbot.keyClick(field, Qt.Key.Key_Home)
     assert field.cursorPosition() == 0 and w.model.index == at
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+def test_presentation_mode_fits_a_projector(qtbot, window, tmp_path, size):
+    """At a projector's 1280x720 and at 1920x1080: the toolbar shows every action it keeps (none behind »), the charts
+    are the two that tell the story, side by side and whole, on whole-cycle axes."""
+    from PySide6.QtCore import QRectF
+    from PySide6.QtWidgets import QToolBar, QToolButton
+
+    from specviz_app.demo import copy_demo
+    from specviz_app.panels.charts.panel import STORY
+
+    w = window
+    db = copy_demo(tmp_path / "demo")
+    with Recording(db, read_only=True) as rec:
+        sid = next(s.id for s in rec.sessions() if s.method == "goose")
+    assert w.controller.open_session(str(db), sid)
+    w.resize(*size)
+    qtbot.waitUntil(lambda: (w.width(), w.height()) == size, timeout=5000)
+    w.dock_layout.toggle_presentation()
+    try:
+        qtbot.wait(50)
+        w.model.set_cycle(5)
+        toolbar = w.findChild(QToolBar, "toolbar_controls")
+        more = toolbar.findChild(QToolButton, "qt_toolbar_ext_button")
+        assert more is None or not more.isVisible(), "an action is hidden behind the toolbar's »"
+        assert w.presentation_action in toolbar.actions() and toolbar.widgetForAction(w.presentation_action).isVisible()
+        charts = w.panels["charts"]
+        qtbot.waitUntil(lambda: charts.columns == 2, timeout=5000)
+        shown = [p for p in charts.plots if p.isVisible()]
+        assert sorted(p.name for p in shown) == sorted(STORY)
+        view = QRectF(charts.glw.viewport().rect())
+        for p in shown:
+            r = charts.glw.mapFromScene(p.sceneBoundingRect()).boundingRect()
+            assert view.contains(QRectF(r).adjusted(1, 1, -1, -1)), f"{p.name} is cut: {r} in {view}"
+            ticks = [v for _, values in p.getAxis("bottom").tickValues(-0.5, 4.5, 400) for v in values]
+            assert ticks and all(float(v).is_integer() for v in ticks)
+    finally:
+        w.dock_layout.toggle_presentation()
+    toolbar = w.findChild(QToolBar, "toolbar_controls")
+    assert toolbar.actions()[:5] == [w.step_action, w.run_action, w.pause_action, w.bp_action, w.reset_action]

@@ -46,6 +46,9 @@ REDRAW_MS = 40  # live appends are drawn at most this often
 ROW_MIN_PX = 165  # below this a plot is unreadable: the grid scrolls instead
 
 
+#: The charts presentation mode keeps: tokens per forward and tokens/s with the speed-up (every session has both).
+STORY = ("tau", "tps")
+
 class ChartsPanel(PanelMixin, QWidget):
     """Charts of the current session; the AR baseline and the cost curve are the session model's. For the main
     window: ``set_ar_baseline``, ``set_cost_curve``,
@@ -62,6 +65,8 @@ class ChartsPanel(PanelMixin, QWidget):
         """The charts that apply to the session, by name in the registry's order."""
         self.solo: str | None = None
         """The one chart shown alone (double-click), if any."""
+        self.presenting = False
+        """Presentation mode: only the charts that tell the story (:data:`STORY`), side by side."""
         self._placed: tuple = ()
         self._in_grid: list[Chart] = []
         self._font_scale = 1.0
@@ -153,7 +158,10 @@ class ChartsPanel(PanelMixin, QWidget):
     def _layout(self, columns: int) -> None:
         """The shown charts in ``columns`` columns (the wide per-cycle plots span two of three); one alone when
         double-clicked."""
-        names = [self.solo] if self.solo else self.shown
+        story = [n for n in self.shown if n in STORY] if self.presenting else []
+        names = [self.solo] if self.solo else story or self.shown
+        if story and not self.solo:
+            columns = min(len(story), 2)
         placed = (tuple(names), columns)
         self.columns = columns
         if placed == self._placed:
@@ -161,7 +169,7 @@ class ChartsPanel(PanelMixin, QWidget):
         grid = self.glw.ci.layout
         for p in self._in_grid:  # take every plot out first: a cell may still hold a plot that moves later
             grid.removeItem(p)
-        cells = grid_cells(names, columns, self.drawing.wide)
+        cells = grid_cells(names, columns, () if story and not self.solo else self.drawing.wide)
         self._in_grid = []
         for name, p in self.drawing.charts.items():
             if name in cells:
@@ -178,6 +186,13 @@ class ChartsPanel(PanelMixin, QWidget):
         self.glw.setMinimumHeight(rows * round(ROW_MIN_PX * self._font_scale))
         self._placed = placed
         grid.activate()  # place the plots now, not at the next event loop turn: what is drawn follows at once
+
+    def on_presentation_changed(self, on: bool) -> None:
+        """Presentation mode: the story's charts alone, no hint line; back to every chart after."""
+        self.presenting = on
+        self.tip.setVisible(not on)
+        self._placed = ()
+        self._layout(1 if self.solo else columns_for(self.width()))
 
     def set_solo(self, name: str | None) -> None:
         """Show chart ``name`` alone in the panel (None: all of them)."""

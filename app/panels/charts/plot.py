@@ -3,6 +3,8 @@ coloured like their lines) and theme-aware axes."""
 
 from __future__ import annotations
 
+import math
+
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QTextOption
@@ -26,11 +28,22 @@ def _narrowable(label: pg.LabelItem) -> None:
     label.setFlag(QGraphicsItem.GraphicsItemFlag.ItemClipsChildrenToShape)
 
 
+class CycleAxis(pg.AxisItem):
+    """A cycle axis: whole cycles only (pyqtgraph's own ticks go to -0.5, 0.5, ... in a short session)."""
+
+    def tickValues(self, minVal: float, maxVal: float, size: float) -> list:
+        levels = [(spacing, [v for v in values if float(v).is_integer()])
+                  for spacing, values in super().tickValues(minVal, maxVal, size) if spacing >= 1]
+        if not any(values for _, values in levels):  # zoomed in past one cycle: the cycles in view
+            levels = [(1.0, [float(v) for v in range(math.ceil(minVal), math.floor(maxVal) + 1)])]
+        return levels
+
+
 class ChartPlot(pg.PlotItem):
     """A titled plot with axis labels, series keys, and curves made for long series."""
 
     def __init__(self, title: str, x_label: str, y_label: str, tooltip: str) -> None:
-        super().__init__()
+        super().__init__(axisItems={"bottom": CycleAxis("bottom")} if x_label == "cycle" else None)
         self.title, self.keys = title, list[Key]()
         self._colors = (QColor("black"), QColor("grey"))
         self._scale = 1.0

@@ -21,8 +21,9 @@ def window_action(window: QWidget, text: str, shortcut: str | QKeySequence | Non
     if shortcut:
         a.setShortcut(QKeySequence(shortcut))
         a.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-    a.setToolTip(f"{tip or text} ({QKeySequence(shortcut).toString()})" if shortcut else (tip or text))
-    a.setStatusTip(tip or text)
+    words = tip or text.replace("&&", "\0").replace("&", "").replace("\0", "&").rstrip("…")  # no mnemonic marks
+    a.setToolTip(f"{words} ({QKeySequence(shortcut).toString()})" if shortcut else words)
+    a.setStatusTip(words)
     a.triggered.connect(slot)
     window.addAction(a)
     return a
