@@ -58,7 +58,6 @@ a smaller tree more cheaply reads ``ctx.budget`` (or calls ``Drafter.cycle_budge
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
