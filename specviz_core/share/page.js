@@ -20,9 +20,15 @@
     if (parent) parent.appendChild(e);
     return e;
   }
-  function svg(box, w, h) {
+  function svg(box, w, h, most) {
+    // Scaled to fit the panel, but never past ``most`` times its natural size (a 3-node tree stays readable, not huge).
     box.textContent = "";
-    return el("svg", {viewBox: `0 0 ${w} ${h}`, preserveAspectRatio: "xMidYMid meet"}, box);
+    const s = el("svg", {viewBox: `0 0 ${w} ${h}`, preserveAspectRatio: "xMidYMid meet"}, box);
+    if (most) {
+      const k = Math.min(most, box.clientWidth / w, box.clientHeight / h);
+      if (k > 0) { s.style.width = `${w * k}px`; s.style.height = `${h * k}px`; s.style.position = "static"; }
+    }
+    return s;
   }
   const colour = (source) => C.sources[source] || C.fallback;
   const tokenText = (i) => (i === null || i === undefined) ? "" : D.tokens[i];
@@ -45,7 +51,7 @@
 
   // -- the tree -----------------------------------------------------------------------------------------------
   function drawTree(c) {
-    const t = c.tree, s = svg($("tree"), t.w, t.h);
+    const t = c.tree, s = svg($("tree"), t.w, t.h, 1.6);
     s.setAttribute("font-size", "12");
     const byId = new Map(t.boxes.map((b) => [b.id, b]));
     const onPath = (b) => b.kind === "accepted" || b.kind === "bonus";
@@ -86,9 +92,8 @@
     const n = c.n, cell = 12, bits = maskBits(c), acc = new Set(c.accepted_rows);
     const names = c.rows.map((r) => `${visible(tokenText(r.token)).slice(0, 12)} ${r.pos}`);
     const left = 8 + 11 * 0.62 * Math.max(...names.map((t) => t.length));
-    const s = svg($("mask"), left + n * cell + 2, n * cell + 2);
+    const s = svg($("mask"), left + n * cell + 2, n * cell + 2, 1.5);
     s.setAttribute("font-size", String(Math.min(cell, 11)));
-    s.setAttribute("preserveAspectRatio", "xMinYMin meet");
     c.rows.forEach((r, i) => {
       el("text", {x: left - 4, y: 1 + i * cell + cell / 2, dy: "0.35em", "text-anchor": "end", fill: colour(r.source)},
         s, names[i]);
@@ -184,7 +189,7 @@
   const present = () => { document.body.classList.toggle("present"); show(at); };
   $("present").onclick = present;
   range.oninput = () => show(Number(range.value));
-  window.addEventListener("resize", () => drawChart(D.cycles[at]));
+  window.addEventListener("resize", () => show(at));
   document.addEventListener("keydown", (e) => {
     if (e.ctrlKey || e.altKey || e.metaKey) return;
     const keys = {ArrowLeft: () => show(at - 1), ArrowRight: () => show(at + 1), Home: () => show(0),
