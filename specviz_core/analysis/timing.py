@@ -46,27 +46,42 @@ class CostCurve:
     """Verify-block rows measured, ascending (root included)."""
     ms: tuple[float, ...]
     """Median forward time at each size, ms."""
+    host_ms: tuple[float, ...] | None = None
+    """Median ms the host then takes to reduce the block's rows (:func:`~specviz_core.target_rows.target_rows`: the
+    top-k, the softmax, the copy), at each size; None in curves measured before it was."""
 
     def __call__(self, rows: float) -> float:
         """Predicted forward ms for ``rows`` rows; beyond the last point the last slope continues."""
-        n, ms = self.n, self.ms
-        if len(n) == 1:
-            return ms[0]
-        if rows <= n[0]:
-            return ms[0]
-        i = bisect_left(n, rows)
-        if i >= len(n):
-            i = len(n) - 1
-        x0, x1, y0, y1 = n[i - 1], n[i], ms[i - 1], ms[i]
-        return y0 + (y1 - y0) * (rows - x0) / (x1 - x0)
+        return _interpolate(self.n, self.ms, rows)
+
+    def host(self, rows: float) -> float:
+        """Predicted ms of the host's reduction of ``rows`` rows (0 where the curve did not measure it)."""
+        return _interpolate(self.n, self.host_ms, rows) if self.host_ms else 0.0
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CostCurve:
         """The curve as measured, bumps and all: on a CPU a block of 4 rows can cost less than one of 3 (the
         matrix kernels' shapes), and a chooser that smoothed that away would choose the dearer block. Each size's
         time is the median of its rounds, timed round-robin with the others, so a busy moment is not one size's."""
-        pairs = sorted(zip(d["n"], d["ms"]))
-        return cls(tuple(int(n) for n, _ in pairs), tuple(float(m) for _, m in pairs))
+        host = d.get("host_ms")
+        if not isinstance(host, list) or len(host) != len(d["n"]):
+            host = None
+        triples = sorted(zip(d["n"], d["ms"], host if host is not None else [0.0] * len(d["n"])))
+        return cls(tuple(int(n) for n, _, _ in triples), tuple(float(m) for _, m, _ in triples),
+                   tuple(float(h) for _, _, h in triples) if host is not None else None)
+
+
+def _interpolate(n: Sequence[int], ms: Sequence[float], rows: float) -> float:
+    """``ms`` at ``rows``, linearly between the measured sizes ``n``; beyond the last the last slope continues."""
+    if len(n) == 1:
+        return ms[0]
+    if rows <= n[0]:
+        return ms[0]
+    i = bisect_left(n, rows)
+    if i >= len(n):
+        i = len(n) - 1
+    x0, x1, y0, y1 = n[i - 1], n[i], ms[i - 1], ms[i]
+    return y0 + (y1 - y0) * (rows - x0) / (x1 - x0)
 
 
 #: Padding a block to a bigger size must save at least this share of its forward: less is the curve's noise.

@@ -29,7 +29,9 @@ sometimes no tree at all. Each cycle, with ``budget=auto``:
    sums decay through plain cycles it drifts back to 1, so a draft is tried again
 
    with the cycle time predicted from this device's measured verify-cost curve, priced at the size the block
-   runs as (padded: :func:`~specviz_core.analysis.timing.padded_rows`). B = 0 verifies the root alone: an AR
+   runs as (padded: :func:`~specviz_core.analysis.timing.padded_rows`), plus the host's reduction of the block's
+   rows, measured with the curve (a softmax and a top-k over the vocabulary a row: on a CPU, with a small model
+   and a large vocabulary, a share of the cycle that grows with the rows). B = 0 verifies the root alone: an AR
    cycle, where speculation cannot pay here.
 
 Where drafting runs a model (a draft head's steps, a draft model's forwards), it is priced too: a step costs what
@@ -118,8 +120,9 @@ def choose_budget(expected_tokens: Sequence[float], cycle_ms: Sequence[float]) -
 
 
 class CycleTimeModel:
-    """Predicted ms of a cycle's verify forward for a block of n rows, from the device's curve alone (no clock: a
-    choice must not depend on how busy the machine was when it was made)."""
+    """Predicted ms of a cycle's verify forward for a block of n rows and of the host's reduction of its rows (where
+    the curve measured it: :attr:`CostCurve.host_ms`), from the device's curve alone (no clock: a choice must not
+    depend on how busy the machine was when it was made)."""
 
     def __init__(self, curve: CostCurve, pad: bool = True) -> None:
         self.curve = curve
@@ -134,7 +137,7 @@ class CycleTimeModel:
         return self.curve(self.rows_run(rows))
 
     def __call__(self, rows: int) -> float:
-        return self.forward_ms(rows)
+        return self.forward_ms(rows) + self.curve.host(rows)
 
 
 @dataclass
@@ -150,7 +153,8 @@ class Choice:
     expected_tokens: float
     """Expected tokens committed this cycle (accepted + bonus) with the kept nodes."""
     expected_ms: float
-    """Predicted forward + walk/trim/harvest ms."""
+    """Predicted ms: the verify forward and the host's reduction of its rows (where the curve measured it), and the
+    drafting (``draft_ms``)."""
     gain_vs_ar: float
     """Expected tokens/ms over an AR cycle's (1 token, 1 row)."""
     prior: bool = False

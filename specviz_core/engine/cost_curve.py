@@ -10,10 +10,12 @@ File format (``<data>/cost_curves/<model>__<device>__<dtype>.json``)::
 
     {"version": 1, "model": "default", "model_path": "...", "device": "cpu", "device_name": "...",
      "dtype": "float32", "threads": 2, "cache_len": 256, "reps": 5, "measured_at": "2025-...Z",
-     "n": [1, 2, 4, ...], "ms": [66.1, 68.0, ...], "ms_min": [...]}
+     "n": [1, 2, 4, ...], "ms": [66.1, 68.0, ...], "ms_min": [...], "host_ms": [0.4, 0.5, ...]}
 
 ``n`` is the number of verify-block rows (root included); ``ms`` the median forward time
-of ``reps`` runs, ``ms_min`` the fastest.
+of ``reps`` runs, ``ms_min`` the fastest; ``host_ms`` the median time the host then took to reduce the block's rows
+(:func:`~specviz_core.target_rows.target_rows`: over a large vocabulary on a CPU, a share of a small model's cycle
+that grows with the rows, which ``budget=auto`` prices beside the forward; absent in curves measured before).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from transformers import DynamicCache
 from specviz_core.runtime import threads
 from specviz_core.runtime.cost_files import FORMAT_VERSION, device_key, load_cost_curve, save_cost_curve
 from specviz_core.runtime.models import LoadedModel, synchronize
+from specviz_core.target_rows import target_rows
 from specviz_core.tree import VerifyBlock
 
 #: Verify-block sizes measured by default (rows, root included): every size up to 16, where the CPU's matrix kernels
@@ -40,6 +43,8 @@ from specviz_core.tree import VerifyBlock
 SIZES = tuple(range(1, 17)) + (20, 24, 28, 32, 40, 48, 64, 96, 128)
 #: The curve measured once per device before a session needs it: every size up to 16 too, fewer above.
 QUICK_SIZES = tuple(range(1, 17)) + (24, 32, 48, 64, 128)
+#: The top-k the host's reduction is timed with (a table drafter's harvest reads the top 10).
+HOST_K = 10
 #: A stored curve measured at fewer small sizes (before they were all measured) is measured again.
 DENSE_UP_TO = 16
 
@@ -97,21 +102,30 @@ def measure_cost_curve(
     cache = kv.returned_cache(out)
     blocks = [_chain_block(n, target.vocab_size) for n in sizes]
     times: list[list[float]] = [[] for _ in sizes]
+    host: list[list[float]] = [[] for _ in sizes]
     # Round-robin over the sizes, so a busy moment on a shared machine hits every size alike.
     for r in range(warmup + reps):
         for k, block in enumerate(blocks):
             synchronize(dev)
             t0 = clock()
-            verify_forward(target, cache, block, cache_len)
+            verified = verify_forward(target, cache, block, cache_len)
             synchronize(dev)
+            t1 = clock()
+            target_rows(verified.logits, block.tokens, block.parent_rows, block.tokens - 1, HOST_K)
+            t2 = clock()
             if r >= warmup:
-                times[k].append((clock() - t0) * 1000.0)
+                times[k].append((t1 - t0) * 1000.0)
+                host[k].append((t2 - t1) * 1000.0)
             kv.crop(cache, cache_len)
         if keep is not None and r >= warmup:
-            keep(curve_dict(target, sizes, times, cache_len, r + 1 - warmup, load=load))
+            keep(curve_dict(target, sizes, times, cache_len, r + 1 - warmup, load=load, host_ms=_medians(host)))
         if progress is not None:
             progress(r + 1, warmup + reps)
-    return curve_dict(target, sizes, times, cache_len, reps, load=load)
+    return curve_dict(target, sizes, times, cache_len, reps, load=load, host_ms=_medians(host))
+
+
+def _medians(times: Sequence[Sequence[float]]) -> list[float]:
+    return [round(statistics.median(t), 3) for t in times]
 
 
 def curve_dict(target: LoadedModel, sizes: Sequence[int], times: Sequence[Sequence[float]], cache_len: int,

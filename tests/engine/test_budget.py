@@ -745,3 +745,28 @@ def test_the_draft_depth_follows_what_the_choice_kept_a_level_at_a_time(curve_ca
     replay = list(again.cycles())
     assert [r.state["budget"].get("depth") for r in replay] == [r.state["budget"].get("depth") for r in records]
     assert [len(r.nodes) for r in replay] == [len(r.nodes) for r in records] and again.output_ids == e.output_ids
+
+
+def test_the_hosts_reduction_of_the_rows_is_measured_with_the_curve_and_priced_beside_the_forward(tiny, one_thread):
+    """The curve measurement times the host's reduction of each block's rows too; the cycle time model adds it to
+    the forward, and a choice over the same acceptance keeps the subset that is best with it counted (brute force)."""
+    from specviz_core.engine.cost_curve import measure_cost_curve
+
+    d = measure_cost_curve(tiny, sizes=(1, 4, 8), cache_len=16, reps=1, warmup=0)
+    assert len(d["host_ms"]) == 3 and all(h > 0 for h in d["host_ms"])
+    curve = CostCurve.from_dict(d)
+    assert curve.host(4) == d["host_ms"][1] and curve(4) == d["ms"][1]  # the forward's own curve is unchanged
+    # A device whose rows cost the host a lot: the choice weighs forward + host.
+    p = {"spine": 0.8, "branch": 0.25}
+    base = CostCurve.from_dict(CURVE)
+    heavy = CostCurve(base.n, base.ms, tuple(0.5 * n * base.ms[0] / 10 for n in base.n))
+    tm = CycleTimeModel(heavy, pad=False)
+    assert tm(40) == pytest.approx(heavy(40) + heavy.host(40)) and tm(40) > CycleTimeModel(base, pad=False)(40)
+    ctl = BudgetController(heavy, max_budget=60)
+    ctl.time.pad = False
+    ctl.stats.estimate = lambda source, score, depth: (p[source], p[source], source)
+    tree = _tree()
+    choice = ctl.fit(tree)
+    _, best_b, _ = best_subset(_tree(), p, lambda b: heavy(b + 1) + heavy.host(b + 1))
+    _, light_b, _ = best_subset(_tree(), p, lambda b: base(b + 1))
+    assert choice.chosen == best_b and best_b < light_b  # the host's cost bought fewer rows
