@@ -53,8 +53,15 @@ class HeadTrainer(QThread):
 
     def start(self, *args: Any) -> None:
         _RUNNING.add(self)
-        self.finished.connect(lambda: _RUNNING.discard(self))
+        self.finished.connect(self._forget)
         super().start(*args)
+
+    def _forget(self) -> None:
+        """The run ended: let the object go. ``finished`` is emitted just before the thread itself ends, and a
+        QThread destroyed in that moment (its last reference dropped here, or by the garbage collector of a later
+        event loop) aborts the process ("Destroyed while thread is still running"): wait for the end first."""
+        self.wait()
+        _RUNNING.discard(self)
 
     def run(self) -> None:
         from specviz_core.drafters.talon.head import save_head
