@@ -56,7 +56,8 @@ class EngineFacts(Facts):
         "`budget=auto`'s choice: `chosen` draft nodes verified of `candidates` offered, `ceiling` the budget the "
         "drafter was asked for, `expected_tokens`, `expected_ms`, `gain_vs_ar`, `paper`, `calibration` (accepted over "
         "expected draft tokens in the session's earlier trees, which scaled the expectation), `draft_ms` (the cycle's "
-        "drafting, priced); `plain` when it drafted nothing, the session's drafts not paying their cost; `prior` when the device's "
+        "drafting, priced), `depth` (how deep the drafter was asked to draft, where a draft step costs); "
+        "`plain` when it drafted nothing, the session's drafts not paying their cost; `prior` when the device's "
         "prior priced it; `flat` when a flat curve kept the method's own tree (older recordings: `measuring`). A "
         "decision a fork's re-run applies instead of deciding again (`CycleDecisions`; [fork.md](fork.md))")
     padded_to: int | None = fact(
