@@ -115,3 +115,42 @@ def test_every_lane_shows_its_first_text_line_whole(qtbot, demo_race, width, hei
             assert not cut, (f"{width}x{height} at {ms:.0f} ms: a line ({cut[0][0]:.1f}–{cut[0][1]:.1f}) is cut by "
                              f"the lane's top edge (the text scrolled {scroll} px)")
     assert overflowed >= 4  # the demo's answer outgrows its lanes: the case that clipped
+
+
+class Recorder(QPainter):
+    """A QPainter that also keeps every text the race's painter asked it to draw, with the rectangle and flags."""
+
+    def __init__(self, device) -> None:
+        super().__init__(device)
+        self.texts = []
+
+    def drawText(self, *args):  # noqa: N802 - QPainter's name
+        if len(args) == 3 and isinstance(args[0], QRectF):
+            self.texts.append((QRectF(args[0]), args[1], args[2]))
+        return super().drawText(*args)
+
+
+@pytest.mark.parametrize("width,height", [(960, 540), (1280, 720)])
+def test_a_lanes_note_at_the_finish_is_whole_never_cut_mid_word(qtbot, demo_race, width, height):
+    """The note under a lane that came in behind ("... the cost curve gives budget 10 2.31x") wraps at words and is
+    drawn whole in a rectangle tall enough for it: the GIF's footer was cut ("... gives budget 10 2....")."""
+    import dataclasses
+
+    from specviz_app.windows.race.view import RacePainter
+
+    race, vocab = demo_race
+    note = ("goose came in behind: 30-row verify blocks cost 2.7x a 1-row forward here, and the cost curve gives "
+            "budget 10 2.31x over plain decoding with the acceptance this session had")
+    race = dataclasses.replace(race, notes=tuple(note for _ in race.lanes))
+    painter = RacePainter(race, vocab, QFont(), base_pt=13.0)
+    img = QImage(width, height, QImage.Format.Format_RGB32)
+    rec = Recorder(img)
+    painter.paint(rec, QRectF(0, 0, width, height), max(lane.finish_ms for lane in race.lanes) + 1.0)
+    drawn = [(r, f) for r, f, t in rec.texts if t == note]
+    rec.end()
+    assert drawn, "the note was not drawn whole (elided?)"
+    small = QFont()
+    small.setPointSizeF(max(7.0, 13.0 * 0.75))
+    for rect, flags in drawn:
+        need = QFontMetricsF(small).boundingRect(QRectF(0, 0, rect.width(), 1e6), int(flags), note).height()
+        assert rect.height() >= need - 0.5, f"the note needs {need:.0f} px, its rectangle is {rect.height():.0f}"

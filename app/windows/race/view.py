@@ -84,12 +84,14 @@ class RacePainter:
             note = self.race.notes[i] if i < len(self.race.notes) else ""
             if note and all(s.finished for s in states):  # the race is over: why this lane came in behind
                 p.setFont(self._font(0.75))
-                note_h = self._font(0.75).pointSizeF() * 2.0
+                fm = p.fontMetrics()
+                # Wrapped at words, up to three lines (the lane's text gives them room), never cut mid-word.
+                wrap = Qt.TextFlag.TextWordWrap | Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
+                need = fm.boundingRect(0, 0, max(1, int(text_r.width())), 10**6, wrap, note).height()
+                note_h = min(float(need), fm.lineSpacing() * 3.0, text_r.height() * 0.6) + fm.lineSpacing() * 0.4
                 text_r = QRectF(text_r.left(), text_r.top(), text_r.width(), max(0.0, text_r.height() - note_h))
                 p.setPen(muted)
-                p.drawText(QRectF(text_r.left(), text_r.bottom(), text_r.width(), note_h),
-                           Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-                           p.fontMetrics().elidedText(note, Qt.TextElideMode.ElideRight, int(text_r.width())))
+                p.drawText(QRectF(text_r.left(), text_r.bottom(), text_r.width(), note_h), wrap, note)
             self._paint_text(p, text_r, st, fg)
 
     def lane_rects(self, area: QRectF) -> list[tuple[QRectF, QRectF, QRectF]]:
