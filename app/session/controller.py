@@ -375,7 +375,7 @@ class SessionController(QObject):
         self.session_status.emit(f"Replaying session {info.id}: {info.method} on {info.device}, "
                                  f"{self.model.n_cycles} cycles, from {Path(db).name}. Step (F10) starts a new "
                                  "live session with the settings below.")
-        self.notice.emit(f"Replaying session {info.id} from {db}", 5000)
+        self.notice.emit(f"Replaying session {info.id} from {Path(db).name}", 5000)  # the name: a path cut mid-way says less
         return True
 
     # -- autoplay -----------------------------------------------------------------------------------------------------
