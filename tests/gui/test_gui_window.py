@@ -518,6 +518,19 @@ def test_presentation_mode_fits_a_projector(qtbot, window, tmp_path, size):
             assert view.contains(QRectF(r).adjusted(1, 1, -1, -1)), f"{p.name} is cut: {r} in {view}"
             ticks = [v for _, values in p.getAxis("bottom").tickValues(-0.5, 4.5, 400) for v in values]
             assert ticks and all(float(v).is_integer() for v in ticks)
+        # The longest accepted path of the session (a 20-token spine): root to bonus token in view, labels no
+        # smaller than the normal window's.
+        from specviz_core.viewer.tree_layout import BONUS
+
+        longest = max(range(w.model.n_cycles), key=lambda i: len(w.model.source.cycle(i).accepted_path))
+        w.model.set_cycle(longest)
+        qtbot.wait(20)
+        tree = w.tree
+        view = QRectF(tree.viewport().rect())
+        for node in (0, *w.model.record.accepted_path, BONUS):
+            r = QRectF(tree.mapFromScene(tree.drawing.items[node].sceneBoundingRect()).boundingRect())
+            assert view.contains(r), f"node {node} of the accepted path is out of view: {r} in {view}"
+        assert tree.font_px() * tree.label_scale() >= tree._normal_px - 0.5
     finally:
         w.dock_layout.toggle_presentation()
     toolbar = w.findChild(QToolBar, "toolbar_controls")

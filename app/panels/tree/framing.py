@@ -14,14 +14,7 @@ def show_path(view: Any) -> None:  # view: the TreeView (its model, drawing, min
     """Show the root and the accepted path (to the bonus token) with the spine-break callout; when they are
     larger than the view, from the root: the view opens a cycle where it starts, the minimap shows the rest.
     None of them, nor the selected node, is left under the minimap."""
-    record = view.model.record
-    items = view.drawing.items
-    path = [i for i in (0, *(record.accepted_path if record else ()), BONUS) if i in items]
-    rects = [items[i].sceneBoundingRect() for i in path]
-    ends = rects[-2:]  # the last accepted node and the bonus token
-    if view.drawing.callout.visible():
-        rects.append(view.drawing.callout.rect())
-        ends.append(rects[-1])
+    rects, ends = path_rects(view)
     area, end = QRectF(), QRectF()
     for r in rects:
         area = area.united(r)
@@ -36,6 +29,28 @@ def show_path(view: Any) -> None:  # view: the TreeView (its model, drawing, min
     view.centerOn(area.center())
     selected = items.get(view.model.selected_node) if view.model.selected_node is not None else None
     clear_of_minimap(view, rects + ([selected.sceneBoundingRect()] if selected is not None else []))
+
+
+def path_rects(view: Any) -> tuple[list[QRectF], list[QRectF]]:
+    """Scene rectangles of the root, the accepted path, the bonus token and the spine-break callout; and of the path's
+    end (the last accepted node, the bonus, the callout)."""
+    record = view.model.record
+    items = view.drawing.items
+    path = [i for i in (0, *(record.accepted_path if record else ()), BONUS) if i in items]
+    rects = [items[i].sceneBoundingRect() for i in path]
+    ends = rects[-2:]  # the last accepted node and the bonus token
+    if view.drawing.callout.visible():
+        rects.append(view.drawing.callout.rect())
+        ends.append(rects[-1])
+    return rects, ends
+
+
+def path_area(view: Any) -> QRectF:
+    """The scene rectangle that holds the root, the accepted path, the bonus token and the callout."""
+    area = QRectF()
+    for r in path_rects(view)[0]:
+        area = area.united(r)
+    return area
 
 
 def clear_of_minimap(view: Any, rects: list[QRectF]) -> None:

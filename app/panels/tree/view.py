@@ -31,7 +31,7 @@ from PySide6.QtWidgets import QApplication, QGraphicsScene, QGraphicsView, QTool
 from specviz_app.panels.base import PanelMixin, placeholder
 from specviz_app.panels.tree.drawing import TreeDrawing
 from specviz_app.panels.tree.export import MAX_FIT, MIN_FIT, export_tree
-from specviz_app.panels.tree.framing import clear_of_minimap, show_path
+from specviz_app.panels.tree.framing import clear_of_minimap, path_area, show_path
 from specviz_app.panels.tree.items import NodeItem, TreeHeader
 from specviz_app.panels.tree.keys import TreeKeys
 from specviz_app.panels.tree.minimap import TreeMinimap
@@ -79,9 +79,12 @@ class TreeView(PanelMixin, QGraphicsView):
         self.expanded: set[int] = set()
         self.cursor_node: int | None = None
         """The keyboard cursor's box (Enter selects it)."""
+        self.presenting = False
+        """Presentation mode: Fit keeps the root, the accepted path and the bonus in view (:meth:`fit`)."""
         self.tree_layout: TreeLayout | None = None
         self.drawing = TreeDrawing(self._scene, self.font())
         self.drawing.set_text_color(self.palette().color(QPalette.ColorRole.Text))
+        self._normal_px = self.font_px()  # the labels' size out of presentation mode
         self.broken_node: Node | None = None
         """The first rejected spine node of the current cycle, if any."""
         self._auto_fit = True
@@ -113,6 +116,7 @@ class TreeView(PanelMixin, QGraphicsView):
 
     def on_presentation_changed(self, on: bool) -> None:
         # The application font has changed; this panel hears of it only at the next event loop turn.
+        self.presenting = on
         self.drawing.set_font(QApplication.font())
         self._redraw()
         self.fit()
@@ -202,7 +206,9 @@ class TreeView(PanelMixin, QGraphicsView):
 
     def fit(self) -> None:
         """Fit the tree in the view at 100-140% of the panel's font; a tree too large for that is shown from the
-        accepted path, scrolls, and gets an overview. The view refits on resize until zoomed or panned."""
+        accepted path, scrolls, and gets an overview. In presentation mode such a tree is fitted by its root, accepted
+        path and bonus token instead, its labels down to the normal window's size. The view refits on resize until
+        zoomed or panned."""
         self._auto_fit = True
         rect = self._scene.sceneRect()
         vp = self.viewport().rect()
@@ -210,6 +216,14 @@ class TreeView(PanelMixin, QGraphicsView):
             return
         fit = min(vp.width() / rect.width(), vp.height() / rect.height()) * 0.995
         s = min(max(fit, MIN_FIT), MAX_FIT)
+        if self.presenting and fit < MIN_FIT:
+            # Presented, what the audience must see is the root, the accepted path and the bonus token: fit them,
+            # with labels down to the normal window's size (the presentation font is larger by its scale).
+            path = path_area(self)
+            if not path.isEmpty():
+                floor = MIN_FIT * min(1.0, self._normal_px / max(1, self.font_px()))
+                # (at 94%: show_path keeps a 5% margin, and starts from the root when the path is wider)
+                s = min(max(min(vp.width() / path.width(), vp.height() / path.height()) * 0.94, floor), MIN_FIT)
         self.setTransform(QTransform.fromScale(s, s))
         self.drawing.show_labels(s)
         self._update_minimap()  # the room to scroll past the tree, before moving in it
