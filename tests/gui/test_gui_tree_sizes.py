@@ -162,7 +162,9 @@ def test_presentation_mode_scales_the_tree_labels(window) -> None:
     try:
         assert tree.font_px() >= round(before * 1.4)
         assert all(item.font.pixelSize() == tree.font_px() for item in tree._items.values())
-        assert tree.label_scale() >= 1.0
+        # Fitted, labels are at the presentation font, or (a tree too large for it, fitted by its accepted path)
+        # never smaller than the normal window's
+        assert tree.label_scale() >= 1.0 or tree.font_px() * tree.label_scale() >= before - 0.5
     finally:
         window.dock_layout.toggle_presentation()
     assert tree.font_px() == before

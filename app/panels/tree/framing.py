@@ -27,6 +27,7 @@ def show_path(view: Any) -> None:  # view: the TreeView (its model, drawing, min
     if area.height() > h:
         area = QRectF(area.left(), end.center().y() - h / 2, area.width(), h)
     view.centerOn(area.center())
+    items = view.drawing.items
     selected = items.get(view.model.selected_node) if view.model.selected_node is not None else None
     clear_of_minimap(view, rects + ([selected.sceneBoundingRect()] if selected is not None else []))
 
