@@ -198,3 +198,25 @@ def test_a_long_chain_opens_on_its_root_and_exports_whole(window, tmp_path) -> N
     svg = (tmp_path / "tree.svg").read_text(encoding="utf-8")
     for word in ("home", "the", "line"):  # the bonus token and words from both ends are in the drawing
         assert f">{word}<" in svg or f"{word}</" in svg, word
+
+
+def test_fit_pressed_again_fits_a_large_tree_whole(window, qtbot) -> None:
+    """Fit keeps labels readable, so on a tree too large for the panel a first press changes nothing that is shown;
+    pressed again it fits the whole tree (every box in view), labels as small as that takes."""
+    from gui_records import single_cycle_source
+    from gui_trees import grid_cycle
+
+    window.model.open(single_cycle_source(grid_cycle(rows=24, depth=20), method="goose"), word_vocab())
+    tree = window.tree
+    tree.fit()
+    readable = tree.label_scale()
+    view = QRectF(tree.viewport().rect())
+    boxes = [QRectF(tree.mapFromScene(item.sceneBoundingRect()).boundingRect()) for item in tree._items.values()]
+    assert not all(view.contains(b) for b in boxes)  # too large to show whole at readable labels
+    tree.header.fit.click()  # first press: as fitted
+    assert tree.label_scale() == pytest.approx(readable)
+    tree.header.fit.click()  # again: whole
+    assert tree.label_scale() < readable
+    boxes = [QRectF(tree.mapFromScene(item.sceneBoundingRect()).boundingRect()) for item in tree._items.values()]
+    out = [b for b in boxes if not view.contains(b)]
+    assert not out, f"{len(out)} boxes out of view, e.g. {out[0]} in {view}"

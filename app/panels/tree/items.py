@@ -112,7 +112,8 @@ class TreeHeader(QWidget):
         self.gated.setAutoRaise(True)
         self.fit = QToolButton(self, text="Fit")
         self.fit.setToolTip("Fit the tree in the view, labels kept readable: a tree too large for that scrolls "
-                            "(or double-click the drawing)")
+                            "(or double-click the drawing). Press again to see it whole, its labels as small as that "
+                            "takes (hover still names every box)")
         self.fit.setAutoRaise(True)
         lay.addWidget(self.gated)
         lay.addWidget(self.fit)

@@ -81,6 +81,7 @@ class TreeView(PanelMixin, QGraphicsView):
         """The keyboard cursor's box (Enter selects it)."""
         self.presenting = False
         """Presentation mode: Fit keeps the root, the accepted path and the bonus in view (:meth:`fit`)."""
+        self._fit_pressed: tuple | None = None  # the view as the last press of Fit left it (:meth:`fit_clicked`)
         self.tree_layout: TreeLayout | None = None
         self.drawing = TreeDrawing(self._scene, self.font())
         self.drawing.set_text_color(self.palette().color(QPalette.ColorRole.Text))
@@ -92,7 +93,7 @@ class TreeView(PanelMixin, QGraphicsView):
         self._press: QPointF | None = None
         self.header = TreeHeader(self)
         self.header.gated.toggled.connect(self.set_show_gated)
-        self.header.fit.clicked.connect(self.fit)
+        self.header.fit.clicked.connect(self.fit_clicked)
         self.minimap = TreeMinimap(self.viewport())
         self.minimap.moved.connect(self._minimap_moved)
         for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
@@ -203,6 +204,29 @@ class TreeView(PanelMixin, QGraphicsView):
         self._redraw()
         if self._auto_fit:
             self.fit()
+
+    def fit_clicked(self) -> None:
+        """The Fit button: fit as :meth:`fit` does; pressed again right after (nothing zoomed, panned or redrawn in
+        between) on a tree that did not fit, fit it whole."""
+        again = self._fit_pressed is not None and self._auto_fit and self._fit_pressed == self._fit_state()
+        self.fit()
+        self._fit_pressed = self._fit_state()
+        rect, vp = self._scene.sceneRect(), self.viewport().rect()
+        if not again or rect.isEmpty() or vp.width() < 10 or vp.height() < 10:
+            return
+        whole = min(vp.width() / rect.width(), vp.height() / rect.height()) * 0.98  # a margin for the outlines
+        if whole < self.transform().m11():  # fitted as far as readable labels go: the whole tree now
+            self._fit_pressed = None
+            self.setTransform(QTransform.fromScale(whole, whole))
+            self.drawing.show_labels(whole)
+            self._update_minimap()
+            self.centerOn(rect.center())
+            self._update_minimap()
+
+    def _fit_state(self) -> tuple:
+        """What a second press of Fit must find unchanged: the cycle, the scale and the scroll position."""
+        return (self.model.index, round(self.transform().m11(), 6), self.horizontalScrollBar().value(),
+                self.verticalScrollBar().value(), self.show_gated, tuple(sorted(self.expanded)))
 
     def fit(self) -> None:
         """Fit the tree in the view at 100-140% of the panel's font; a tree too large for that is shown from the
