@@ -231,3 +231,20 @@ def test_scrolled_the_label_bands_stay_and_accepted_rows_stay_marked(qtbot, goos
     assert col.top() >= shown.top()
     qtbot.mouseClick(view.canvas, Qt.MouseButton.LeftButton, pos=QPoint(col.center().x(), col.bottom() - 4))
     assert model.selected_node == rec.verify_order[j]
+
+
+def test_the_note_over_the_mask_takes_a_shorter_wording_where_the_long_one_does_not_fit(qtbot):
+    from PySide6.QtGui import QFontMetrics
+
+    from specviz_app.panels.mask.paint import fitting_text
+
+    view = MaskView(model_for(single_cycle_source(small_cycle())))
+    qtbot.addWidget(view)
+    notes = view.note_texts()
+    fm = QFontMetrics(view.font())
+    widths = [fm.horizontalAdvance(t) for t in notes]
+    assert widths == sorted(widths, reverse=True) and notes[0] == view.note_text()
+    for room in (widths[0] + 1, widths[1] + 1, widths[2] + 1):
+        shown = fitting_text(fm, notes, room)
+        assert shown in notes and fm.horizontalAdvance(shown) <= room  # whole, never cut mid-word
+    assert fitting_text(fm, notes, widths[0] + 1) == notes[0]

@@ -6,6 +6,7 @@ The panel works out the rows (:class:`MaskRows`) and where everything goes (:cla
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -90,10 +91,17 @@ def mask_image(rows: MaskRows, pal: QPalette) -> QImage:
     return rows.image
 
 
+def fitting_text(fm: QFontMetrics, texts: Sequence[str], room: int) -> str:
+    """The first of ``texts`` (longest wording first) that fits ``room`` pixels: a shorter wording rather than a cut
+    one; the shortest, elided, where none fits."""
+    fits = next((t for t in texts if fm.horizontalAdvance(t) <= room), None)
+    return fits if fits is not None else fm.elidedText(texts[-1], Qt.TextElideMode.ElideRight, room)
+
+
 def paint_mask(p: QPainter, area: QRect, pal: QPalette, font0: QFont, rows: MaskRows | None,
-               g: MaskGeometry | None, note: str, sel: int | None, shown: QRect | None = None) -> None:
-    """Draw the canvas ``area``: the note, the legend, the heatmap with its row and column labels; ``sel`` is
-    the selected row, ``font0`` the panel's font; with no rows, the hint. ``shown`` is the part of the canvas in
+               g: MaskGeometry | None, notes: Sequence[str], sel: int | None, shown: QRect | None = None) -> None:
+    """Draw the canvas ``area``: the note (the first of ``notes``, longest first, that fits), the legend, the heatmap
+    with its row and column labels; ``sel`` is the selected row, ``font0`` the panel's font; with no rows, the hint. ``shown`` is the part of the canvas in
     view: the row labels stay at its left and the column labels at its top when the grid is scrolled."""
     text = pal.color(QPalette.ColorRole.Text)
     dim = pal.color(QPalette.ColorRole.PlaceholderText)
@@ -101,7 +109,7 @@ def paint_mask(p: QPainter, area: QRect, pal: QPalette, font0: QFont, rows: Mask
     p.fillRect(area, window)
     if rows is None or g is None:
         p.setPen(dim)
-        p.drawText(area.adjusted(8, 8, -8, -8), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, note)
+        p.drawText(area.adjusted(8, 8, -8, -8), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, notes[0])
         return
     sx, sy = (shown.x(), shown.y()) if shown is not None else (0, 0)
     view_w = shown.width() if shown is not None else area.width()
@@ -125,9 +133,9 @@ def paint_mask(p: QPainter, area: QRect, pal: QPalette, font0: QFont, rows: Mask
     p.translate(sx, sy)
     p.fillRect(QRect(0, 0, g.gx if sx or sy else 0, g.gy), window)
     p.setPen(text)
-    p.drawText(QRect(MARGIN, g.note_y, view_w - 2 * MARGIN, head_fm.height()),
-               Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-               head_fm.elidedText(note, Qt.TextElideMode.ElideRight, view_w - 2 * MARGIN))
+    room = view_w - 2 * MARGIN
+    p.drawText(QRect(MARGIN, g.note_y, room, head_fm.height()), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+               fitting_text(head_fm, notes, room))
     _paint_legend(p, g, head_fm, pal, dim)
     p.restore()
 

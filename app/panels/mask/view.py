@@ -46,7 +46,7 @@ class _Canvas(QWidget):
         p = QPainter(self)
         try:
             panel = self.panel
-            paint_mask(p, self.rect(), panel.palette(), panel.font(), panel.rows(), panel.geometry(), panel.note_text(),
+            paint_mask(p, self.rect(), panel.palette(), panel.font(), panel.rows(), panel.geometry(), panel.note_texts(),
                        panel.selected_row(), panel.shown_rect())
         finally:
             p.end()
@@ -182,12 +182,18 @@ class MaskView(PanelMixin, QWidget):
         return [(t, p, a) for t, p, a in zip(rows.labels, rows.record.positions, rows.accepted)]
 
     def note_text(self) -> str:
+        return self.note_texts()[0]
+
+    def note_texts(self) -> list[str]:
+        """The note over the mask, longest first: the panel shows the first that fits its width."""
         rec = self.model.record
         if rec is None:
-            return placeholder(self.model)
+            return [placeholder(self.model)]
         n = rec.n_verified
-        return (f"Cycle {rec.index} ({rec.mode}): {n} × {n} in verify order; "
-                f"every row also attends to all {rec.cache_len:,} cached positions")
+        return [f"Cycle {rec.index} ({rec.mode}): {n} × {n} in verify order; "
+                f"every row also attends to all {rec.cache_len:,} cached positions",
+                f"Cycle {rec.index}: {n} × {n}; every row also sees the {rec.cache_len:,} cached",
+                f"Cycle {rec.index}: {n} × {n} + {rec.cache_len:,} cached"]
 
     # -- geometry -------------------------------------------------------------------
     def geometry_for(self, avail_w: int, avail_h: int) -> MaskGeometry | None:
