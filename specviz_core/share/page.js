@@ -36,7 +36,8 @@
 
   // -- the header and legend ----------------------------------------------------------------------------------
   $("method").textContent = S.method;
-  $("facts").textContent = ` · ${S.model} · ${S.device} · session ${S.id} · ${S.n_cycles} cycles, ${S.n_tokens} tokens`;
+  $("facts").textContent = ` · ${S.model} · ${S.device} · session ${S.id} · ${S.n_cycles} cycles, ${S.n_tokens} tokens` +
+    (S.damaged.length ? ` · ${S.damaged.length} damaged cycles left out (${S.damaged.slice(0, 5).join(", ")})` : "");
   $("headline").textContent = D.headline.short;
   $("headline-detail").textContent = D.headline.text;
   const used = new Set();
@@ -165,7 +166,10 @@
   const range = $("timeline");
   range.max = String(Math.max(0, D.cycles.length - 1));
   function show(i) {
-    if (!D.cycles.length) return;
+    if (!D.cycles.length) {
+      $("why").textContent = "No cycle of this session was recorded.";
+      return;
+    }
     at = Math.max(0, Math.min(D.cycles.length - 1, i));
     const c = D.cycles[at];
     drawTree(c); drawMask(c); drawKv(c); drawChart(c);

@@ -137,7 +137,8 @@ def page_data(recording: Recording, session_id: str | None = None) -> dict[str, 
     info = source.info
     text = load_token_text(info.tokenizer or info.model)  # a session that names no tokenizer: its model's
     tok = TokenTable(text)
-    records = list(recording.cycles(info.id))
+    damaged: list = []
+    records = list(recording.cycles(info.id, damaged=damaged))  # a damaged cycle is left out, and said
     summaries = [summarize(r) for r in records]
     top = headline(info, summaries, source.ar_baseline())
     cycles = [cycle_data(r, s, text, tok) for r, s in zip(records, summaries)]
@@ -150,7 +151,7 @@ def page_data(recording: Recording, session_id: str | None = None) -> dict[str, 
                     "n_tokens": sum(s.n_committed for s in summaries),
                     "tokens_per_s": round(metrics.tokens_per_s(summaries), 3),
                     "tokens_per_forward": round(metrics.tokens_per_forward(summaries), 4),
-                    "prompt": info.prompt_text},
+                    "prompt": info.prompt_text, "damaged": [d.index for d in damaged]},
         "headline": {"value": None if top.value is None else round(top.value, 4), "short": top.short, "text": top.text},
         "charts": {"tokens": [s.n_committed for s in summaries], "rate": [round(r, 2) for r in per_cycle_rate]},
         "cycles": cycles,

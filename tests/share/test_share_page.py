@@ -112,3 +112,22 @@ def test_the_window_shares_the_session_it_shows(window, demo, tmp_path):
     page = w.export.share(tmp_path / "shown.html")
     assert page.session_id == goose.id and page.n_cycles == goose.n_cycles and page.path.is_file()
     assert "Share as web page" in {a.text().replace("&", "") .rstrip("…") for a in w.actions()}
+
+
+def test_a_damaged_cycle_is_left_out_and_said(demo, tmp_path):
+    import shutil
+    import sqlite3
+
+    db = tmp_path / "damaged.db"
+    shutil.copy(demo, db)
+    with Recording(db, read_only=True) as rec:
+        goose = next(s for s in rec.sessions() if s.method == "goose")
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE cycles SET nodes = 'not json' WHERE session_id = ? AND idx = 3", [goose.id])
+    conn.close()
+    page = share(db, tmp_path / "d.html", goose.id)
+    data = json.loads(re.search(r'<script type="application/json" id="specviz-data">(.*?)</script>',
+                                page.path.read_text(encoding="utf-8"), re.S).group(1))
+    assert data["session"]["damaged"] == [3] and 3 not in [c["index"] for c in data["cycles"]]
+    assert page.n_cycles == goose.n_cycles - 1
