@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSizeF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QTextOption
 from PySide6.QtWidgets import QGraphicsItem
 
@@ -14,18 +14,26 @@ from PySide6.QtWidgets import QGraphicsItem
 Key = tuple[str, str, str]
 
 
-def _narrowable(label: pg.LabelItem) -> None:
-    """Let a title be narrower than its text (clipped), so a long title never widens its column."""
+class NarrowLabel(pg.LabelItem):
+    """A plot's title that may be narrower than its text (clipped), so a long title never widens its column: its
+    size hints ask for its height and no width (pyqtgraph's own label asks for the whole text's width)."""
 
-    def update_min() -> None:
-        h = label.itemRect().height()
-        label.setMinimumSize(0, h)
-        label._sizeHint = {Qt.SizeHint.MinimumSize: (0, h), Qt.SizeHint.PreferredSize: (0, h),
-                           Qt.SizeHint.MaximumSize: (-1, -1), Qt.SizeHint.MinimumDescent: (0, 0)}
-        label.updateGeometry()
+    def __init__(self, *args: object, **kw: object) -> None:
+        self._height = 0.0
+        super().__init__(*args, **kw)
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemClipsChildrenToShape)
 
-    label.updateMin = update_min
-    label.setFlag(QGraphicsItem.GraphicsItemFlag.ItemClipsChildrenToShape)
+    def updateMin(self) -> None:  # noqa: N802 - pyqtgraph's name, called whenever the text changes
+        self._height = self.itemRect().height()
+        self.setMinimumSize(0, self._height)
+        self.updateGeometry()
+
+    def sizeHint(self, hint: Qt.SizeHint, constraint: QSizeF | None = None) -> QSizeF:  # noqa: N802 - Qt's name
+        if hint in (Qt.SizeHint.MinimumSize, Qt.SizeHint.PreferredSize):
+            return QSizeF(0, self._height)
+        if hint == Qt.SizeHint.MaximumSize:
+            return QSizeF(-1, -1)
+        return QSizeF(0, 0)
 
 
 class CycleAxis(pg.AxisItem):
@@ -54,9 +62,14 @@ class ChartPlot(pg.PlotItem):
         self.setDownsampling(auto=True, mode="peak")  # applied to every curve the plot holds
         self.setClipToView(True)
         self.vb.setToolTip(tooltip)
-        _narrowable(self.titleLabel)
-        self.layout.removeItem(self.titleLabel)  # span the axes' columns too, not only the view's
-        self.layout.addItem(self.titleLabel, 0, 0, 1, 3)
+        own = self.titleLabel  # pyqtgraph's title: replaced by one that never widens its column
+        self.layout.removeItem(own)
+        own.setParentItem(None)
+        if own.scene() is not None:
+            own.scene().removeItem(own)
+        self.titleLabel = NarrowLabel("", size="11pt", parent=self)
+        self.layout.addItem(self.titleLabel, 0, 0, 1, 3)  # span the axes' columns too, not only the view's
+        self.setTitle(None)
         for name in ("left", "bottom", "right"):
             self.getAxis(name).enableAutoSIPrefix(False)
             # Moving the current-cycle line repaints the plot: blit the axes instead of replaying their ticks.
