@@ -112,6 +112,7 @@ def cycle_data(rec: CycleRecord, summary: CycleSummary, text: TokenText, tok: To
     n = len(rec.verify_order)
     nodes = rec.node_by_id
     why = stop_cause(rec)
+    accepted = {0, *rec.accepted_path}
     return {
         "index": rec.index,
         "mode": rec.mode,
@@ -124,7 +125,7 @@ def cycle_data(rec: CycleRecord, summary: CycleSummary, text: TokenText, tok: To
         "n": n,
         "cache_len": rec.cache_len,
         "kv_keep": list(rec.kv_keep),
-        "accepted_rows": [r for r, i in enumerate(rec.verify_order) if i == 0 or i in set(rec.accepted_path)],
+        "accepted_rows": [r for r, i in enumerate(rec.verify_order) if i in accepted],
         "committed": [[tok.id(t), k] for t, k in zip(rec.committed_ids, summary.committed_kinds)],
         "ms": round(summary.cycle_ms, 3),
         "tau": summary.n_committed,
