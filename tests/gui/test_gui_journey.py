@@ -63,6 +63,7 @@ def test_every_panel_exports_and_the_window_reads_at_every_size(qtbot, window, t
     w = window
     w.controller.step()
     qtbot.waitUntil(lambda: w.model.n_cycles == 1, timeout=120000)
+    settle(qtbot, w)  # a cycle is shown before its job ends; Step while busy does nothing, as the disabled button says
     w.controller.step()
     qtbot.waitUntil(lambda: w.model.n_cycles == 2, timeout=120000)
     settle(qtbot, w)
