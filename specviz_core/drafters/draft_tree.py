@@ -19,7 +19,7 @@ from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.methods.draft_tree import CARD, DraftTreeParams
 from specviz_core.runtime import kv
 from specviz_core.runtime.attention import tree_masks
-from specviz_core.target_rows import host_candidates, top_probs
+from specviz_core.target_rows import host_copy, top_probs
 from specviz_core.tree import OFFER_EXTRA, DraftTree
 
 
@@ -71,11 +71,13 @@ class DraftModelRunner:
         return out.logits[0, -1].float()
 
     @torch.no_grad()
-    def forward_level(self, tokens: list[int], depths: list[int], tree_mask: np.ndarray) -> torch.Tensor:
+    def forward_level(self, tokens: list[int] | torch.Tensor, depths: list[int],
+                      tree_mask: np.ndarray | torch.Tensor) -> torch.Tensor:
         """One forward over draft-tree rows: ``tree_mask`` [m, r + m] over the r rows run so far plus these.
 
         The root is the last committed token, at position ``len(seen) - 1``; a node
-        at depth d sits at ``len(seen) - 1 + d``. Returns logits [m, V].
+        at depth d sits at ``len(seen) - 1 + d``. ``tokens`` and ``tree_mask`` may be tensors on the device (a
+        tree built there): nothing is read back. Returns logits [m, V].
         """
         base = len(self.seen)
         dev = self.loaded.device
@@ -84,8 +86,9 @@ class DraftModelRunner:
         cols = base - 1 + np.asarray(self.row_depths)  # [r + m]
         # [1, 1, m, base + r + m], or one per layer type (sliding windows)
         mask = tree_masks(self.loaded.attention, tree_mask, base, self.loaded.dtype, dev, rows, cols)
+        ids = tokens.to(dev) if isinstance(tokens, torch.Tensor) else torch.tensor(tokens, device=dev)
         out = self.loaded.model(
-            input_ids=torch.tensor([tokens], device=dev),
+            input_ids=ids[None],  # [1, m]
             position_ids=torch.from_numpy(rows).to(dev)[None],  # [1, m]
             attention_mask=mask,
             **kv.cache_arg(self.loaded.model, self.cache),
@@ -114,53 +117,79 @@ class DraftTreeDrafter(Drafter):
         self.runner.reset()
 
     def draft(self, ctx: DraftContext) -> DraftTree:
+        """Level by level on the device, as EAGLE's official code builds its tree: each level's top candidates, their
+        path scores (the parent's times q, in float64 as the host multiplies them), the best ``room`` of them by a
+        stable sort, their tokens and their rows' ancestors, all without reading a value back; then one copy of every
+        level's candidates, from which the tree (drafted, cut by the budget, left out by the width) is written down
+        in the order the levels chose. How many nodes a level keeps depends only on sizes the host knows."""
         p: DraftTreeParams = self.params
         forwards0 = self.runner.forwards
-        tree = DraftTree(root_token=ctx.ids[-1], mode="tree")
-        self._rows = {}
         logits = self.runner.catch_up(ctx.ids)[None]  # [1, V]
-        frontier = [0]  # nodes whose children we expand; their logits are in `logits`
-        path_score = {0: 1.0}
-        used = 0
-        run_rows: list[int] = []  # node ids in draft-cache row order
-        max_depth = min(p.depth, ctx.max_depth)
+        dev = logits.device
+        budget, max_depth = self.cycle_budget(ctx), min(p.depth, ctx.max_depth)
+        levels: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # top ids [f, s], q [f, s], order [f*w]
+        scores = torch.ones(1, dtype=torch.float64, device=dev)  # the frontier's path scores
+        ancestors = torch.zeros((0, 0), dtype=torch.bool, device=dev)  # each row run so far: its ancestors and itself
+        frontier_rows = torch.full((1,), -1, dtype=torch.long, device=dev)  # -1: the root, which has no row
+        used, n_frontier, kept = 0, 1, []
         for depth in range(1, max_depth + 1):
             # The top W are drafted; a few more are read so a record can say what the width left out.
-            top_ids, top_q = (list(c) for c in zip(*host_candidates(*top_probs(logits, p.width + OFFER_EXTRA))))
-            cand = []
-            for i, parent in enumerate(frontier):
-                for tok, q in zip(top_ids[i][: p.width], top_q[i][: p.width]):
-                    cand.append((path_score[parent] * q, parent, tok, q))
-            cand.sort(key=lambda c: -c[0])
-            room = self.cycle_budget(ctx) - used
+            ids, q = top_probs(logits, p.width + OFFER_EXTRA)  # [f, s]
+            w = min(p.width, ids.shape[1])
+            path = (scores[:, None] * q[:, :w].double()).reshape(-1)  # [f * w], frontier-major as the host lists them
+            order = torch.sort(path, descending=True, stable=True).indices
+            levels.append((ids, q, order))
+            n_new = min(max(budget - used, 0), n_frontier * w)
+            used += n_new
+            kept.append(n_new)
+            if depth == max_depth or n_new == 0:
+                break
+            pick = order[:n_new]
+            parent_i = torch.div(pick, w, rounding_mode="floor")
+            tokens = ids[parent_i, pick % w]  # [n_new]
+            r = ancestors.shape[0]
+            rows = torch.zeros((n_new, r + n_new), dtype=torch.bool, device=dev)
+            if r:
+                parents = frontier_rows[parent_i]
+                rows[:, :r] = ancestors[parents.clamp(min=0)] & (parents >= 0)[:, None]
+            rows[:, r:] = torch.eye(n_new, dtype=torch.bool, device=dev)
+            ancestors = torch.cat([torch.nn.functional.pad(ancestors, (0, n_new)), rows])
+            logits = self.runner.forward_level(tokens, [depth] * n_new, rows)
+            scores, frontier_rows = path[pick], torch.arange(r, r + n_new, device=dev)
+            n_frontier = n_new
+        tree = self._write_down(ctx, levels, kept)
+        tree.state = {"draft_forwards": self.runner.forwards - forwards0}
+        return tree
+
+    def _write_down(self, ctx: DraftContext, levels: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
+                    kept: list[int]) -> DraftTree:
+        """The tree the levels chose, from one copy of their candidates: each level's candidates in the order it
+        ranked them (past the ``kept`` best, cut by the budget), and each parent's offers (past the width, left
+        out). Remembers the draft-cache row of every node the draft model ran (every level's but the last)."""
+        tree = DraftTree(root_token=ctx.ids[-1], mode="tree")
+        parts = [t.reshape(1, -1).double() for level in levels for t in level]
+        flat = host_copy(*parts) if parts else []
+        frontier, run_rows = [0], []
+        for li, n_keep in enumerate(kept):
+            ids_flat, q_flat, order = flat[3 * li][0], flat[3 * li + 1][0], flat[3 * li + 2][0]
+            s = len(ids_flat) // len(frontier)
+            ids = ids_flat.astype(np.int64).reshape(len(frontier), s).tolist()
+            q = q_flat.reshape(len(frontier), s).tolist()
+            w = min(self.params.width, s)
             new_nodes, fate = [], {}
-            for rank, (score, parent, tok, q) in enumerate(cand):
-                nid = tree.add(parent, tok, "draft", q, gated=rank >= room or tree.gated[parent])
-                path_score[nid] = score
+            for rank, c in enumerate(order.astype(np.int64).tolist()):
+                i, k = divmod(c, w)
+                parent, tok = frontier[i], ids[i][k]
+                nid = tree.add(parent, tok, "draft", q[i][k], gated=rank >= n_keep)
                 fate[(parent, tok)] = "budget" if tree.gated[nid] else "drafted"
                 if not tree.gated[nid]:
                     new_nodes.append(nid)
             for i, parent in enumerate(frontier):
-                tree.offer(parent, "draft", top_ids[i], top_q[i], [fate.get((parent, t), "width") for t in top_ids[i]])
-            used += len(new_nodes)
-            if depth == max_depth or not new_nodes:
-                break
-            # Rows for this level: each sees its ancestors among the rows run so far, and itself.
-            all_rows = run_rows + new_nodes
-            row_of = {nid: r for r, nid in enumerate(all_rows)}
-            mask = np.zeros((len(new_nodes), len(all_rows)), dtype=bool)
-            for i, nid in enumerate(new_nodes):
-                a = nid
-                while a != 0:
-                    mask[i, row_of[a]] = True
-                    a = tree.parents[a]
-            logits = self.runner.forward_level(
-                [tree.tokens[n] for n in new_nodes], [tree.depths[n] for n in new_nodes], mask
-            )
-            run_rows = all_rows
+                tree.offer(parent, "draft", ids[i], q[i], [fate.get((parent, t), "width") for t in ids[i]])
+            if li < len(kept) - 1:
+                run_rows += new_nodes
             frontier = new_nodes
         self._rows = {nid: r for r, nid in enumerate(run_rows)}
-        tree.state = {"draft_forwards": self.runner.forwards - forwards0}
         return tree
 
     def skip(self, ctx: DraftContext) -> DraftTree:

@@ -78,7 +78,7 @@ def attention_pattern(config: Any) -> AttentionPattern:
     return AttentionPattern(((FULL, None),), keyed=False)
 
 
-def additive_mask(tree_mask: np.ndarray, cache_len: int, dtype: torch.dtype, device: torch.device,
+def additive_mask(tree_mask: np.ndarray | torch.Tensor, cache_len: int, dtype: torch.dtype, device: torch.device,
                   window: int | None = None, row_positions: np.ndarray | None = None,
                   col_positions: np.ndarray | None = None) -> torch.Tensor:
     """The 4-D additive mask a model takes: [1, 1, n, cache_len + m] for an [n, m] tree mask.
@@ -86,18 +86,25 @@ def additive_mask(tree_mask: np.ndarray, cache_len: int, dtype: torch.dtype, dev
     0 where attention is allowed, the dtype's minimum elsewhere; a float mask, because the eager
     attention path silently ignores a boolean one. Every row sees every cached position, unless
     ``window`` is given: then a row at position p sees only keys at positions > p - window (cached
-    key j is at position j; tree column c at ``col_positions[c]``; rows at ``row_positions``).
+    key j is at position j; tree column c at ``col_positions[c]``; rows at ``row_positions``). A ``tree_mask``
+    given as a tensor (a tree built on the device) is used where it is: no copy to the host.
     """
     n, m = tree_mask.shape
-    allowed = torch.ones((n, cache_len + m), dtype=torch.bool)
-    allowed[:, cache_len:] = torch.from_numpy(np.asarray(tree_mask, dtype=bool))
+    if isinstance(tree_mask, torch.Tensor):
+        on = tree_mask.device
+        allowed = torch.ones((n, cache_len + m), dtype=torch.bool, device=on)
+        allowed[:, cache_len:] = tree_mask
+    else:
+        on = torch.device("cpu")
+        allowed = torch.ones((n, cache_len + m), dtype=torch.bool)
+        allowed[:, cache_len:] = torch.from_numpy(np.asarray(tree_mask, dtype=bool))
     if window is not None:
         if row_positions is None or col_positions is None:
             raise ValueError("a windowed mask needs the positions of its rows and tree columns")
         keys = torch.cat([torch.arange(cache_len), torch.as_tensor(np.asarray(col_positions), dtype=torch.long)])
         rows = torch.as_tensor(np.asarray(row_positions), dtype=torch.long)
-        allowed &= (rows[:, None] - keys[None, :]) < window
-    out = torch.zeros((n, cache_len + m), dtype=dtype)
+        allowed &= ((rows[:, None] - keys[None, :]) < window).to(on)
+    out = torch.zeros((n, cache_len + m), dtype=dtype, device=on)
     out.masked_fill_(~allowed, torch.finfo(dtype).min)
     return out.to(device)[None, None]
 
