@@ -9,10 +9,12 @@ import pytest
 from helpers import compare_greedy, hf_greedy, run
 from specviz_core.drafters import METHODS
 
+#: Three regimes of the default model: code it copies from the prompt (trees, long accepted paths), text it repeats
+#: (the deepest paths), and a raw prompt that ends mid-word (no chat template; mostly plain cycles). Free chat and
+#: prose were two more prompts of mostly plain cycles with a short accepted token now and then, the regimes these
+#: three cover, at 40% of the test's time.
 PROMPTS = {
     "code": "Add type hints to this function:\n\ndef mean(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total / len(xs)\n",
-    "prose": "Summarise in two sentences: The river rose for three days. On the fourth, the town moved its library to the hill, book by book, hand to hand.",
-    "chat": "Hi! What is a good name for a grey cat?",
     "repeats": "Repeat after me three times: red fish, blue fish, red fish, blue fish.",
     "mid_word": "The capital of France is Par",
 }
