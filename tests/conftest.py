@@ -111,7 +111,8 @@ def window(qtbot, tmp_path, monkeypatch, tiny_dir):
 def _curves_stay_with_their_test():
     """A verify-cost curve a test measures for a tiny model stays with that test: stored in the suite's data folder,
     it would pad and price the next test's sessions by it (which tests ran first would decide what a later one
-    sees). The default model's curve is kept: measuring it costs seconds, and it is the same model everywhere."""
+    sees). The default model's curve is kept: measuring it costs seconds, and it is the same model everywhere. What a
+    drafter's steps cost and whether its drafts paid are not: a session starts from the last one's."""
     from pathlib import Path
 
     folder = Path(os.environ["SPECVIZ_DATA"]) / "cost_curves"
@@ -119,7 +120,7 @@ def _curves_stay_with_their_test():
     yield
     if folder.is_dir():
         for f in set(folder.glob("*.json")) - before:
-            if not f.name.startswith("SmolLM2-135M-Instruct__"):
+            if not f.name.startswith("SmolLM2-135M-Instruct__") or "__draft-" in f.name:
                 f.unlink(missing_ok=True)
 
 

@@ -373,6 +373,11 @@ def budget_note(b: dict[str, Any], drafted: int | None = None) -> str:
         gain = b.get("gain_vs_ar")
         how = f" (recent drafted cycles gave {gain:.2f}x a plain cycle's tokens per ms)" \
             if isinstance(gain, (int, float)) else ""
+        if b.get("remembered"):
+            how = f" ({gain:.2f}x a plain cycle's tokens per ms)" if isinstance(gain, (int, float)) else ""
+            return (f"Budget: a plain cycle (budget=auto): nothing was drafted, because this drafter's drafts did not "
+                    f"pay for their drafting in the last session on this device{how}; this session tries a draft "
+                    f"after as many plain cycles as that one waited between its tries.")
         return (f"Budget: a plain cycle (budget=auto): nothing was drafted, because the session's recent drafts did "
                 f"not pay for their drafting{how}; a draft is tried again after a few plain cycles.")
     if b.get("flat"):

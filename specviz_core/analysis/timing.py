@@ -49,10 +49,27 @@ class CostCurve:
     host_ms: tuple[float, ...] | None = None
     """Median ms the host then takes to reduce the block's rows (:func:`~specviz_core.target_rows.target_rows`: the
     top-k, the softmax, the copy), at each size; None in curves measured before it was."""
+    cache_len: int = 256
+    """The cached tokens ``ms`` was measured on top of."""
+    context_n: tuple[int, ...] | None = None
+    """Verify-block rows at which the cost of a longer cache was measured (ascending); None: not measured."""
+    context_ms: tuple[float, ...] | None = None
+    """At each of :attr:`context_n`, the forward's extra ms per cached token beyond :attr:`cache_len` (attention
+    reads every cached token: on a CPU a 16-row block over 2,048 tokens cost 2.6x a 1-row forward, over 256 1.8x)."""
 
     def __call__(self, rows: float) -> float:
-        """Predicted forward ms for ``rows`` rows; beyond the last point the last slope continues."""
+        """Predicted forward ms for ``rows`` rows on the measured cache; beyond the last point the last slope
+        continues."""
         return _interpolate(self.n, self.ms, rows)
+
+    def at(self, rows: float, context: int | None) -> float:
+        """Predicted forward ms for ``rows`` rows on a cache of ``context`` tokens: the measured curve plus the
+        longer cache's cost, linear in its tokens (None, or not measured: the curve as it is). Never below half the
+        measured cost (a cache far shorter than the measured one saves only attention)."""
+        own = self(rows)
+        if context is None or not self.context_n or not self.context_ms:
+            return own
+        return max(0.5 * own, own + (context - self.cache_len) * _interpolate(self.context_n, self.context_ms, rows))
 
     def host(self, rows: float) -> float:
         """Predicted ms of the host's reduction of ``rows`` rows (0 where the curve did not measure it)."""
@@ -67,8 +84,16 @@ class CostCurve:
         if not isinstance(host, list) or len(host) != len(d["n"]):
             host = None
         triples = sorted(zip(d["n"], d["ms"], host if host is not None else [0.0] * len(d["n"])))
+        ctx = d.get("context")
+        pairs = None
+        if isinstance(ctx, dict) and isinstance(ctx.get("n"), list) and isinstance(ctx.get("ms_per_token"), list) \
+                and len(ctx["n"]) == len(ctx["ms_per_token"]) and ctx["n"]:
+            pairs = sorted((int(n), max(0.0, float(m))) for n, m in zip(ctx["n"], ctx["ms_per_token"]))
         return cls(tuple(int(n) for n, _, _ in triples), tuple(float(m) for _, m, _ in triples),
-                   tuple(float(h) for _, _, h in triples) if host is not None else None)
+                   tuple(float(h) for _, _, h in triples) if host is not None else None,
+                   cache_len=int(d.get("cache_len", 256)),
+                   context_n=tuple(n for n, _ in pairs) if pairs else None,
+                   context_ms=tuple(m for _, m in pairs) if pairs else None)
 
 
 def _interpolate(n: Sequence[int], ms: Sequence[float], rows: float) -> float:

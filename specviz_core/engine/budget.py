@@ -29,9 +29,10 @@ sometimes no tree at all. Each cycle, with ``budget=auto``:
    sums decay through plain cycles it drifts back to 1, so a draft is tried again
 
    with the cycle time predicted from this device's measured verify-cost curve, priced at the size the block
-   runs as (padded: :func:`~specviz_core.analysis.timing.padded_rows`), plus the host's reduction of the block's
-   rows, measured with the curve (a softmax and a top-k over the vocabulary a row: on a CPU, with a small model
-   and a large vocabulary, a share of the cycle that grows with the rows). B = 0 verifies the root alone: an AR
+   runs as (padded: :func:`~specviz_core.analysis.timing.padded_rows`) and on the cycle's own cache (each cached
+   token adds what the curve measured it to add at that size: a long prompt makes every row dearer), plus the
+   host's reduction of the block's rows, measured with the curve (a softmax and a top-k over the vocabulary a row:
+   on a CPU, with a small model and a large vocabulary, a share of the cycle that grows with the rows). B = 0 verifies the root alone: an AR
    cycle, where speculation cannot pay here.
 
 Where drafting runs a model (a draft head's steps, a draft model's forwards), it is priced too: a step costs what
@@ -41,7 +42,10 @@ cycle's tokens are then weighed against its draft and its forward together, and 
 decides whether to draft at all: where the session's recent drafted cycles did not pay their drafting (their gain
 over a plain cycle below 1), the cycle is plain, nothing drafted, and a draft is tried again after 1, 2, 4 ... 32
 plain cycles (:meth:`BudgetController.draft_budget`); and how deep: one level past the deepest node the recent
-drafted cycles kept (:meth:`BudgetController.draft_depth`), so no step drafts a level the choice would cut.
+drafted cycles kept (:meth:`BudgetController.draft_depth`), so no step drafts a level the choice would cut. A session
+starts where the last one with that drafter on this device left off (stored beside its step cost: whether its drafts
+paid, and the wait between two tries), so a head that does not pay here is not paid for again in every session's
+first probes; its plain cycles say so (``remembered``).
 
 The choice reads no clock: the curve is measured once per device and dtype, before a session needs it and never
 in its time (:func:`~specviz_core.engine.cost_curve.ensure_device_curve`), and until it is known a cautious prior
@@ -128,13 +132,15 @@ class CycleTimeModel:
         self.curve = curve
         self.pad = pad
         """The engine pads a block to the size that costs least at or above it (:func:`padded_rows`): price that."""
+        self.context: int | None = None
+        """The cached tokens the cycle's forward reads (None: the curve's own); a longer cache makes rows dearer."""
 
     def rows_run(self, rows: int) -> int:
         """The rows a block of ``rows`` runs as (padded, when :attr:`pad`)."""
         return padded_rows(self.curve, rows) if self.pad else rows
 
     def forward_ms(self, rows: int) -> float:
-        return self.curve(self.rows_run(rows))
+        return self.curve.at(self.rows_run(rows), self.context)
 
     def __call__(self, rows: int) -> float:
         return self.forward_ms(rows) + self.curve.host(rows)
@@ -171,11 +177,15 @@ class Choice:
     """The method's own budget, said beside the choice."""
     depth: int | None = None
     """The depth the drafter was asked to draft to (:meth:`BudgetController.draft_depth`); None: its own."""
+    remembered: bool = False
+    """A plain cycle decided from what earlier sessions on this device found (its drafts did not pay), before this
+    session drafted at all."""
 
     def as_state(self) -> dict[str, Any]:
         if self.plain:
             return {"chosen": 0, "candidates": 0, "ceiling": 0, "plain": True,
-                    "gain_vs_ar": round(self.gain_vs_ar, 3), **({"paper": self.paper} if self.paper else {})}
+                    "gain_vs_ar": round(self.gain_vs_ar, 3), **({"paper": self.paper} if self.paper else {}),
+                    **({"remembered": True} if self.remembered else {})}
         if self.flat:
             return {"chosen": self.chosen, "candidates": self.candidates, "paper": self.ceiling, "flat": True}
         return {"chosen": self.chosen, "candidates": self.candidates, "ceiling": self.ceiling,
@@ -195,9 +205,14 @@ class BudgetController:
 
     def __init__(self, curve: CostCurve | None, max_budget: int, min_ceiling: int = 16, decay: float = DECAY,
                  paper: int | None = None, device: str = "cpu", drafts: bool = False,
-                 draft_step: float | None = None, store_draft_step: Callable[[float, int], None] | None = None) -> None:
+                 draft_step: float | None = None, store_draft_step: Callable[[float, int], None] | None = None,
+                 outcome: tuple[float, int] | None = None,
+                 store_outcome: Callable[[float, int], None] | None = None) -> None:
         """``drafts``: drafting runs a model, priced at ``draft_step`` 1-row forwards a step (None: not measured
-        yet, :data:`PRIOR_DRAFT_STEP`; ``store_draft_step(cost, steps)`` keeps what this session measures)."""
+        yet, :data:`PRIOR_DRAFT_STEP`; ``store_draft_step(cost, steps)`` keeps what this session measures).
+        ``outcome``: what the last session drafting so on this device found, (gain over a plain cycle, plain cycles
+        between two drafts): where its drafts did not pay, this session starts with that many plain cycles rather
+        than paying for the same lesson again; ``store_outcome(gain, gap)`` keeps this session's."""
         if max_budget < 1:
             raise SpecVizError("budget=auto needs a maximum budget of at least 1")
         self.max_budget = max_budget
@@ -227,6 +242,15 @@ class BudgetController:
         self._expected = 0.0  # decayed sums, over the cycles that verified a draft, of the draft tokens expected
         self._accepted = 0.0  # ... and of those accepted
         self._depth_ema: float | None = None  # the deepest node kept, recent drafted cycles (EMA)
+        self._store_outcome = store_outcome if drafts else None
+        self._stored_outcome: tuple[bool, int] | None = None  # (paid, gap) last stored
+        self.outcome_source = "session"
+        self._remembered = False  # the plain cycles so far follow from earlier sessions' outcome
+        if drafts and outcome is not None and outcome[0] < 1.0:
+            self._gain, self._probe_gap = outcome[0], max(1, min(int(outcome[1]), PROBE_MAX))
+            self._stored_outcome = (False, self._probe_gap)
+            self.outcome_source = "stored"
+            self._remembered = True
 
     @property
     def calibration(self) -> float:
@@ -251,13 +275,15 @@ class BudgetController:
 
     @property
     def flat(self) -> bool:
-        """The curve is flat up to the largest tree (:data:`FLAT`): the method's own budget is the choice."""
-        curve = self.time.curve
-        return curve(self.max_budget + 1) <= FLAT * curve(1)
+        """The curve is flat up to the largest tree (:data:`FLAT`), at this cycle's cache: the method's own budget is
+        the choice."""
+        return self.time.forward_ms(self.max_budget + 1) <= FLAT * self.time.forward_ms(1)
 
-    def draft_budget(self) -> int | None:
+    def draft_budget(self, context: int | None = None) -> int | None:
         """The ceiling to draft up to this cycle: room to grow to twice the recent choice (None on a flat curve: the
-        drafter drafts its own tree)."""
+        drafter drafts its own tree). ``context``: the cached tokens this cycle's forward reads, which every price of
+        the cycle then counts (:meth:`CostCurve.at`: the longer the cache, the dearer each row)."""
+        self.time.context = context
         if self.flat:
             return None
         if self.drafts and self._gain is not None and self._gain < 1.0:
@@ -266,6 +292,7 @@ class BudgetController:
                 return 0
             self._plain_run = 0  # try a draft again, and wait longer next time if it still does not pay
             self._probe_gap = min(2 * self._probe_gap, PROBE_MAX)
+            self._remembered = False
         return int(min(self.max_budget, max(self.min_ceiling, 2 * self._chosen_ema + 4)))
 
     def draft_depth(self) -> int | None:
@@ -279,12 +306,12 @@ class BudgetController:
 
     def draft_ms(self, steps: int) -> float:
         """What ``steps`` draft steps cost, priced as the forward is (ms, or 1-row forwards on the prior curve)."""
-        return steps * self.draft_step * self.time.curve(1) if self.drafts else 0.0
+        return steps * self.draft_step * self.time.curve(1) if self.drafts else 0.0  # a draft step: its own cache
 
     def plain(self) -> Choice:
         """The choice of a cycle :meth:`draft_budget` made plain (its ceiling 0): nothing drafted."""
         self.last = Choice(0, 0, 0, 1.0, self.time(1), self._gain if self._gain is not None else 1.0,
-                           paper=self.paper, prior=self.prior, plain=True)
+                           paper=self.paper, prior=self.prior, plain=True, remembered=self._remembered)
         return self.last
 
     def path_probs(self, tree: DraftTree) -> list[float]:
@@ -374,6 +401,7 @@ class BudgetController:
                 self._gain = gain if self._gain is None else self._gain + 0.3 * (gain - self._gain)
                 if gain >= 1.0:
                     self._probe_gap = 1
+                self._keep_outcome()
             self._measure_step(record, int(steps))
             kept = max((n.depth for n in record.nodes if n.verified), default=0)
             self._depth_ema = float(kept) if self._depth_ema is None else self._depth_ema + 0.3 * (kept - self._depth_ema)
@@ -385,6 +413,17 @@ class BudgetController:
         self.n_cycles += 1
         self.chosen_total += chosen
         self.ar_cycles += chosen == 0
+
+    def _keep_outcome(self) -> None:
+        """Store whether this session's drafts pay, and the wait between two tries, when either changed (a few
+        writes a session: not every drafted cycle), so the next session on this device starts from it."""
+        if self._store_outcome is None or self._gain is None:
+            return
+        paid = self._gain >= 1.0
+        now = (paid, 1 if paid else self._probe_gap)
+        if now != self._stored_outcome:
+            self._stored_outcome = now
+            self._store_outcome(self._gain, now[1])
 
     def _measure_step(self, record: CycleRecord, steps: int) -> None:
         """Time a draft step from a drafted cycle (a head's own step time, else the draft stage over its steps); with
@@ -408,7 +447,7 @@ class BudgetController:
                 "ar_cycles": self.ar_cycles, "max_budget": self.max_budget, "curve": self.curve_source,
                 "calibration": round(self.calibration, 3),
                 **({"draft_step": round(self.draft_step, 4), "draft_step_from": self.draft_step_source,
-                    "plain_cycles": self.plain_cycles} if self.drafts else {}),
+                    "plain_cycles": self.plain_cycles, "outcome_from": self.outcome_source} if self.drafts else {}),
                 "auto_from_cycle": 0}
 
 
@@ -436,17 +475,25 @@ def make_controller(target: Any, max_budget: int, paper: int | None = None,
     a model (:meth:`~specviz_core.drafters.base.Drafter.draft_cost_key`): its stored step cost prices it."""
     if drafter_key is None:
         return BudgetController(stored_curve(target), max_budget, paper=paper, device=str(target.device))
-    from specviz_core.runtime.cost_files import load_draft_cost, save_draft_cost
+    from specviz_core.runtime.cost_files import load_draft_cost, load_draft_outcome, save_draft_cost, save_draft_outcome
+
+    where = (target.name, target.device, target.dtype, drafter_key)
 
     def store(cost: float, steps: int) -> None:
         try:
-            save_draft_cost(target.name, target.device, target.dtype, drafter_key, cost, steps)
+            save_draft_cost(*where, cost, steps)
         except OSError:  # a read-only data folder: the prior stands in next time too
             pass
 
+    def store_outcome(gain: float, gap: int) -> None:
+        try:
+            save_draft_outcome(*where, gain, gap)
+        except OSError:  # a read-only data folder: the next session learns it again
+            pass
+
     return BudgetController(stored_curve(target), max_budget, paper=paper, device=str(target.device), drafts=True,
-                            draft_step=load_draft_cost(target.name, target.device, target.dtype, drafter_key),
-                            store_draft_step=store)
+                            draft_step=load_draft_cost(*where), store_draft_step=store,
+                            outcome=load_draft_outcome(*where), store_outcome=store_outcome)
 
 
 def stored_curve(target: Any) -> CostCurve | None:

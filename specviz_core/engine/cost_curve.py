@@ -10,12 +10,16 @@ File format (``<data>/cost_curves/<model>__<device>__<dtype>.json``)::
 
     {"version": 1, "model": "default", "model_path": "...", "device": "cpu", "device_name": "...",
      "dtype": "float32", "threads": 2, "cache_len": 256, "reps": 5, "measured_at": "2025-...Z",
-     "n": [1, 2, 4, ...], "ms": [66.1, 68.0, ...], "ms_min": [...], "host_ms": [0.4, 0.5, ...]}
+     "n": [1, 2, 4, ...], "ms": [66.1, 68.0, ...], "ms_min": [...], "host_ms": [0.4, 0.5, ...],
+     "context": {"cache_len": 256, "long_cache_len": 2048, "n": [1, 2, 4, ...], "ms_per_token": [0.0, 0.017, ...]}}
 
 ``n`` is the number of verify-block rows (root included); ``ms`` the median forward time
 of ``reps`` runs, ``ms_min`` the fastest; ``host_ms`` the median time the host then took to reduce the block's rows
 (:func:`~specviz_core.target_rows.target_rows`: over a large vocabulary on a CPU, a share of a small model's cycle
 that grows with the rows, which ``budget=auto`` prices beside the forward; absent in curves measured before).
+``context`` is what each cached token beyond ``cache_len`` adds to a block's forward (attention reads them all: a
+long prompt makes a big block dearer against a 1-row one), so ``budget=auto`` prices a cycle at its own cache's
+length (:meth:`~specviz_core.analysis.timing.CostCurve.at`); a curve stored without it gets it measured, alone.
 """
 
 from __future__ import annotations
@@ -76,6 +80,27 @@ def _chain_block(n: int, vocab: int) -> VerifyBlock:
                        parent_rows=np.arange(n) - 1, mask=np.tril(np.ones((n, n), dtype=bool)))
 
 
+#: Rows at which the cost of a longer cache is measured: its extra is smooth in the rows (the attention's work), but
+#: for the step from 1 row (the kernels' path for a single query) to 2.
+CONTEXT_SIZES = (1, 2, 4, 16, 64)
+#: The longer cache the context's cost is measured on (or the model's context, less the largest block, if shorter).
+LONG_CACHE = 2048
+
+
+def _cache_of(target: LoadedModel, tokens: int, seed: int = 0) -> DynamicCache:
+    """A cache holding ``tokens`` random prompt tokens of ``target``'s (the forward's cost does not read them)."""
+    from specviz_core.runtime import kv
+
+    g = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(3, min(target.vocab_size, 20000), (1, tokens), generator=g)
+    cache = DynamicCache()
+    for s in range(0, tokens, 512):  # in chunks, as the engine's prefill: a long one at once needs its whole mask
+        out = target.model(input_ids=prompt[:, s:s + 512].to(target.device), use_cache=True,
+                           **kv.cache_arg(target.model, cache))
+        cache = kv.returned_cache(out)
+    return cache
+
+
 @torch.no_grad()
 def measure_cost_curve(
     target: LoadedModel,
@@ -86,30 +111,28 @@ def measure_cost_curve(
     progress: Callable[[int, int], None] | None = None,
     clock: Callable[[], float] = time.perf_counter,
     keep: Callable[[dict[str, Any]], None] | None = None,
+    context: bool = True,
 ) -> dict[str, Any]:
     """Time one verify forward of each size on top of a ``cache_len``-token cache; returns the stored dict.
-    ``keep``: given the curve so far after every timed round (so an interrupted measurement keeps what it timed)."""
+    ``keep``: given the curve so far after every timed round (so an interrupted measurement keeps what it timed).
+    ``context``: then measure what a longer cache adds (:func:`measure_context_cost`), stored as ``context``."""
     from specviz_core.engine.forward import verify_forward
     from specviz_core.runtime import kv
 
-    dev = target.device
     load = threads.machine_load()  # other processes' running threads: a curve measured under load says so
     cache_len = max(1, min(cache_len, target.context_length - max(sizes) - 1))
-    g = torch.Generator().manual_seed(0)
-    prompt = torch.randint(3, min(target.vocab_size, 20000), (1, cache_len), generator=g)
-    cache = DynamicCache()
-    out = target.model(input_ids=prompt.to(dev), use_cache=True, **kv.cache_arg(target.model, cache))
-    cache = kv.returned_cache(out)
+    cache = _cache_of(target, cache_len)
     blocks = [_chain_block(n, target.vocab_size) for n in sizes]
     times: list[list[float]] = [[] for _ in sizes]
     host: list[list[float]] = [[] for _ in sizes]
+    rounds = warmup + reps * (2 if context else 1)
     # Round-robin over the sizes, so a busy moment on a shared machine hits every size alike.
     for r in range(warmup + reps):
         for k, block in enumerate(blocks):
-            synchronize(dev)
+            synchronize(target.device)
             t0 = clock()
             verified = verify_forward(target, cache, block, cache_len)
-            synchronize(dev)
+            synchronize(target.device)
             t1 = clock()
             target_rows(verified.logits, block.tokens, block.parent_rows, block.tokens - 1, HOST_K)
             t2 = clock()
@@ -120,8 +143,67 @@ def measure_cost_curve(
         if keep is not None and r >= warmup:
             keep(curve_dict(target, sizes, times, cache_len, r + 1 - warmup, load=load, host_ms=_medians(host)))
         if progress is not None:
+            progress(r + 1, rounds)
+    curve = curve_dict(target, sizes, times, cache_len, reps, load=load, host_ms=_medians(host))
+    del cache
+    if context:
+        def on_round(done: int, total: int) -> None:
+            if progress is not None:
+                progress(warmup + reps + done, rounds)
+
+        # no warm-up of its own: the sizes were just run (the longer cache's first forward is a 1-row one)
+        curve["context"] = measure_context_cost(target, [n for n in CONTEXT_SIZES if n <= max(sizes)], cache_len,
+                                                reps=reps, warmup=0, progress=on_round, clock=clock)
+        if keep is not None:
+            keep(curve)
+    return curve
+
+
+@torch.no_grad()
+def measure_context_cost(
+    target: LoadedModel,
+    sizes: Sequence[int] = CONTEXT_SIZES,
+    cache_len: int = 256,
+    long_len: int = LONG_CACHE,
+    reps: int = 3,
+    warmup: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, Any]:
+    """What each cached token beyond ``cache_len`` adds to a forward of each size: every size timed on a
+    ``cache_len``-token and on a ``long_len``-token cache, alternately (so a busy moment hits both alike), and the
+    median of each round's difference over the tokens between. The curve's ``context`` entry::
+
+        {"cache_len": 256, "long_cache_len": 2048, "n": [1, 2, ...], "ms_per_token": [0.0003, ...], "reps": 3}
+    """
+    from specviz_core.engine.forward import verify_forward
+    from specviz_core.runtime import kv
+
+    sizes = list(sizes) or [1]
+    long_len = min(long_len, target.context_length - max(sizes) - 1)
+    if long_len < 2 * cache_len:  # a context too short for a longer cache to tell: nothing to add
+        if progress is not None:
+            progress(warmup + reps, warmup + reps)
+        return {"cache_len": cache_len, "long_cache_len": cache_len, "n": [], "ms_per_token": [], "reps": 0}
+    caches = {cache_len: _cache_of(target, cache_len), long_len: _cache_of(target, long_len, seed=1)}
+    blocks = [_chain_block(n, target.vocab_size) for n in sizes]
+    diffs: list[list[float]] = [[] for _ in sizes]
+    for r in range(warmup + reps):
+        for k, block in enumerate(blocks):
+            ms = {}
+            for length, cache in caches.items():
+                synchronize(target.device)
+                t0 = clock()
+                verify_forward(target, cache, block, length)
+                synchronize(target.device)
+                ms[length] = (clock() - t0) * 1000.0
+                kv.crop(cache, length)
+            if r >= warmup:
+                diffs[k].append((ms[long_len] - ms[cache_len]) / (long_len - cache_len))
+        if progress is not None:
             progress(r + 1, warmup + reps)
-    return curve_dict(target, sizes, times, cache_len, reps, load=load, host_ms=_medians(host))
+    return {"cache_len": cache_len, "long_cache_len": long_len, "n": [int(n) for n in sizes],
+            "ms_per_token": [round(max(0.0, statistics.median(d)), 6) for d in diffs], "reps": reps}
 
 
 def _medians(times: Sequence[Sequence[float]]) -> list[float]:
@@ -141,12 +223,20 @@ def curve_dict(target: LoadedModel, sizes: Sequence[int], times: Sequence[Sequen
         "ms_min": [round(min(t), 3) for t in times], **extra,
     }
 
-def ensure_device_curve(target: LoadedModel, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def has_context(curve: dict[str, Any]) -> bool:
+    """Whether a stored curve says what a longer cache adds (measured, or found not measurable for its model)."""
+    return isinstance(curve.get("context"), dict)
+
+
+def ensure_device_curve(target: LoadedModel, progress: Callable[[int, int], None] | None = None,
+                        context: bool = True) -> dict[str, Any]:
     """This device's verify-cost curve for ``target``, measured once (the quick sizes, in seconds) when none is
     stored: before a ``budget=auto`` session needs it, never in a session's own time. Each timed round is stored as
-    it finishes, so a measurement cut short is kept, and the next session uses it rather than measuring again."""
+    it finishes, so a measurement cut short is kept, and the next session uses it rather than measuring again.
+    ``context``: with what a longer cache adds (:func:`measure_context_cost`; measured alone where a stored curve
+    lacks it), which a session on a long prompt needs and a short one does not pay for."""
     curve = load_cost_curve(target.name, target.device, target.dtype)
-    if curve is not None and is_dense(curve):
+    if curve is not None and is_dense(curve) and (has_context(curve) or not context):
         return curve
 
     def keep(partial: dict[str, Any]) -> None:
@@ -155,7 +245,13 @@ def ensure_device_curve(target: LoadedModel, progress: Callable[[int, int], None
         except OSError:
             pass  # a read-only data folder: this session has the curve anyway
 
-    return measure_cost_curve(target, QUICK_SIZES, reps=2, warmup=1, progress=progress, keep=keep)
+    if curve is not None and is_dense(curve):  # measured before a longer cache's cost was: that part alone
+        curve = dict(curve, context=measure_context_cost(target, [n for n in CONTEXT_SIZES if n <= max(curve["n"])],
+                                                         int(curve.get("cache_len", 256)), reps=2, warmup=1,
+                                                         progress=progress))
+        keep(curve)
+        return curve
+    return measure_cost_curve(target, QUICK_SIZES, reps=2, warmup=1, progress=progress, keep=keep, context=context)
 
 
 def ensure_cost_curve(target: LoadedModel, quick: bool = True, force: bool = False,

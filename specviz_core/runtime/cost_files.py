@@ -98,13 +98,25 @@ def draft_cost_path(model_name: str | None, device: Any, dtype: Any, drafter_key
     return curve.with_name(f"{curve.stem}__draft-{tag}.json")
 
 
+def _read_draft_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) and data.get("version") == FORMAT_VERSION else {}
+
+
+def _write_draft_file(path: Path, data: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
 def load_draft_cost(model_name: str | None, device: Any, dtype: Any, drafter_key: str) -> float | None:
     """A draft step's stored cost, in 1-row target forwards (``budget=auto`` prices drafting with it), or None."""
-    try:
-        data = json.loads(draft_cost_path(model_name, device, dtype, drafter_key).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    cost = data.get("step_cost") if isinstance(data, dict) and data.get("version") == FORMAT_VERSION else None
+    cost = _read_draft_file(draft_cost_path(model_name, device, dtype, drafter_key)).get("step_cost")
     return float(cost) if isinstance(cost, (int, float)) and cost > 0 else None
 
 
@@ -112,10 +124,29 @@ def save_draft_cost(model_name: str | None, device: Any, dtype: Any, drafter_key
                     steps: int) -> Path:
     """Store a draft step's cost in 1-row target forwards, measured over ``steps`` steps."""
     path = draft_cost_path(model_name, device, dtype, drafter_key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps({"version": FORMAT_VERSION, "model": model_name, "device": device_key(device),
-                               "drafter": drafter_key, "step_cost": step_cost, "steps": steps}, indent=1),
-                   encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return _write_draft_file(path, {**_read_draft_file(path), "version": FORMAT_VERSION, "model": model_name,
+                                    "device": device_key(device), "drafter": drafter_key, "step_cost": step_cost,
+                                    "steps": steps})
+
+
+def load_draft_outcome(model_name: str | None, device: Any, dtype: Any, drafter_key: str
+                       ) -> tuple[float, int] | None:
+    """What the last session drafting with this drafter on this device found (:func:`save_draft_outcome`): its
+    drafted cycles' gain over a plain cycle and the plain cycles it then ran between two drafts; None if unknown."""
+    out = _read_draft_file(draft_cost_path(model_name, device, dtype, drafter_key)).get("outcome")
+    if not isinstance(out, dict):
+        return None
+    gain, gap = out.get("gain"), out.get("gap")
+    if not isinstance(gain, (int, float)) or not isinstance(gap, int) or gain < 0 or gap < 1:
+        return None
+    return float(gain), gap
+
+
+def save_draft_outcome(model_name: str | None, device: Any, dtype: Any, drafter_key: str, gain: float,
+                       gap: int) -> Path:
+    """Keep, beside the drafter's step cost, whether its drafts paid here: the gain over a plain cycle its drafted
+    cycles gave (decayed) and the plain cycles between two drafts that followed from it."""
+    path = draft_cost_path(model_name, device, dtype, drafter_key)
+    return _write_draft_file(path, {**_read_draft_file(path), "version": FORMAT_VERSION, "model": model_name,
+                                    "device": device_key(device), "drafter": drafter_key,
+                                    "outcome": {"gain": round(float(gain), 4), "gap": int(gap)}})

@@ -33,7 +33,7 @@ def build_engine(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence
     if drafter is None:
         drafter = choice.drafter_class(choice.params, target, draft)
     if choice.auto:
-        ensure_curve(target, progress)
+        ensure_curve(target, progress, long=len(prompt_ids) + max_new_tokens >= LONG_SESSION)
     budget = make_controller(target, choice.max_budget, getattr(choice.params, "budget", None),
                              drafter.draft_cost_key()) if choice.auto else None
     cfg = DecodeConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
@@ -46,15 +46,23 @@ def build_engine(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence
 MEASURING_CURVE = "Measuring this device's verify cost, once (seconds; budget=auto prices trees with it)"
 
 
-def ensure_curve(target: LoadedModel, progress: Callable[[str, float | None], None] | None = None) -> None:
-    """``target``'s verify-cost curve on its device stored, measuring it now if there is none (each round kept)."""
-    from specviz_core.engine.cost_curve import ensure_device_curve
+#: A session that may reach this many cached tokens (prompt and new tokens) needs the curve's cost of a longer cache.
+LONG_SESSION = 512
 
-    if stored_curve(target) is not None:
+
+def ensure_curve(target: LoadedModel, progress: Callable[[str, float | None], None] | None = None,
+                 long: bool = False) -> None:
+    """``target``'s verify-cost curve on its device stored, measuring it now if there is none (each round kept);
+    ``long``: with what a longer cache adds (seconds more, measured once, by the first session that needs it)."""
+    from specviz_core.engine.cost_curve import ensure_device_curve, has_context, is_dense
+    from specviz_core.runtime.cost_files import load_cost_curve
+
+    stored = load_cost_curve(target.name, target.device, target.dtype)
+    if stored is not None and is_dense(stored) and (not long or has_context(stored)):
         return
     say = progress or (lambda s, f: None)
     say(MEASURING_CURVE, 0.0)
-    ensure_device_curve(target, lambda done, total: say(MEASURING_CURVE, done / total))
+    ensure_device_curve(target, lambda done, total: say(MEASURING_CURVE, done / total), context=long)
 
 
 def load_checked_model(name: str | None, device: str | None = None, dtype: str | None = None,

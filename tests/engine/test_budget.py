@@ -75,6 +75,82 @@ def test_cost_curve_interpolates_and_keeps_the_measured_bumps():
     assert c(24) == pytest.approx(26.0)  # the last slope continues
 
 
+# The default model's curve on a 2-core EPYC, one thread (1-row units), and what a 2,048-token cache adds: measured.
+LONG = {"n": [1, 2, 4, 8, 16, 32, 64], "ms": [1.0, 1.54, 1.73, 1.63, 1.77, 2.30, 3.17], "cache_len": 256,
+        "context": {"n": [1, 2, 4, 8, 16, 32, 64],
+                    "ms_per_token": [0.0, 0.32 / 1792, 0.39 / 1792, 0.56 / 1792, 0.79 / 1792, 0.87 / 1792,
+                                     1.61 / 1792]}}
+
+
+def test_a_longer_cache_makes_rows_dearer_as_measured():
+    """``at(rows, context)``: the measured curve plus each cached token beyond its own cache's measured cost at that
+    size, linear in the tokens (the attention reads each once) and between the measured sizes."""
+    c = CostCurve.from_dict(LONG)
+    assert c.at(16, None) == c(16) == 1.77 and c.at(16, 256) == pytest.approx(1.77)
+    assert c.at(16, 2048) == pytest.approx(1.77 + 0.79) and c.at(1, 2048) == pytest.approx(1.0)
+    assert c.at(12, 2048) == pytest.approx(1.70 + (0.56 + 0.79) / 2)  # halfway between 8 and 16, both terms
+    assert c.at(64, 256 + 2 * 1792) == pytest.approx(3.17 + 2 * 1.61)
+    assert c.at(64, 0) >= 0.5 * c(64)  # a cache shorter than the measured one saves some attention, not all
+    assert CostCurve.from_dict(CURVE).at(16, 4096) == CostCurve.from_dict(CURVE)(16)  # measured without: as it is
+
+
+def test_what_a_longer_cache_adds_is_measured_per_size(tiny, one_thread):
+    """Each size timed on a short and a long cache; the entry a curve stores, and reads back; none where the
+    model's context leaves no room for a longer cache."""
+    from specviz_core.engine.cost_curve import measure_context_cost
+
+    d = measure_context_cost(tiny, sizes=(1, 8), cache_len=16, long_len=96, reps=1, warmup=0)
+    assert d["cache_len"] == 16 and d["long_cache_len"] == 96 and d["n"] == [1, 8] and d["reps"] == 1
+    assert all(m >= 0.0 for m in d["ms_per_token"])
+    c = CostCurve.from_dict({"n": [1, 8], "ms": [1.0, 2.0], "cache_len": 16, "context": d})
+    assert c.context_n == (1, 8) and c.at(8, 96) == pytest.approx(2.0 + 80 * d["ms_per_token"][1])
+    none = measure_context_cost(tiny, sizes=(1, 128), cache_len=64, long_len=2048)
+    assert none["n"] == [] and CostCurve.from_dict({"n": [1], "ms": [1.0], "context": none}).context_n is None
+
+
+def test_a_long_prompt_gets_a_smaller_tree():
+    """The same chain of drafts, priced at a 256- and a 2,048-token cache: the controller's cycle times are the curve
+    at that length, its choice the brute force's over them, and the longer cache keeps fewer nodes."""
+    p_chain = [0.6, 0.5, 0.45, 0.4, 0.35, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3]
+    expected = [1.0]
+    for p in itertools.accumulate(p_chain, lambda a, b: a * b):
+        expected.append(expected[-1] + p)
+    c = CostCurve.from_dict(LONG)
+    chosen = {}
+    for context in (256, 2048):
+        ctl = BudgetController(c, 40)
+        ctl.pad = False
+        ctl.draft_budget(context)
+        assert ctl.time(16) == pytest.approx(c.at(16, context))
+        chosen[context] = choose_budget(expected, [ctl.time(b + 1) for b in range(len(expected))])
+        at = {"n": list(range(1, 66)), "ms": [c.at(n, context) for n in range(1, 66)]}
+        assert chosen[context] == brute_force_best(p_chain, at)
+    assert chosen[2048] < chosen[256]
+
+
+def test_the_engine_prices_each_cycle_at_its_own_cache(tmp_path, monkeypatch, tiny, one_thread):
+    """Where each cached token makes rows dear, a session on a long prompt verifies no draft, while the same
+    session on a short prompt does: the engine gives the controller each cycle's cache length. Both decode as plain
+    greedy decoding does."""
+    from specviz_core.session.session import Session
+    from specviz_core.session.spec import check_method, spec_for
+
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    curve = measure_cost_curve(tiny, sizes=tuple(range(1, 17)) + (64,), cache_len=32, reps=1, warmup=0, context=False)
+    curve["ms"] = [10.0 * (1 + 0.05 * (n - 1)) for n in curve["n"]]  # a CPU's slope, whatever this machine's load
+    curve["context"] = {"cache_len": 32, "long_cache_len": 1032, "n": [1, 2, 64], "ms_per_token": [0.0, 0.2, 1.0]}
+    save_cost_curve(curve)
+    pattern = [5, 6, 7, 8, 9, 10, 11, 12]
+    verified = {}
+    for name, prompt in (("short", pattern * 3), ("long", pattern * 25)):
+        e = Session(spec_for(check_method("goose", {"budget": "auto"}), prompt, max_new_tokens=24), tiny).engine
+        records = list(e.cycles())
+        assert e.output_ids == hf_greedy(tiny, prompt, 24)
+        verified[name] = sum(r.n_verified - 1 for r in records)
+    assert verified["short"] > 0 and verified["long"] == 0
+
+
 # A jagged CPU curve as measured on a 2-core EPYC: 3 rows cost more than 4, 7 more than 8.
 JAGGED = {"n": list(range(1, 9)) + [16], "ms": [65.0, 101.0, 121.0, 93.0, 95.0, 98.0, 120.0, 96.0, 110.0]}
 
@@ -439,6 +515,13 @@ def test_with_no_curve_yet_the_session_set_up_measures_one_before_the_first_cycl
     Session(spec_for(check_method("goose", {"budget": "auto"}), prompt, max_new_tokens=8), tiny,
             progress=lambda stage, f: said.append((stage, f)))
     assert said == []
+    # A short session did not pay for what a longer cache adds; the first that may reach one measures that alone
+    from specviz_core.session.factory import ensure_curve
+
+    assert "context" not in stored
+    ensure_curve(tiny, lambda stage, f: said.append((stage, f)), long=True)
+    assert said[0] == (MEASURING_CURVE, 0.0) and "context" in load_cost_curve("tiny", "cpu")
+    assert {k: v for k, v in load_cost_curve("tiny", "cpu").items() if k != "context"} == stored
 
 
 def test_a_measurement_cut_short_keeps_its_timed_rounds(tmp_path, monkeypatch, tiny, one_thread):
@@ -455,8 +538,14 @@ def test_a_measurement_cut_short_keeps_its_timed_rounds(tmp_path, monkeypatch, t
     with pytest.raises(KeyboardInterrupt):
         ensure_device_curve(tiny, stop_after_first_timed_round)
     kept = load_cost_curve("tiny", "cpu")
-    assert kept is not None and kept["reps"] == 1 and kept["n"] == list(QUICK_SIZES)
-    assert ensure_device_curve(tiny, stop_after_first_timed_round) == kept  # found, not measured again
+    assert kept is not None and kept["reps"] == 1 and kept["n"] == list(QUICK_SIZES) and "context" not in kept
+    # found, not measured again: only what a longer cache adds, which the cut measurement had not reached (nothing,
+    # for a model whose context, 256 tokens, has no room for a cache longer than the curve's)
+    found = ensure_device_curve(tiny)
+    assert {k: v for k, v in found.items() if k != "context"} == kept and found["context"]["n"] == []
+    assert load_cost_curve("tiny", "cpu") == found
+    said = []
+    assert ensure_device_curve(tiny, lambda done, total: said.append(done)) == found and said == []
 
 
 def test_until_a_curve_is_measured_auto_prices_with_a_cautious_prior(tiny, one_thread):
@@ -701,6 +790,42 @@ def test_a_head_whose_drafts_cost_more_than_they_give_runs_plain_cycles_lossless
     assert [r.state["budget"].get("plain", False) for r in replay] == [r.state["budget"].get("plain", False)
                                                                         for r in records]
     assert again.output_ids == e.output_ids
+
+
+def test_a_session_starts_where_the_last_one_with_its_head_left_off(curve_cache, tiny, tmp_path):
+    """A head whose drafts cost more than they give: the first session learns it by drafting and stores what it found
+    beside the step cost; the next starts with that many plain cycles (nothing drafted, said so), so it pays for
+    fewer drafts, and decodes as plain greedy decoding does. Where the drafts paid, the next session drafts at once."""
+    from test_eagle_layouts import write_checkpoint
+
+    from specviz_core.analysis.stop_cause import method_notes
+    from specviz_core.engine.budget import make_controller
+    from specviz_core.runtime.cost_files import load_draft_cost, load_draft_outcome, save_draft_cost, save_draft_outcome
+
+    write_checkpoint(tmp_path / "head", "eagle", tiny.model.config, seed=5)
+    prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7]
+    drafted, first_plain = [], []
+    for _ in range(2):
+        e = make_engine(tiny, "eagle", prompt, 40, head=str(tmp_path / "head"))
+        key = e.drafter.draft_cost_key()
+        if not drafted:
+            save_draft_cost("tiny", "cpu", None, key, 5.0, 8)
+            assert load_draft_outcome("tiny", "cpu", None, key) is None
+        e.budget = make_controller(tiny, e.drafter.params.budget, drafter_key=key)
+        records = list(e.cycles())
+        assert e.output_ids == hf_greedy(tiny, prompt, 40)
+        drafted.append(sum(1 for r in records if r.state.get("draft_steps")))
+        first_plain.append(next(i for i, r in enumerate(records) if not r.state["budget"].get("plain")))
+        gain, gap = load_draft_outcome("tiny", "cpu", None, key)
+        assert gain < 1.0 and gap >= 2 and load_draft_cost("tiny", "cpu", None, key) == 5.0
+        if len(drafted) == 1:
+            remembered_gap = gap
+    assert first_plain[0] == 0 and first_plain[1] == remembered_gap and drafted[1] < drafted[0]
+    assert e.budget.summary()["outcome_from"] == "stored"
+    assert all(r.state["budget"].get("remembered") and r.n_verified == 1 for r in records[:remembered_gap])
+    assert any("last session" in n for n in method_notes(records[0].state))
+    save_draft_outcome("tiny", "cpu", None, key, 1.3, 1)  # a head that paid: drafts from the first cycle
+    assert make_controller(tiny, 20, drafter_key=key).draft_budget() != 0
 
 
 def test_the_why_of_a_plain_cycle_says_the_budget_chose_it_and_a_drafted_one_what_its_drafting_cost():
