@@ -104,6 +104,18 @@ def test_what_a_longer_cache_adds_is_measured_per_size(tiny, one_thread):
     assert all(m >= 0.0 for m in d["ms_per_token"])
     c = CostCurve.from_dict({"n": [1, 8], "ms": [1.0, 2.0], "cache_len": 16, "context": d})
     assert c.context_n == (1, 8) and c.at(8, 96) == pytest.approx(2.0 + 80 * d["ms_per_token"][1])
+    # timed on trees, not chains (a chain takes the model's cheaper causal path): every row sees its ancestors
+    from specviz_core.engine.cost_curve import _tree_block
+    from specviz_core.engine.forward import _causal
+
+    block = _tree_block(6, tiny.vocab_size)
+    assert not _causal(tiny, block) and block.parent_rows[2] == 0
+    for i, p in enumerate(block.parent_rows):
+        ancestors = {i}
+        while p >= 0:
+            ancestors.add(int(p))
+            p = block.parent_rows[p]
+        assert set(map(int, block.mask[i].nonzero()[0])) == ancestors and block.depths[i] == len(ancestors) - 1
     none = measure_context_cost(tiny, sizes=(1, 128), cache_len=64, long_len=2048)
     assert none["n"] == [] and CostCurve.from_dict({"n": [1], "ms": [1.0], "context": none}).context_n is None
 
