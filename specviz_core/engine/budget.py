@@ -248,6 +248,7 @@ class BudgetController:
         self._remembered = False  # the plain cycles so far follow from earlier sessions' outcome
         if drafts and outcome is not None and outcome[0] < 1.0:
             self._gain, self._probe_gap = outcome[0], max(1, min(int(outcome[1]), PROBE_MAX))
+            self._depth_ema = 0.0  # so its tries are the cheapest drafts: one level (a head step), deeper if it pays
             self._stored_outcome = (False, self._probe_gap)
             self.outcome_source = "stored"
             self._remembered = True

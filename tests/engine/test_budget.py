@@ -835,6 +835,10 @@ def test_a_session_starts_where_the_last_one_with_its_head_left_off(curve_cache,
     assert first_plain[0] == 0 and first_plain[1] == remembered_gap and drafted[1] < drafted[0]
     assert e.budget.summary()["outcome_from"] == "stored"
     assert all(r.state["budget"].get("remembered") and r.n_verified == 1 for r in records[:remembered_gap])
+    # its first try is the cheapest draft: one level, one head step
+    probe = records[remembered_gap]
+    assert probe.state["budget"]["depth"] == 1 and probe.state["draft_steps"] == 1
+    assert max(n.depth for n in probe.nodes) == 1
     assert any("last session" in n for n in method_notes(records[0].state))
     save_draft_outcome("tiny", "cpu", None, key, 1.3, 1)  # a head that paid: drafts from the first cycle
     assert make_controller(tiny, 20, drafter_key=key).draft_budget() != 0
