@@ -32,8 +32,8 @@ sometimes no tree at all. Each cycle, with ``budget=auto``:
    runs as (padded: :func:`~specviz_core.analysis.timing.padded_rows`) and on the cycle's own cache (each cached
    token adds what the curve measured it to add at that size: a long prompt makes every row dearer), plus the
    host's reduction of the block's rows, measured with the curve (a softmax and a top-k over the vocabulary a row:
-   on a CPU, with a small model and a large vocabulary, a share of the cycle that grows with the rows). B = 0 verifies the root alone: an AR
-   cycle, where speculation cannot pay here.
+   on a CPU, with a small model and a large vocabulary, a share of the cycle that grows with the rows). B = 0
+   verifies the root alone: an AR cycle, where speculation cannot pay here.
 
 Where drafting runs a model (a draft head's steps, a draft model's forwards), it is priced too: a step costs what
 was measured for that drafter on this device, in 1-row target forwards (stored beside the curve, once, from the
