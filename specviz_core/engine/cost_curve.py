@@ -244,16 +244,43 @@ def has_context(curve: dict[str, Any]) -> bool:
     return isinstance(curve.get("context"), dict)
 
 
+#: Other processes' running threads while a curve was measured from which it is measured again, once, by a session
+#: that finds the machine quiet: a 1-row forward slows more under load than a big block does (memory bandwidth), so
+#: a curve measured beside another job prices rows too cheaply (one read 137 ms for a 1-row forward that took 82 ms,
+#: and priced 28 rows at 2.65x where they ran at 3.6x).
+BUSY = 1.0
+#: ... and what counts as quiet for that.
+QUIET = 0.5
+
+
+def to_measure(curve: dict[str, Any] | None, context: bool = False, load: Callable[[], float | None] | None = None
+               ) -> str:
+    """What of a stored curve must be measured before a session may use it: ``"all"`` (none, one with gaps below
+    :data:`DENSE_UP_TO` rows, or one measured under load now that the machine is quiet), ``"context"`` (what a
+    longer cache adds, where ``context`` asks for it), or ``""`` (nothing). ``load``: the machine's load now (read
+    only for a curve measured under load)."""
+    if curve is None or not is_dense(curve):
+        return "all"
+    busy = curve.get("load")
+    if isinstance(busy, (int, float)) and busy >= BUSY:
+        now = (load or threads.machine_load)()
+        if now is not None and now < QUIET:
+            return "all"
+    return "context" if context and not has_context(curve) else ""
+
+
 def ensure_device_curve(target: LoadedModel, progress: Callable[[int, int], None] | None = None,
                         context: bool = True) -> dict[str, Any]:
     """This device's verify-cost curve for ``target``, measured once (the quick sizes, in seconds) when none is
     stored: before a ``budget=auto`` session needs it, never in a session's own time. Each timed round is stored as
-    it finishes, so a measurement cut short is kept, and the next session uses it rather than measuring again.
+    it finishes, so a measurement cut short is kept, and the next session uses it rather than measuring again. A
+    curve measured under load is measured again once the machine is quiet (:func:`to_measure`).
     ``context``: with what a longer cache adds (:func:`measure_context_cost`; measured alone where a stored curve
     lacks it), which a session on a long prompt needs and a short one does not pay for."""
     curve = load_cost_curve(target.name, target.device, target.dtype)
-    if curve is not None and is_dense(curve) and (has_context(curve) or not context):
-        return curve
+    what = to_measure(curve, context)
+    if not what:
+        return curve  # type: ignore[return-value]
 
     def keep(partial: dict[str, Any]) -> None:
         try:
@@ -261,12 +288,13 @@ def ensure_device_curve(target: LoadedModel, progress: Callable[[int, int], None
         except OSError:
             pass  # a read-only data folder: this session has the curve anyway
 
-    if curve is not None and is_dense(curve):  # measured before a longer cache's cost was: that part alone
+    if curve is not None and what == "context":  # measured before a longer cache's cost was: that part alone
         curve = dict(curve, context=measure_context_cost(target, [n for n in CONTEXT_SIZES if n <= max(curve["n"])],
                                                          int(curve.get("cache_len", 256)), reps=2, warmup=1,
                                                          progress=progress))
         keep(curve)
         return curve
+    context = context or (curve is not None and has_context(curve))  # measured again: all it had
     return measure_cost_curve(target, QUICK_SIZES, reps=2, warmup=1, progress=progress, keep=keep, context=context)
 
 

@@ -44,6 +44,8 @@ def build_engine(target: LoadedModel, choice: MethodChoice, prompt_ids: Sequence
 
 #: What the one-off measurement of a device's verify cost is called where it shows.
 MEASURING_CURVE = "Measuring this device's verify cost, once (seconds; budget=auto prices trees with it)"
+#: ... and where the stored one was measured while the machine was busy, and it is quiet now.
+MEASURING_AGAIN = "Measuring this device's verify cost again: it was measured while the machine was busy (seconds)"
 
 
 #: A session that may reach this many cached tokens (prompt and new tokens) needs the curve's cost of a longer cache.
@@ -54,15 +56,17 @@ def ensure_curve(target: LoadedModel, progress: Callable[[str, float | None], No
                  long: bool = False) -> None:
     """``target``'s verify-cost curve on its device stored, measuring it now if there is none (each round kept);
     ``long``: with what a longer cache adds (seconds more, measured once, by the first session that needs it)."""
-    from specviz_core.engine.cost_curve import ensure_device_curve, has_context, is_dense
+    from specviz_core.engine.cost_curve import ensure_device_curve, is_dense, to_measure
     from specviz_core.runtime.cost_files import load_cost_curve
 
     stored = load_cost_curve(target.name, target.device, target.dtype)
-    if stored is not None and is_dense(stored) and (not long or has_context(stored)):
+    what = to_measure(stored, long)
+    if not what:
         return
+    stage = MEASURING_AGAIN if stored is not None and is_dense(stored) and what == "all" else MEASURING_CURVE
     say = progress or (lambda s, f: None)
-    say(MEASURING_CURVE, 0.0)
-    ensure_device_curve(target, lambda done, total: say(MEASURING_CURVE, done / total), context=long)
+    say(stage, 0.0)
+    ensure_device_curve(target, lambda done, total: say(stage, done / total), context=long)
 
 
 def load_checked_model(name: str | None, device: str | None = None, dtype: str | None = None,

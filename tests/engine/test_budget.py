@@ -536,6 +536,34 @@ def test_with_no_curve_yet_the_session_set_up_measures_one_before_the_first_cycl
     assert {k: v for k, v in load_cost_curve("tiny", "cpu").items() if k != "context"} == stored
 
 
+def test_a_curve_measured_under_load_is_measured_again_once_the_machine_is_quiet(tmp_path, monkeypatch, tiny,
+                                                                                 one_thread):
+    """Beside another job a 1-row forward slows more than a big block, so a curve measured then prices rows too
+    cheaply: a session that finds the machine quiet measures it again, once, saying why; on a machine still busy the
+    stored curve stands."""
+    from specviz_core.engine.cost_curve import QUICK_SIZES
+    from specviz_core.runtime import threads
+    from specviz_core.session.factory import MEASURING_AGAIN, ensure_curve
+
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    busy = measure_cost_curve(tiny, QUICK_SIZES, cache_len=16, reps=1, warmup=0, context=False)
+    busy["load"] = 2.0
+    save_cost_curve(busy)
+    said = []
+    monkeypatch.setattr(threads, "machine_load", lambda *a, **k: 3.0)  # still busy: the stored curve stands
+    ensure_curve(tiny, lambda stage, f: said.append(stage))
+    assert said == [] and load_cost_curve("tiny", "cpu") == busy
+    monkeypatch.setattr(threads, "machine_load", lambda *a, **k: 0.0)  # quiet now: measured again, once
+    ensure_curve(tiny, lambda stage, f: said.append(stage))
+    again = load_cost_curve("tiny", "cpu")
+    assert said and set(said) == {MEASURING_AGAIN} and again["load"] == 0.0
+    assert again["measured_at"] >= busy["measured_at"]
+    said.clear()
+    ensure_curve(tiny, lambda stage, f: said.append(stage))
+    assert said == []
+
+
 def test_a_measurement_cut_short_keeps_its_timed_rounds(tmp_path, monkeypatch, tiny, one_thread):
     """Each timed round is stored as it ends: a measurement interrupted after its first is kept, and used."""
     from specviz_core.engine.cost_curve import QUICK_SIZES, ensure_device_curve
