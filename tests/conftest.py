@@ -108,6 +108,16 @@ def window(qtbot, tmp_path, monkeypatch, tiny_dir):
 
 
 @pytest.fixture(autouse=True)
+def _curves_are_not_measured_again_for_the_load(monkeypatch):
+    """A curve measured while another process ran is measured again by a session that finds the machine quiet
+    (``cost_curve.BUSY``): on a busy machine (a second test run, a build) a test's own curve would be, or not, by
+    chance. Only the test of that rule turns it on."""
+    from specviz_core.engine import cost_curve
+
+    monkeypatch.setattr(cost_curve, "BUSY", float("inf"))
+
+
+@pytest.fixture(autouse=True)
 def _curves_stay_with_their_test():
     """A verify-cost curve a test measures for a tiny model stays with that test: stored in the suite's data folder,
     it would pad and price the next test's sessions by it (which tests ran first would decide what a later one

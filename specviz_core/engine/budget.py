@@ -500,8 +500,7 @@ def make_controller(target: Any, max_budget: int, paper: int | None = None,
 def stored_curve(target: Any) -> CostCurve | None:
     """``target``'s verify-cost curve stored for its device and dtype, when every small size was measured (a
     curve with gaps hid the kernels' bumps); else None."""
-    from specviz_core.engine.cost_curve import is_dense
-    from specviz_core.runtime.cost_files import load_cost_curve
+    from specviz_core.engine.cost_curve import is_dense, load_device_curve
 
-    stored = load_cost_curve(target.name, target.device, target.dtype)
+    stored = load_device_curve(target)
     return CostCurve.from_dict(stored) if stored is not None and is_dense(stored) else None

@@ -239,6 +239,16 @@ def curve_dict(target: LoadedModel, sizes: Sequence[int], times: Sequence[Sequen
         "ms_min": [round(min(t), 3) for t in times], **extra,
     }
 
+def curve_threads(target: LoadedModel) -> int | None:
+    """The threads a CPU session runs ``target`` with, whose curve prices it (None off the CPU)."""
+    return torch.get_num_threads() if device_key(target.device) == "cpu" else None
+
+
+def load_device_curve(target: LoadedModel) -> dict[str, Any] | None:
+    """The curve stored for ``target`` as it runs now: its device and dtype, and on a CPU its threads."""
+    return load_cost_curve(target.name, target.device, target.dtype, threads=curve_threads(target))
+
+
 def has_context(curve: dict[str, Any]) -> bool:
     """Whether a stored curve says what a longer cache adds (measured, or found not measurable for its model)."""
     return isinstance(curve.get("context"), dict)
@@ -277,7 +287,7 @@ def ensure_device_curve(target: LoadedModel, progress: Callable[[int, int], None
     curve measured under load is measured again once the machine is quiet (:func:`to_measure`).
     ``context``: with what a longer cache adds (:func:`measure_context_cost`; measured alone where a stored curve
     lacks it), which a session on a long prompt needs and a short one does not pay for."""
-    curve = load_cost_curve(target.name, target.device, target.dtype)
+    curve = load_device_curve(target)
     what = to_measure(curve, context)
     if not what:
         return curve  # type: ignore[return-value]
@@ -301,7 +311,7 @@ def ensure_device_curve(target: LoadedModel, progress: Callable[[int, int], None
 def ensure_cost_curve(target: LoadedModel, quick: bool = True, force: bool = False,
                       progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """The stored curve for ``target``, measuring (and storing) one first if there is none (or ``force``)."""
-    curve = None if force else load_cost_curve(target.name, target.device, target.dtype)
+    curve = None if force else load_device_curve(target)
     if curve is None or not is_dense(curve):
         curve = measure_cost_curve(target, QUICK_SIZES if quick else SIZES, reps=3 if quick else 5, progress=progress)
         try:

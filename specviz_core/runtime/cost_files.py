@@ -59,34 +59,60 @@ def dtype_name(device: str, dtype: Any) -> str:
     return DTYPE_ALIASES.get(name, name)
 
 
-def curve_path(model_name: str | None, device: Any, dtype: Any = None, root: Path | None = None) -> Path:
-    """Where the curve of this model, device and dtype is kept: ``<data folder>/cost_curves/`` (or under ``root``)."""
+def curve_path(model_name: str | None, device: Any, dtype: Any = None, root: Path | None = None,
+               threads: int | None = None) -> Path:
+    """Where the curve of this model, device and dtype is kept: ``<data folder>/cost_curves/`` (or under ``root``).
+    ``threads``: a CPU's curve measured with that many threads (``...__t2.json``); None: the last one measured."""
     dev = device_key(device)
-    return (root or data_dir()) / "cost_curves" / f"{model_key(model_name)}__{dev}__{dtype_name(dev, dtype)}.json"
+    per = f"__t{int(threads)}" if threads is not None and dev == "cpu" else ""
+    return (root or data_dir()) / "cost_curves" / f"{model_key(model_name)}__{dev}__{dtype_name(dev, dtype)}{per}.json"
 
 
-def load_cost_curve(model_name: str | None, device: Any, dtype: Any = None) -> dict[str, Any] | None:
+def _read_curve(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("version") == FORMAT_VERSION and data.get("n") else None
+
+
+def load_cost_curve(model_name: str | None, device: Any, dtype: Any = None, threads: int | None = None
+                    ) -> dict[str, Any] | None:
     """The stored curve for this model on this device (and dtype, default: the device's default), or None.
+    ``threads``: on a CPU, the curve measured with that many threads (a block's rows share the cores, so the curve's
+    shape depends on them: on a 2-core EPYC 16 rows cost 1.75x a 1-row forward with 2 threads, 2.1x with 1), or
+    None where none was; None: the last curve measured, with any number (what a plot or a replay shows).
 
     The dict has the keys described in :mod:`specviz_core.engine.cost_curve`; plot ``ms`` against ``n``.
     """
+    if threads is not None and device_key(device) == "cpu":
+        own = _read_curve(curve_path(model_name, device, dtype, threads=threads))
+        if own is not None:
+            return own
+        last = load_cost_curve(model_name, device, dtype)  # measured before curves were kept per thread count
+        return last if last is not None and last.get("threads") == threads else None
     # Curves measured before they moved to the data folder were kept in the user cache: still found there.
     for root in (None, cache_dir()):
-        try:
-            data = json.loads(curve_path(model_name, device, dtype, root).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and data.get("version") == FORMAT_VERSION and data.get("n"):
+        data = _read_curve(curve_path(model_name, device, dtype, root))
+        if data is not None:
             return data
     return None
 
 
 def save_cost_curve(curve: dict[str, Any]) -> Path:
+    """Store a measured curve as the last one for its model, device and dtype, and on a CPU as the one for its
+    threads too."""
     path = curve_path(curve["model"], curve["device"], curve["dtype"])
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(curve, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
+    text = json.dumps(curve, indent=1)
+    threads = curve.get("threads")
+    paths = [path]
+    if isinstance(threads, int) and device_key(curve["device"]) == "cpu":
+        paths.append(curve_path(curve["model"], curve["device"], curve["dtype"], threads=threads))
+    for p in paths:
+        tmp = p.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, p)
     return path
 
 

@@ -56,10 +56,9 @@ def ensure_curve(target: LoadedModel, progress: Callable[[str, float | None], No
                  long: bool = False) -> None:
     """``target``'s verify-cost curve on its device stored, measuring it now if there is none (each round kept);
     ``long``: with what a longer cache adds (seconds more, measured once, by the first session that needs it)."""
-    from specviz_core.engine.cost_curve import ensure_device_curve, is_dense, to_measure
-    from specviz_core.runtime.cost_files import load_cost_curve
+    from specviz_core.engine.cost_curve import ensure_device_curve, is_dense, load_device_curve, to_measure
 
-    stored = load_cost_curve(target.name, target.device, target.dtype)
+    stored = load_device_curve(target)
     what = to_measure(stored, long)
     if not what:
         return

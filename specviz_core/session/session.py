@@ -221,10 +221,11 @@ class Session:
 
 
 def curve_in_force(target: LoadedModel) -> dict[str, list] | None:
-    """``target``'s verify-cost curve stored for its device and dtype now (its sizes and ms), or None."""
-    from specviz_core.runtime.cost_files import load_cost_curve
+    """``target``'s verify-cost curve stored for its device and dtype (and a CPU's threads) now (its sizes and ms), or
+    None."""
+    from specviz_core.engine.cost_curve import load_device_curve
 
-    stored = load_cost_curve(target.name, target.device, target.dtype)
+    stored = load_device_curve(target)
     if not stored:
         return None
     return {"n": [int(n) for n in stored["n"]], "ms": [float(m) for m in stored["ms"]]}

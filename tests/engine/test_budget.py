@@ -190,6 +190,41 @@ def test_a_stored_curve_with_gaps_at_small_sizes_is_measured_again(tmp_path, mon
     assert not make_controller(tiny, 20).prior
 
 
+def test_a_cpu_curve_prices_the_threads_it_was_measured_with(tmp_path, monkeypatch, tiny):
+    """On a CPU a block's rows share the cores, so a curve's shape depends on the threads: a session is priced by the
+    curve measured with its own (measuring one where there is none), while a plot or a replay reads the last one
+    measured. A curve stored before curves were kept per thread count is found for its own threads."""
+    import torch
+
+    from specviz_core.engine.budget import stored_curve
+    from specviz_core.runtime.cost_files import curve_path
+
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = measure_cost_curve(tiny, sizes=tuple(range(1, 17)), cache_len=16, reps=1, warmup=0, context=False)
+        one["ms"] = [10.0 + n for n in one["n"]]
+        assert one["threads"] == 1
+        save_cost_curve(one)
+        assert stored_curve(tiny).ms == tuple(one["ms"])
+        torch.set_num_threads(2)
+        assert stored_curve(tiny) is None and load_cost_curve("tiny", "cpu") == one
+        two = dict(one, threads=2, ms=[5.0 + n / 2 for n in one["n"]])
+        save_cost_curve(two)
+        assert stored_curve(tiny).ms == tuple(two["ms"]) and load_cost_curve("tiny", "cpu") == two
+        torch.set_num_threads(1)
+        assert stored_curve(tiny).ms == tuple(one["ms"])
+        curve_path("tiny", "cpu", threads=1).unlink()  # as an earlier version stored it: the last curve alone
+        curve_path("tiny", "cpu", threads=2).unlink()
+        assert stored_curve(tiny) is None  # the last one stored was measured with 2
+        torch.set_num_threads(2)
+        assert stored_curve(tiny).ms == tuple(two["ms"])
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_the_default_model_loaded_by_its_folder_shares_the_curve_of_default(tmp_path, monkeypatch):
     """``specviz.load()`` names the default model by its converted folder; the CLI names it ``default``: one curve."""
     from specviz_core.runtime.cost_files import curve_path
@@ -541,10 +576,12 @@ def test_a_curve_measured_under_load_is_measured_again_once_the_machine_is_quiet
     """Beside another job a 1-row forward slows more than a big block, so a curve measured then prices rows too
     cheaply: a session that finds the machine quiet measures it again, once, saying why; on a machine still busy the
     stored curve stands."""
+    from specviz_core.engine import cost_curve
     from specviz_core.engine.cost_curve import QUICK_SIZES
     from specviz_core.runtime import threads
     from specviz_core.session.factory import MEASURING_AGAIN, ensure_curve
 
+    monkeypatch.setattr(cost_curve, "BUSY", 1.0)  # the rule, which the suite's other tests leave off
     monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
     busy = measure_cost_curve(tiny, QUICK_SIZES, cache_len=16, reps=1, warmup=0, context=False)
