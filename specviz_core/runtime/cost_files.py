@@ -89,8 +89,9 @@ def load_cost_curve(model_name: str | None, device: Any, dtype: Any = None, thre
         own = _read_curve(curve_path(model_name, device, dtype, threads=threads))
         if own is not None:
             return own
-        last = load_cost_curve(model_name, device, dtype)  # measured before curves were kept per thread count
-        return last if last is not None and last.get("threads") == threads else None
+        # measured before curves were kept per thread count (or written without saying its threads: used for any)
+        last = load_cost_curve(model_name, device, dtype)
+        return last if last is not None and last.get("threads", threads) == threads else None
     # Curves measured before they moved to the data folder were kept in the user cache: still found there.
     for root in (None, cache_dir()):
         data = _read_curve(curve_path(model_name, device, dtype, root))
