@@ -162,8 +162,10 @@ def test_audit_journey_on_a_replayed_session(qtbot, window, tiny_dir, tmp_path, 
     assert result.verdict == "identical", result.message
     assert box.windowTitle() == "Audit: identical" and box.text().startswith(f"Identical: all {n} tokens")
     assert w.statusBar().currentMessage() == "Audit: identical"
-    says_the_truth(w)  # still replaying the session, every action as before
-    assert w.controller.state.phase == "replaying" and w.model.source.info.id == sid
+    # The verdict is reported before the job's end: the engine goes idle right after, still replaying the session.
+    qtbot.waitUntil(lambda: w.controller.state.phase == "replaying", timeout=30000)
+    assert w.model.source.info.id == sid
+    says_the_truth(w)  # every action as before
     box.close()
     qtbot.waitUntil(lambda: w.controller.idle, timeout=30000)
     says_the_truth(w)
