@@ -44,14 +44,18 @@ def tiny():
 
 
 @pytest.fixture
-def one_thread(request):
+def one_thread(request, monkeypatch):
     """Tiny models gain nothing from intra-op threads, and on a shared CPU the thread pool's spinning
-    makes them many times slower; the default model keeps the session's setting."""
+    makes them many times slower; the default model keeps the session's setting. A session started meanwhile keeps
+    the one thread too (as on a busy machine), so its curve is the one the test stored whatever the load is now."""
     if "smol" in request.fixturenames:
         yield
         return
+    from specviz_core.runtime import threads as cpu_threads
+
     n = torch.get_num_threads()
     torch.set_num_threads(1)
+    monkeypatch.setattr(cpu_threads, "_chosen", cpu_threads.ThreadChoice(1, cpu_threads.cores(), None, False))
     yield
     torch.set_num_threads(n)
 
