@@ -98,10 +98,10 @@ def _first_max(top_ids: np.ndarray, top_values: np.ndarray, logits: torch.Tensor
     argmax = top_ids[:, 0].copy()
     if top_ids.shape[1] < 2:
         return argmax
-    tied_rows = top_values[:, 1] == top_values[:, 0]
-    if not tied_rows.any():  # the usual case, in one comparison
+    tied_rows = np.flatnonzero(top_values[:, 1] == top_values[:, 0])
+    if not len(tied_rows):  # the usual case, in one comparison
         return argmax
-    for r in np.nonzero(tied_rows)[0]:
+    for r in tied_rows:
         tied = top_values[r] == top_values[r, 0]
         argmax[r] = top_ids[r][tied].min() if not tied.all() else int(logits[r].argmax())
     return argmax

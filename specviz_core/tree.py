@@ -131,22 +131,37 @@ class VerifyBlock:
 
 def flatten(tree: DraftTree) -> VerifyBlock:
     """Lay the verified nodes out root first, each after its parent, with their mask."""
-    # Node ids are created parent-first, so id order is already a valid verify order.
-    order = np.array([i for i, g in enumerate(tree.gated) if not g], dtype=np.int64)
-    row_of = {int(node): row for row, node in enumerate(order)}
-    parents = np.array(tree.parents, dtype=np.int64)[order]
-    parent_rows = np.array([row_of[int(p)] if p >= 0 else -1 for p in parents], dtype=np.int64)
+    # Node ids are created parent-first, so id order is already a valid verify order; a verified node's parent is
+    # verified (``DraftTree.add``), so every row but the root's has a parent row.
+    order = [i for i, g in enumerate(tree.gated) if not g]
     n = len(order)
-    mask = np.zeros((n, n), dtype=bool)
-    for row in range(n):
-        pr = parent_rows[row]
-        if pr >= 0:
-            mask[row] = mask[pr]  # a node sees everything its parent sees...
-        mask[row, row] = True  # ...and itself
-    return VerifyBlock(
-        order=order,
-        tokens=np.array(tree.tokens, dtype=np.int64)[order],
-        depths=np.array(tree.depths, dtype=np.int64)[order],
-        parent_rows=parent_rows,
-        mask=mask,
-    )
+    if n == 1:  # a plain cycle: the root alone
+        return VerifyBlock(order=np.zeros(1, dtype=np.int64), tokens=np.array(tree.tokens[:1], dtype=np.int64),
+                           depths=np.zeros(1, dtype=np.int64), parent_rows=np.full(1, -1, dtype=np.int64),
+                           mask=np.ones((1, 1), dtype=bool))
+    if n == len(tree):  # nothing gated: each node is its own row
+        parent_rows = tree.parents
+    else:
+        row_of = {node: row for row, node in enumerate(order)}
+        parents = tree.parents
+        parent_rows = [row_of[parents[i]] if i else -1 for i in order]
+    rows = np.array(order, dtype=np.int64)
+    pr = np.array(parent_rows, dtype=np.int64)
+    depths = np.array(tree.depths, dtype=np.int64)[rows]
+    return VerifyBlock(order=rows, tokens=np.array(tree.tokens, dtype=np.int64)[rows], depths=depths, parent_rows=pr,
+                       mask=ancestor_mask(pr, depths))
+
+
+def ancestor_mask(parent_rows: np.ndarray, depths: np.ndarray) -> np.ndarray:
+    """[n, n] bool: each row sees its ancestors and itself (parents before children). A chain is the lower triangle;
+    a tree is filled one depth at a time (a row sees what its parent sees, and itself): a few array operations a
+    level instead of one a row."""
+    n = len(parent_rows)
+    at = np.arange(n)
+    if n == 0 or (parent_rows == at - 1).all():
+        return at[:, None] >= at
+    mask = np.eye(n, dtype=bool)
+    for d in range(1, int(depths.max()) + 1):
+        rows = np.flatnonzero(depths == d)
+        mask[rows] |= mask[parent_rows[rows]]
+    return mask

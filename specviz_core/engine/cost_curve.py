@@ -39,7 +39,7 @@ from specviz_core.runtime import threads
 from specviz_core.runtime.cost_files import FORMAT_VERSION, device_key, load_cost_curve, save_cost_curve
 from specviz_core.runtime.models import LoadedModel, synchronize
 from specviz_core.target_rows import target_rows
-from specviz_core.tree import VerifyBlock
+from specviz_core.tree import VerifyBlock, ancestor_mask
 
 #: Verify-block sizes measured by default (rows, root included): every size up to 16, where the CPU's matrix kernels
 #: make the curve jagged (on a 2-core EPYC, 3 rows cost 130 ms and 4 rows 96 ms: interpolating over 2..4 or 4..8
@@ -76,8 +76,8 @@ def device_name(device: torch.device) -> str:
 def _chain_block(n: int, vocab: int) -> VerifyBlock:
     # The mask's content does not change the cost of an sdpa forward with a float mask; a chain will do.
     tokens = 3 + np.arange(n, dtype=np.int64) % max(1, vocab - 3)
-    return VerifyBlock(order=np.arange(n), tokens=tokens, depths=np.arange(n),
-                       parent_rows=np.arange(n) - 1, mask=np.tril(np.ones((n, n), dtype=bool)))
+    return VerifyBlock(order=np.arange(n), tokens=tokens, depths=np.arange(n), parent_rows=np.arange(n) - 1,
+                       mask=np.arange(n)[:, None] >= np.arange(n))
 
 
 def _tree_block(n: int, vocab: int) -> VerifyBlock:
@@ -89,11 +89,9 @@ def _tree_block(n: int, vocab: int) -> VerifyBlock:
         return chain
     parents = np.arange(n) - 1
     parents[2] = 0
-    mask = np.eye(n, dtype=bool)
-    for i in range(1, n):
-        mask[i] |= mask[parents[i]]
     depths = np.where(np.arange(n) >= 2, np.arange(n) - 1, np.arange(n))
-    return VerifyBlock(order=chain.order, tokens=chain.tokens, depths=depths, parent_rows=parents, mask=mask)
+    return VerifyBlock(order=chain.order, tokens=chain.tokens, depths=depths, parent_rows=parents,
+                       mask=ancestor_mask(parents, depths))
 
 
 #: Rows at which the cost of a longer cache is measured: its extra is smooth in the rows (the attention's work), but

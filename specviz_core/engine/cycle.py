@@ -281,7 +281,7 @@ class Engine:
     def _walk(self, tree: DraftTree, block: VerifyBlock, rows: TargetRows, probs: torch.Tensor | None) -> WalkResult:
         """The accepted path and the bonus token (greedy, or speculative sampling from ``probs``); a drafter's
         lazy offers are read before the harvest rewrites the tables they came from."""
-        kids = children_rows(block, [tree.sources[i] for i in block.order], self.drafter.source_priority)
+        kids = children_rows(block, [tree.sources[i] for i in block.order.tolist()], self.drafter.source_priority)
         if probs is not None:
             walk = sampling_walk(block, probs.cpu(), kids, tree, self.generator)
         else:

@@ -21,39 +21,46 @@ def cycle_record(index: int, tree: DraftTree, block: VerifyBlock, rows: TargetRo
                  timings_ms: dict[str, float]) -> CycleRecord:
     """``accepted_rows``: the verify rows the walk accepted (root excluded); ``kv_keep``: the rows the cache kept;
     ``timings_ms``: kept as given (the engine adds the record's own building time to it afterwards)."""
-    row_of = {int(nid): r for r, nid in enumerate(block.order)}
+    order = block.order.tolist()
+    row_of = {nid: r for r, nid in enumerate(order)}
     argmax, tp = rows.argmax.tolist(), rows.token_prob.tolist()
-    accepted = {0} | {int(block.order[r]) for r in accepted_rows}
+    accepted = {0} | {order[r] for r in accepted_rows}
+    parents, tokens, sources, depths, scores, gated = (tree.parents, tree.tokens, tree.sources, tree.depths,
+                                                       tree.scores, tree.gated)
     nodes = []
     for i in range(len(tree)):
         row = row_of.get(i)
-        nodes.append(Node(
-            id=i, parent=tree.parents[i], token=tree.tokens[i], source=tree.sources[i],
-            depth=tree.depths[i], score=float(tree.scores[i]), verified=row is not None,
-            gated=tree.gated[i], accepted=i in accepted,
-            target_token=argmax[row] if row is not None else -1,
-            target_prob=tp[row] if row is not None and row > 0 else None,
-        ))
+        if row is None:
+            nodes.append(Node(i, parents[i], tokens[i], sources[i], depths[i], float(scores[i]), False, gated[i],
+                              i in accepted, -1, None))
+        else:
+            nodes.append(Node(i, parents[i], tokens[i], sources[i], depths[i], float(scores[i]), True, gated[i],
+                              i in accepted, argmax[row], tp[row] if row > 0 else None))
     return CycleRecord(
         index=index,
         mode=tree.mode,
         cache_len=cache_len,
         nodes=tuple(nodes),
-        verify_order=tuple(int(i) for i in block.order),
+        verify_order=tuple(order),
         mask=block.mask,
-        positions=tuple(int(p) for p in block.positions(cache_len)),
-        accepted_path=tuple(int(block.order[r]) for r in accepted_rows),
+        positions=tuple(block.positions(cache_len).tolist()),
+        accepted_path=tuple(order[r] for r in accepted_rows),
         bonus_token=int(bonus),
         committed_ids=tuple(int(t) for t in committed),
         kv_keep=tuple(int(r) for r in kv_keep),
-        target_topk=tuple(tuple(zip(ids, ps)) for ids, ps in zip(rows.shown_ids.tolist(), rows.shown_probs.tolist())),
+        target_topk=tuple(map(tuple, map(zip, rows.shown_ids.tolist(), rows.shown_probs.tolist()))),
         state=plain(state),
         timings_ms=timings_ms,
     )
 
 
+_LEAVES = (int, float, str, bool, type(None))
+
+
 def plain(value: Any) -> Any:
     """State as plain JSON-able Python values (no numpy or torch scalars, no tuples)."""
+    if type(value) in _LEAVES:  # most of a state: answered first
+        return value
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

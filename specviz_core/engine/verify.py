@@ -36,11 +36,12 @@ def children_rows(block: VerifyBlock, sources: Sequence[str], priority: Sequence
     """Each row's child rows, in the order the walk tries them (source priority, then verify order)."""
     rank = {s: i for i, s in enumerate(priority)}
     kids: list[list[int]] = [[] for _ in range(len(block.order))]
-    for row, pr in enumerate(block.parent_rows):
+    for row, pr in enumerate(block.parent_rows.tolist()):
         if pr >= 0:
-            kids[pr].append(row)
+            kids[pr].append(row)  # in verify order
     for k in kids:
-        k.sort(key=lambda r: (rank.get(sources[r], len(rank)), r))
+        if len(k) > 1:
+            k.sort(key=lambda r: (rank.get(sources[r], len(rank)), r))
     return kids
 
 

@@ -51,3 +51,25 @@ def test_additive_mask_shape_and_values():
     assert (m[0, 0, :, :5] == 0).all()  # every row sees the whole cache
     assert (m[0, 0, :, 5:] == 0).numpy().tolist() == b.mask.tolist()
     assert float(m[0, 0, 1, 7]) == torch.finfo(torch.float16).min
+
+
+def test_random_trees_mask_each_rows_ancestors_found_by_walking_up():
+    """Trees of every shape (chains, bushes, gated subtrees): a row sees exactly the nodes met walking up its parents,
+    and each row's parent row holds its parent node."""
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        t = DraftTree(root_token=1)
+        for _ in range(int(rng.integers(0, 40))):
+            parent = len(t) - 1 if trial % 4 == 0 else int(rng.integers(0, len(t)))  # every 4th: a chain
+            t.add(parent, int(rng.integers(0, 50)), "draft", gated=t.gated[parent] or rng.random() < 0.1)
+        b = flatten(t)
+        verified = [i for i in range(len(t)) if not t.gated[i]]
+        assert b.order.tolist() == verified
+        row_of = {node: row for row, node in enumerate(verified)}
+        for row, node in enumerate(verified):
+            up, seen = node, set()
+            while up >= 0:
+                seen.add(row_of[up])
+                up = t.parents[up]
+            assert set(np.flatnonzero(b.mask[row]).tolist()) == seen
+            assert b.parent_rows[row] == (row_of[t.parents[node]] if node else -1)

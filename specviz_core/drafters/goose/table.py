@@ -37,7 +37,7 @@ class GooseTable:
         ids, probs = ids[:n, :self.k], probs[:n, :self.k]
         total = probs.sum(axis=1, keepdims=True)
         scores = np.divide(probs, total, out=np.zeros_like(probs), where=total > 0)  # softmax over the top K
-        toks = [int(t) for t in tokens[:n]]
+        toks = tokens[:n].tolist() if isinstance(tokens, np.ndarray) else [int(t) for t in tokens[:n]]
         # One row per token, its last (a later row of the same token overwrites the earlier one).
         last = sorted({t: i for i, t in enumerate(toks)}.values())
         rows = [toks[i] for i in last]
@@ -56,9 +56,10 @@ class GooseTable:
             entry = self.bigram.get((prev, token))
             if entry is not None:
                 return list(zip(entry[0], entry[1]))
-        if not bool(self.observed[token]):
+        if not self.observed[token]:
             return []
-        return [(i, s) for i, s in zip(self.ids[token].tolist(), self.scores[token].astype(np.float32).tolist()) if i >= 0]
+        # float16's tolist gives each score's exact value, as a float32 copy would
+        return [(i, s) for i, s in zip(self.ids[token].tolist(), self.scores[token].tolist()) if i >= 0]
 
     def has_successors(self, token: int, prev: int | None = None) -> bool:
         return (prev is not None and (prev, token) in self.bigram) or bool(self.observed[token])
