@@ -280,10 +280,16 @@ class BudgetController:
         the choice."""
         return self.time.forward_ms(self.max_budget + 1) <= FLAT * self.time.forward_ms(1)
 
+    def begin_cycle(self, context: int | None = None) -> tuple[int | None, int | None]:
+        """A new cycle over ``context`` cached tokens, which every price of the cycle then counts
+        (:meth:`CostCurve.at`: the longer the cache, the dearer each row): its ceiling (:meth:`draft_budget`) and
+        depth (:meth:`draft_depth`), decided before drafting."""
+        return self.draft_budget(context), self.draft_depth()
+
     def draft_budget(self, context: int | None = None) -> int | None:
         """The ceiling to draft up to this cycle: room to grow to twice the recent choice (None on a flat curve: the
-        drafter drafts its own tree). ``context``: the cached tokens this cycle's forward reads, which every price of
-        the cycle then counts (:meth:`CostCurve.at`: the longer the cache, the dearer each row)."""
+        drafter drafts its own tree). ``context``: the cached tokens this cycle's forward reads (see
+        :meth:`begin_cycle`)."""
         self.time.context = context
         if self.flat:
             return None

@@ -199,8 +199,10 @@ class Engine:
         cfg, cache_len = self.config, self.cache_len
         lap = Laps(self.clock, self._sync)
         decided = self.decided.get(self.cycle_index)
-        ceiling = decided.ceiling if decided is not None else self.budget.draft_budget(cache_len) if self.budget else None
-        depth = decided.depth if decided is not None else self.budget.draft_depth() if self.budget else None
+        if decided is not None:  # a fork's re-run: as recorded
+            ceiling, depth = decided.ceiling, decided.depth
+        else:
+            ceiling, depth = self.budget.begin_cycle(cache_len) if self.budget is not None else (None, None)
         ctx = DraftContext(ids=list(self.ids), cache_len=cache_len, generator=self.generator,
                            max_depth=self.max_depth if depth is None else min(self.max_depth, depth),
                            temperature=cfg.temperature, budget=ceiling, room=self.room)
