@@ -59,15 +59,20 @@ class PLDDrafter(Drafter):
             tree.state = {"match": None}
             return tree
         tree = DraftTree(root_token=int(ids[-1]), mode="chain")
-        nodes = [0] + tree.add_chain([int(t) for t in ids[m.copy_start:m.copy_end]], source="ngram")
-        # The copy offers one token per node; past its end, the next context token was left out by the length cap.
-        for i, nid in enumerate(nodes):
-            j = m.copy_start + i
-            if j < len(ids):
-                tree.offer(nid, "ngram", [int(ids[j])], [1.0], ["drafted" if i < len(nodes) - 1 else "budget"])
-            else:  # the copy reached the end of the context: nothing more to offer
-                tree.offer(nid, "ngram", [], [], [])
+        last = len(tree.add_chain(ids[m.copy_start:m.copy_end].tolist(), source="ngram"))  # node i copies ids[start + i]
+        tree.lazy_offers = lambda path: _offer_copy(tree, ids, m.copy_start, last, path)  # only the path's are recorded
         tree.state = {
             "match": {"ngram": m.ngram, "match_span": [m.match_start, m.match_end], "copy_span": [m.copy_start, m.copy_end]},
         }
         return tree
+
+
+def _offer_copy(tree: DraftTree, ids: np.ndarray, copy_start: int, last: int, nodes: list[int]) -> None:
+    """The copy's offer at each of ``nodes`` (chain node i, the root 0): the next context token, ``drafted`` below
+    every node but the last, where the length cap left it out; nothing where the copy reached the context's end."""
+    for i in nodes:
+        j = copy_start + i
+        if j < len(ids):
+            tree.offer(i, "ngram", [int(ids[j])], [1.0], ["drafted" if i < last else "budget"])
+        else:
+            tree.offer(i, "ngram", [], [], [])
