@@ -59,7 +59,7 @@ class PLDDrafter(Drafter):
             tree.state = {"match": None}
             return tree
         tree = DraftTree(root_token=int(ids[-1]), mode="chain")
-        last = len(tree.add_chain(ids[m.copy_start:m.copy_end].tolist(), source="ngram"))  # node i copies ids[start + i]
+        last = len(tree.add_chain(ids[m.copy_start:m.copy_end].tolist(), source="ngram"))  # node i: ids[start + i]
         tree.lazy_offers = lambda path: _offer_copy(tree, ids, m.copy_start, last, path)  # only the path's are recorded
         tree.state = {
             "match": {"ngram": m.ngram, "match_span": [m.match_start, m.match_end], "copy_span": [m.copy_start, m.copy_end]},

@@ -413,11 +413,11 @@ def test_auto_is_parsed_out_and_only_for_methods_with_a_budget():
 
 @pytest.fixture
 def curve_cache(tmp_path, monkeypatch, tiny):
-    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
-    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
     """A curve measured and stored for the tiny model, its times (forward and host) then set to a CPU-like slope (5%
     a row): the tiny model's own forwards are nearly flat in the rows and noisy, so whether auto would keep the
     paper's trees (a flat curve) would depend on the machine's load."""
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path))
     curve = measure_cost_curve(tiny, sizes=tuple(range(1, 17)) + (64,), cache_len=32, reps=1, warmup=1)
     curve["ms"] = [10.0 * (1 + 0.05 * (n - 1)) for n in curve["n"]]
     curve["host_ms"] = [0.1 * (1 + 0.05 * (n - 1)) for n in curve["n"]]  # measured host times would vary too

@@ -37,7 +37,7 @@ class GooseTable:
         ids, probs = ids[:n, :self.k], probs[:n, :self.k]
         total = probs.sum(axis=1, keepdims=True)
         scores = np.divide(probs, total, out=np.zeros_like(probs), where=total > 0)  # softmax over the top K
-        toks = tokens[:n].tolist() if isinstance(tokens, np.ndarray) else [int(t) for t in tokens[:n]]
+        toks = [int(t) for t in tokens[:n]]
         # One row per token, its last (a later row of the same token overwrites the earlier one).
         last = sorted({t: i for i, t in enumerate(toks)}.values())
         rows = [toks[i] for i in last]
