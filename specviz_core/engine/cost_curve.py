@@ -237,6 +237,7 @@ def curve_dict(target: LoadedModel, sizes: Sequence[int], times: Sequence[Sequen
         "ms_min": [round(min(t), 3) for t in times], **extra,
     }
 
+
 def curve_threads(target: LoadedModel) -> int | None:
     """The threads a CPU session runs ``target`` with, whose curve prices it (None off the CPU)."""
     return torch.get_num_threads() if device_key(target.device) == "cpu" else None
