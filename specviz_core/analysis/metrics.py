@@ -58,6 +58,16 @@ def tokens_per_s(summaries: Iterable[CycleSummary]) -> float:
     return 1000.0 * sum(s.n_committed for s in cyc) / ms if ms > 0 else 0.0
 
 
+def cycle_rate(s: CycleSummary) -> float | None:
+    """One cycle's own tokens/s, as the charts plot it (the window's and the shared page's): None for a damaged cycle
+    and for one that ran no forward of its own (a cycle 0 whose token came from the prefill's last row: a few ms of
+    bookkeeping, hundreds of tokens/s that say nothing of the method). The session's rate, :func:`tokens_per_s`,
+    still counts that token, as plain decoding's does."""
+    if not s.ran_forward or s.cycle_ms <= 0:
+        return None
+    return 1000.0 * s.n_committed / s.cycle_ms
+
+
 def tokens_per_forward(summaries: Iterable[CycleSummary]) -> float:
     """Tokens committed per target forward (tau), the bonus included: a cycle 0 whose token came from the prefill's
     last row ran no forward of its own (``SessionInfo.tokens_per_forward`` from the row's sums)."""

@@ -20,10 +20,10 @@
     if (parent) parent.appendChild(e);
     return e;
   }
-  function svg(box, w, h, most) {
+  function svg(box, w, h, most, x = 0, y = 0) {
     // Scaled to fit the panel, but never past ``most`` times its natural size (a 3-node tree stays readable, not huge).
     box.textContent = "";
-    const s = el("svg", {viewBox: `0 0 ${w} ${h}`, preserveAspectRatio: "xMidYMid meet"}, box);
+    const s = el("svg", {viewBox: `${x} ${y} ${w} ${h}`, preserveAspectRatio: "xMidYMid meet"}, box);
     if (most) {
       const k = Math.min(most, box.clientWidth / w, box.clientHeight / h);
       if (k > 0) { s.style.width = `${w * k}px`; s.style.height = `${h * k}px`; s.style.position = "static"; }
@@ -51,11 +51,28 @@
     `<span><i style="border:3px solid ${C.accepted}"></i>accepted path</span>`);
 
   // -- the tree -----------------------------------------------------------------------------------------------
+  //: Labels drawn smaller than this (px) are not read: a tree that small is framed by its accepted path instead.
+  const LEGIBLE_PX = 9;
+  function treeFrame(t, box) {
+    // The whole tree where its labels stay legible; else, as the window's presentation mode does, the root, the
+    // accepted path and the bonus token, as wide as they are and as tall as the panel's shape then allows (the
+    // rest of the tree runs off the sides, its edges still drawn).
+    const k = Math.min(box.clientWidth / t.w, box.clientHeight / t.h);
+    if (!(k * 12 < LEGIBLE_PX) || !box.clientWidth) return null;
+    const path = t.boxes.filter(onPath);
+    const x0 = Math.min(...path.map((b) => b.x)) - 12, x1 = Math.max(...path.map((b) => b.x + b.w)) + 12;
+    const y0 = Math.min(...path.map((b) => b.y)), y1 = Math.max(...path.map((b) => b.y)) + t.box_h;
+    const w = x1 - x0, h = Math.max(y1 - y0 + 24, w * box.clientHeight / box.clientWidth);
+    if (w >= t.w * 0.9) return null;  // the path is the tree's whole width: nothing to gain
+    return {x: x0, y: (y0 + y1) / 2 - h / 2, w: w, h: h};
+  }
+  const onPath = (b) => b.kind === "accepted" || b.kind === "bonus";
   function drawTree(c) {
-    const t = c.tree, s = svg($("tree"), t.w, t.h, 1.6);
+    const t = c.tree, box = $("tree"), f = treeFrame(t, box);
+    const s = f ? svg(box, f.w, f.h, 0, f.x, f.y) : svg(box, t.w, t.h, 1.6);
+    box.dataset.framed = f ? "path" : "";
     s.setAttribute("font-size", "12");
     const byId = new Map(t.boxes.map((b) => [b.id, b]));
-    const onPath = (b) => b.kind === "accepted" || b.kind === "bonus";
     for (const [p, ch] of t.edges) {
       const a = byId.get(p), b = byId.get(ch);
       const x0 = a.x + a.w, y0 = a.y + t.box_h / 2, x1 = b.x, y1 = b.y + t.box_h / 2, mx = (x0 + x1) / 2;
@@ -142,15 +159,18 @@
   // -- the chart ----------------------------------------------------------------------------------------------
   function drawChart(c) {
     const box = $("chart"), toks = D.charts.tokens, rate = D.charts.rate, n = toks.length;
-    const W = Math.max(200, box.clientWidth), H = Math.max(60, box.clientHeight), left = 34, bottom = 16;
+    const font = document.body.classList.contains("present") ? 16 : 11;
+    const W = Math.max(200, box.clientWidth), H = Math.max(40, box.clientHeight), left = 3 * font, bottom = font + 5;
     const w = W - left - 8, h = H - bottom - 6;
-    const top = Math.max(1, ...toks), rtop = Math.max(1e-9, ...rate), bw = w / Math.max(n, 1);
+    const top = Math.max(1, ...toks), rtop = Math.max(1e-9, ...rate.filter((r) => r !== null));
+    const bw = w / Math.max(n, 1);
     const s = svg(box, W, H);
-    s.setAttribute("font-size", "11");
+    s.setAttribute("font-size", String(font));
     const y = (v, t) => 6 + h - h * v / t;
     toks.forEach((t, k) => el("rect", {x: left + k * bw, y: y(t, top), width: Math.max(bw - 1, 0.5),
       height: h * t / top, fill: k === c.index ? C.accepted : C.accepted + "70", class: "bar"}, s));
-    el("polyline", {points: rate.map((r, k) => `${left + k * bw + bw / 2},${y(r, rtop)}`).join(" "),
+    // a cycle that ran no forward of its own (its token from the prefill) has no rate: no point
+    el("polyline", {points: rate.flatMap((r, k) => r === null ? [] : [`${left + k * bw + bw / 2},${y(r, rtop)}`]).join(" "),
       fill: "none", stroke: "currentColor", "stroke-width": 1.2}, s);
     const cx = left + (c.index + 0.5) * bw;
     el("line", {x1: cx, x2: cx, y1: 6, y2: 6 + h, stroke: C.rejected}, s);

@@ -143,7 +143,7 @@ def page_data(recording: Recording, session_id: str | None = None) -> dict[str, 
     summaries = [summarize(r) for r in records]
     top = headline(info, summaries, source.ar_baseline())
     cycles = [cycle_data(r, s, text, tok) for r, s in zip(records, summaries)]
-    per_cycle_rate = [s.tokens_per_s for s in summaries]
+    per_cycle_rate = [metrics.cycle_rate(s) for s in summaries]
     return {
         "format": FORMAT,
         "session": {"id": info.id, "method": info.method, "model": info.model, "device": info.device,
@@ -154,7 +154,7 @@ def page_data(recording: Recording, session_id: str | None = None) -> dict[str, 
                     "tokens_per_forward": round(metrics.tokens_per_forward(summaries), 4),
                     "prompt": info.prompt_text, "damaged": [d.index for d in damaged]},
         "headline": {"value": None if top.value is None else round(top.value, 4), "short": top.short, "text": top.text},
-        "charts": {"tokens": [s.n_committed for s in summaries], "rate": [round(r, 2) for r in per_cycle_rate]},
+        "charts": {"tokens": [s.n_committed for s in summaries], "rate": [None if r is None else round(r, 2) for r in per_cycle_rate]},
         "cycles": cycles,
         "tokens": tok.texts,
         "colors": {"sources": SOURCE_COLORS, "labels": SOURCE_LABELS, "accepted": ACCEPTED, "rejected": REJECTED,

@@ -154,6 +154,22 @@ def test_tau_per_cycle_and_rolling_mean(panel):
     assert panel.chart("tau").getAxis("left").labelText == "tokens / forward"
 
 
+def test_a_token_from_the_prefill_has_no_rate_of_its_own(panel):
+    """Cycle 0 took its token from the prefill's last row in 2 ms: plotted, it read 500 tokens/s and squashed every
+    other cycle to the axis. It has no point on the per-cycle line nor a rolling value alone; from cycle 1 the rolling
+    window counts its token, as the session's tokens/s does."""
+    ss = [summary(0, 0, ms=2.0, state={"from_prefill": True}), *random_session(10)[1:]]
+    open_session(panel, ss)
+    committed = np.array([s.n_committed for s in ss], dtype=float)
+    ms = np.array([s.cycle_ms for s in ss])
+    tps, roll = curve_y(panel.chart("tps").c_tps), curve_y(panel.chart("tps").c_tps_roll)
+    assert np.isnan(tps[0]) and np.allclose(tps[1:], committed[1:] / ms[1:] * 1000)
+    assert np.isnan(roll[0]) and np.allclose(roll[1:], rolling_rate(committed, ms)[1:])
+    assert "no rate of its own" in panel.chart("tps").cycle_text(panel.inputs, 0)
+    lo, hi = panel.chart("tps").vb.viewRange()[1]
+    assert hi < 2 * np.nanmax(tps)  # the axis is the other cycles'
+
+
 def test_tokens_per_s_and_speed_up_against_ar(panel):
     ss = random_session(30)
     open_session(panel, ss)

@@ -136,3 +136,40 @@ def test_every_panel_fits_the_screen_and_the_presentation_layout_too(browser, pa
     assert fits(browser, (*PANELS, "headline")) == []
     assert not browser.find_element("id", "mask-panel").is_displayed()
     shot(browser, f"{size[0]}x{size[1]}-presentation", tmp_path)
+
+
+def test_a_tree_too_wide_to_read_is_framed_by_its_accepted_path_in_the_presentation_layout(browser, tmp_path):
+    """A 60-node goose tree with a 30-token accepted spine: scaled whole into a 1280-pixel slide its labels are a few
+    pixels high. The presentation layout frames the root, the accepted path and the bonus token instead (as the
+    window's presentation mode does): every one of them inside the tree panel, labels at least 9 pixels high."""
+    from gui_records import goose_session
+
+    from specviz_core.viewer.tree_layout import BONUS
+
+    source = goose_session(n_nodes=60, spine_len=40, spine_accepted=30, branch_continues=0)
+    db = tmp_path / "wide.db"
+    with Recording(db, create=True) as rec:
+        writer = rec.new_session(source.info)
+        for i in range(len(source)):
+            writer.append(source.cycle(i))
+        writer.finish("complete", "max_new_tokens")
+    path = share(db, tmp_path / "wide.html").path
+    record = source.cycle(len(source) - 1)
+    open_at(browser, path, 1280, 720)
+    press(browser, "p")
+    from selenium.webdriver.common.keys import Keys
+
+    press(browser, Keys.END)
+    assert browser.execute_script("return document.getElementById('tree').dataset.framed") == "path"
+    out = browser.execute_script("""
+        const panel = document.getElementById('tree').getBoundingClientRect(), bad = [];
+        for (const id of arguments[0]) {
+          const g = document.querySelector(`#tree g.node[data-node="${id}"]`);
+          const r = g.querySelector('rect').getBoundingClientRect(), t = g.querySelector('text').getBoundingClientRect();
+          if (r.left < panel.left - 0.5 || r.right > panel.right + 0.5 || r.top < panel.top - 0.5 ||
+              r.bottom > panel.bottom + 0.5) bad.push(`${id} out of the panel`);
+          if (t.height < 9) bad.push(`${id}'s label ${t.height.toFixed(1)} px high`);
+        }
+        return bad;""", [0, *record.accepted_path, BONUS])
+    assert out == []
+    shot(browser, "wide-tree-presentation", tmp_path)

@@ -68,6 +68,10 @@ def test_every_cycle_is_drawn_as_recorded(demo):
     assert data["headline"]["value"] == pytest.approx(want, rel=1e-3)
     assert data["headline"]["short"] == f"{want:.2f}x AR" and ar.id in data["headline"]["text"]
     assert data["charts"]["tokens"] == [len(r.committed_ids) for r in records]
+    # each cycle's own rate; none for a token from the prefill, which ran no forward
+    want_rates = [None if r.state.get("from_prefill") else
+                  round(1000.0 * len(r.committed_ids) / sum(r.timings_ms.values()), 2) for r in records]
+    assert data["charts"]["rate"] == want_rates
 
 
 def test_the_page_is_one_file_with_its_data_and_no_network(demo, tmp_path):

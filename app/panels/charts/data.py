@@ -141,9 +141,11 @@ class ChartData:
             f["tau_cum"][sl] = np.where(s_fwd[i + 1] > 0, s_com[i + 1] / s_fwd[i + 1], np.nan)
         ms = f["ms"][sl]
         with np.errstate(divide="ignore", invalid="ignore"):
-            f["tps"][sl] = np.where(ms > 0, f["committed"][sl] / ms * 1000.0, 0.0)
+            # a cycle's own rate (:func:`specviz_core.analysis.metrics.cycle_rate`): none where it ran no forward
+            f["tps"][sl] = np.where((ms > 0) & (f["forwards"][sl] > 0), f["committed"][sl] / ms * 1000.0, np.nan)
             win_ms = s_ms[i + 1] - s_ms[lo]
-            f["tps_rolling"][sl] = np.where(win_ms > 0, (s_com[i + 1] - s_com[lo]) / win_ms * 1000.0, np.nan)
+            f["tps_rolling"][sl] = np.where((win_ms > 0) & (s_fwd[i + 1] > s_fwd[lo]),
+                                            (s_com[i + 1] - s_com[lo]) / win_ms * 1000.0, np.nan)
         # TALON records its running delta; otherwise it is the running mean of draft steps per cycle.
         d = f["delta"][sl]
         f["delta"][sl] = np.where(np.isfinite(d), d, np.where(np.isfinite(f["steps"][sl]), s_steps[i + 1] / (i + 1),

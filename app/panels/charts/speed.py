@@ -111,6 +111,8 @@ class SpeedPlot(Chart):
 
     def cycle_text(self, inputs: ChartInputs, i: int) -> str:
         tps, ms, rolling = (float(inputs.data.series(k)[i]) for k in ("tps", "ms", "tps_rolling"))
+        if not np.isfinite(tps):  # no forward of its own (metrics.cycle_rate)
+            return f"cycle {i}: {ms:.1f} ms, its token from the prefill's last row: no rate of its own"
         text = f"cycle {i}: {tps:.1f} tok/s, {ms:.1f} ms (rolling {rolling:.1f} tok/s"
         if self.ar_tokens_per_s:
             return (f"{text}, {rolling / self.ar_tokens_per_s:.2f}× AR)\n"
