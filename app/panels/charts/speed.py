@@ -32,7 +32,9 @@ class SpeedPlot(Chart):
         ar = SOURCE_COLORS["ar"]
         self.ar_line = pg.InfiniteLine(angle=0, movable=False, label="AR",
                                        pen=pg.mkPen(ar, width=2, style=Qt.PenStyle.DashLine),
-                                       labelOpts={"position": 0.02, "anchors": [(0, 0), (0, 0)], "color": ar})
+                                       # under the line in the view's upper half, over it in the lower half: never
+                                       # cut by the axis (at the bottom, hanging under the line, it was)
+                                       labelOpts={"position": 0.02, "anchors": [(0, 0), (0, 1)], "color": ar})
         self.addItem(self.ar_line)  # in the y auto-range: the AR rate stays in view
         self.vb_speed = pg.ViewBox(enableMouse=False)
         self.vb_speed.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
