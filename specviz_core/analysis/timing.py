@@ -106,6 +106,8 @@ def _interpolate(n: Sequence[int], ms: Sequence[float], rows: float) -> float:
     if i >= len(n):
         i = len(n) - 1
     x0, x1, y0, y1 = n[i - 1], n[i], ms[i - 1], ms[i]
+    if rows == x1:  # a measured size reads as measured (y0 + (y1 - y0) is not always y1 in floating point)
+        return y1
     return y0 + (y1 - y0) * (rows - x0) / (x1 - x0)
 
 
