@@ -57,7 +57,9 @@ class EngineFacts(Facts):
         "drafter was asked for, `expected_tokens`, `expected_ms`, `gain_vs_ar`, `paper`, `calibration` (accepted over "
         "expected draft tokens in the session's earlier trees, which scaled the expectation), `draft_ms` (the cycle's "
         "drafting, priced), `depth` (how deep the drafter was asked to draft, where a draft step costs); "
-        "`plain` when it drafted nothing, the session's drafts not paying their cost; `prior` when the device's "
+        "`plain` when it drafted nothing, the session's drafts not paying their cost (or, with `catch_up`, "
+        "`catch_up_ms` and `room`: the draft head or model would first have run over that many committed tokens, "
+        "priced so, more than drafts could repay in the `room` tokens left); `prior` when the device's "
         "prior priced it; `flat` when a flat curve kept the method's own tree (older recordings: `measuring`). A "
         "decision a fork's re-run applies instead of deciding again (`CycleDecisions`; [fork.md](fork.md))")
     padded_to: int | None = fact(
@@ -151,9 +153,13 @@ class TalonFacts(Facts):
 
 @dataclass(frozen=True)
 class DraftModelFacts(Facts):
-    title = "a draft model"
+    title = "a draft model or head"
     writers = ("draft_tree", "talon", "eagle_static", "eagle")
     draft_forwards: int | None = fact("forwards of the draft model this cycle")
+    catch_up_rows: int | None = fact("the committed tokens the draft head or model ran before drafting, where there "
+                                     "were 256 or more (its first draft after a long prompt; timed: `catch_up_ms`)")
+    catch_up_ms: float | None = fact("that catch-up's wall time, ms (`budget=auto` prices the next from it)",
+                                     host=True)
 
 
 @dataclass(frozen=True)

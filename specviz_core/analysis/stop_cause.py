@@ -373,6 +373,13 @@ def budget_note(b: dict[str, Any], drafted: int | None = None) -> str:
         gain = b.get("gain_vs_ar")
         how = f" (recent drafted cycles gave {gain:.2f}x a plain cycle's tokens per ms)" \
             if isinstance(gain, (int, float)) else ""
+        if isinstance(b.get("catch_up"), int):
+            ms = b.get("catch_up_ms")
+            cost = f" (about {ms:.0f} ms)" if isinstance(ms, (int, float)) and not b.get("prior") else ""
+            left = f" in the {b['room']} tokens left" if isinstance(b.get("room"), int) else ""
+            return (f"Budget: a plain cycle (budget=auto): nothing was drafted, because the draft head or model would "
+                    f"first have run over the {b['catch_up']} tokens it has not seen{cost}, more than drafts could "
+                    f"save{left}.")
         if b.get("remembered"):
             how = f" ({gain:.2f}x a plain cycle's tokens per ms)" if isinstance(gain, (int, float)) else ""
             return (f"Budget: a plain cycle (budget=auto): nothing was drafted, because this drafter's drafts did not "

@@ -107,6 +107,12 @@ class Drafter(ABC):
         pay. None: drafting is the host's bookkeeping."""
         return None
 
+    def catch_up_rows(self, ids: list[int]) -> int:
+        """The rows a draft head or draft model would first run, over committed tokens it has not seen, were it to
+        draft after ``ids`` now (the whole prompt at its first draft); 0 where drafting runs no model. ``budget=auto``
+        prices them before it decides to draft."""
+        return 0
+
     def harvest(self, rows: TargetRows) -> None:
         """Learn from the target: what followed each row it just ran (a verify block's or a prefill chunk's).
 

@@ -9,6 +9,7 @@ only has to run the tokens the draft model has not seen.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from specviz_core.drafters.base import DraftContext, Drafter
 from specviz_core.methods.draft_tree import CARD, DraftTreeParams
 from specviz_core.runtime import kv
 from specviz_core.runtime.attention import tree_masks
+from specviz_core.runtime.models import synchronize
 from specviz_core.target_rows import host_copy, top_probs
 from specviz_core.tree import OFFER_EXTRA, DraftTree
 
@@ -26,12 +28,43 @@ from specviz_core.tree import OFFER_EXTRA, DraftTree
 def rows_kept(seen: list[int], ids: list[int]) -> int:
     """How many cached rows a runner keeps on catching up from ``seen`` to ``ids``: their common prefix, short of
     the root (always run again, for the prediction after it)."""
-    common = 0
-    for a, b in zip(seen, ids):
-        if a != b:
-            break
-        common += 1
+    common = min(len(seen), len(ids))
+    if seen[:common] != ids[:common]:  # compared in C first: the usual case is a prefix (one per cycle, long ones)
+        common = next(i for i, (a, b) in enumerate(zip(seen, ids)) if a != b)
     return min(common, len(ids) - 1)
+
+
+#: A catch-up over at least this many rows is timed, the device synchronised around it (once a session: the first
+#: draft after a long prompt), so that ``budget=auto`` can price the next long one
+#: (:meth:`~specviz_core.engine.budget.BudgetController.catch_up_ms`).
+TIMED_CATCH_UP = 256
+
+
+class CatchUpClock:
+    """Times a runner's catch-up when it is long (:data:`TIMED_CATCH_UP` rows or more); ``taken`` hands the last
+    timing, (rows, ms), to the cycle's record once."""
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+        self._t0: float | None = None
+        self._rows = 0
+        self._last: tuple[int, float] | None = None
+
+    def start(self, rows: int) -> None:
+        self._t0, self._rows = None, rows
+        if rows >= TIMED_CATCH_UP:
+            synchronize(self.device)
+            self._t0 = time.perf_counter()
+
+    def stop(self) -> None:
+        if self._t0 is not None:
+            synchronize(self.device)
+            self._last = (self._rows, (time.perf_counter() - self._t0) * 1000.0)
+            self._t0 = None
+
+    def taken(self) -> tuple[int, float] | None:
+        last, self._last = self._last, None
+        return last
 
 
 class DraftModelRunner:
@@ -43,12 +76,17 @@ class DraftModelRunner:
         self.seen: list[int] = []  # tokens whose KV is in the cache, in order
         self.row_depths: list[int] = []  # depth of every draft-tree row run since the last catch-up or keep
         self.forwards = 0
+        self.clock = CatchUpClock(model.device)
 
     def reset(self) -> None:
         self.cache = DynamicCache()
         self.seen = []
         self.row_depths = []
         self.forwards = 0
+
+    def pending(self, ids: list[int]) -> int:
+        """The rows :meth:`catch_up` would run to follow ``ids`` now."""
+        return len(ids) - rows_kept(self.seen, ids)
 
     @torch.no_grad()
     def catch_up(self, ids: list[int]) -> torch.Tensor:
@@ -58,12 +96,17 @@ class DraftModelRunner:
         self.seen = self.seen[:common]
         new = ids[common:]
         dev = self.loaded.device
-        out = self.loaded.model(
+        self.clock.start(len(new))
+        model = self.loaded.model
+        out = model(
             input_ids=torch.tensor([new], device=dev),  # [1, m]
             position_ids=torch.arange(common, common + len(new), device=dev)[None],  # [1, m]
-            **kv.cache_arg(self.loaded.model, self.cache),
+            **kv.cache_arg(model, self.cache),
+            # only the last row's logits are read: over a long prompt the LM head's would be rows x vocabulary
+            **({"logits_to_keep": 1} if len(new) > 1 and model._supports_logits_to_keep() else {}),
             use_cache=True,
         )
+        self.clock.stop()
         self.forwards += 1
         self.cache = kv.returned_cache(out)
         self.seen = list(ids)
@@ -103,6 +146,12 @@ class DraftModelRunner:
         kv.trim(self.cache, len(self.seen), rows)
         self.seen = self.seen + list(tokens)
         self.row_depths = []
+
+
+def catch_up_facts(clock: CatchUpClock) -> dict[str, Any]:
+    """A cycle's record of its runner's long catch-up, where there was one: ``catch_up_rows`` and ``catch_up_ms``."""
+    timed = clock.taken()
+    return {} if timed is None else {"catch_up_rows": timed[0], "catch_up_ms": round(timed[1], 3)}
 
 
 class DraftTreeDrafter(Drafter):
@@ -158,7 +207,7 @@ class DraftTreeDrafter(Drafter):
             scores, frontier_rows = path[pick], torch.arange(r, r + n_new, device=dev)
             n_frontier = n_new
         tree = self._write_down(ctx, levels, kept)
-        tree.state = {"draft_forwards": self.runner.forwards - forwards0}
+        tree.state = {"draft_forwards": self.runner.forwards - forwards0, **catch_up_facts(self.runner.clock)}
         return tree
 
     def _write_down(self, ctx: DraftContext, levels: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
@@ -200,6 +249,9 @@ class DraftTreeDrafter(Drafter):
 
     def draft_cost_key(self) -> str | None:
         return f"model:{self.draft_model.name}"
+
+    def catch_up_rows(self, ids: list[int]) -> int:
+        return self.runner.pending(ids)
 
     def accepted(self, tree: DraftTree, accepted_nodes: list[int], committed: list[int]) -> dict[str, Any]:
         # Keep the draft KV of the accepted prefix that the draft model actually ran.

@@ -45,7 +45,11 @@ plain cycles (:meth:`BudgetController.draft_budget`); and how deep: one level pa
 drafted cycles kept (:meth:`BudgetController.draft_depth`), so no step drafts a level the choice would cut. A session
 starts where the last one with that drafter on this device left off (stored beside its step cost: whether its drafts
 paid, and the wait between two tries), so a head that does not pay here is not paid for again in every session's
-first probes; its plain cycles say so (``remembered``).
+first probes; its plain cycles say so (``remembered``). A draft head or model catches up lazily, at its next draft,
+on the committed tokens it has not run (the whole prompt at its first): the controller prices that too, per row as
+measured for the drafter on this device (stored beside its step cost from the first long catch-up; until then
+:data:`PRIOR_CATCH_UP_ROW`), and drafts only where drafts paying :data:`HOPED_GAIN` over a plain cycle would repay it
+in the tokens the session may still commit; otherwise the cycle is plain and says so (``catch_up``).
 
 The choice reads no clock: the curve is measured once per device and dtype, before a session needs it and never
 in its time (:func:`~specviz_core.engine.cost_curve.ensure_device_curve`), and until it is known a cautious prior
@@ -89,6 +93,14 @@ PRIOR_DRAFT_STEP = 0.5
 DRAFT_COST_SAMPLES = 4
 #: The most plain cycles between two tries of a draft, where drafting has not paid.
 PROBE_MAX = 32
+#: A row of a draft head's or draft model's catch-up, in 1-row target forwards, until one is measured for the drafter
+#: on this device: a SpecViz head over a 1,800-token prompt measured 0.002 on a 2-core CPU (0.45 s, a 1-row forward
+#: 0.12 s then); a GPU runs the rows side by side.
+PRIOR_CATCH_UP_ROW = {"cpu": 0.003, "gpu": 0.0005}
+#: What a draft hopes to give over a plain cycle where drafts pay (tokens per ms): a catch-up is run only where the
+#: tokens left would repay it at this gain (SpecViz's heads gave 1.02-1.11x on a CPU where they paid; EAGLE's own
+#: papers 2-3x on a GPU).
+HOPED_GAIN = 1.2
 #: A curve is flat when a forward over the largest tree costs at most this much more than a 1-row one (a GPU at
 #: these sizes): there ``auto`` keeps the method's own budget, tree for tree.
 FLAT = 1.10
@@ -180,12 +192,17 @@ class Choice:
     remembered: bool = False
     """A plain cycle decided from what earlier sessions on this device found (its drafts did not pay), before this
     session drafted at all."""
+    catch_up: tuple[int, float, int] | None = None
+    """A plain cycle because drafting would first run the draft head or model over this many committed tokens it has
+    not seen, for this many ms (priced), more than drafts could save in the tokens left: (rows, ms, tokens left)."""
 
     def as_state(self) -> dict[str, Any]:
         if self.plain:
+            up = ({"catch_up": self.catch_up[0], "catch_up_ms": round(self.catch_up[1], 1), "room": self.catch_up[2]}
+                  if self.catch_up else {})
             return {"chosen": 0, "candidates": 0, "ceiling": 0, "plain": True,
                     "gain_vs_ar": round(self.gain_vs_ar, 3), **({"paper": self.paper} if self.paper else {}),
-                    **({"remembered": True} if self.remembered else {})}
+                    **({"remembered": True} if self.remembered and not self.catch_up else {}), **up}
         if self.flat:
             return {"chosen": self.chosen, "candidates": self.candidates, "paper": self.ceiling, "flat": True}
         return {"chosen": self.chosen, "candidates": self.candidates, "ceiling": self.ceiling,
@@ -207,12 +224,16 @@ class BudgetController:
                  paper: int | None = None, device: str = "cpu", drafts: bool = False,
                  draft_step: float | None = None, store_draft_step: Callable[[float, int], None] | None = None,
                  outcome: tuple[float, int] | None = None,
-                 store_outcome: Callable[[float, int], None] | None = None) -> None:
+                 store_outcome: Callable[[float, int], None] | None = None,
+                 catch_up_row: float | None = None, store_catch_up_row: Callable[[float], None] | None = None
+                 ) -> None:
         """``drafts``: drafting runs a model, priced at ``draft_step`` 1-row forwards a step (None: not measured
         yet, :data:`PRIOR_DRAFT_STEP`; ``store_draft_step(cost, steps)`` keeps what this session measures).
         ``outcome``: what the last session drafting so on this device found, (gain over a plain cycle, plain cycles
         between two drafts): where its drafts did not pay, this session starts with that many plain cycles rather
-        than paying for the same lesson again; ``store_outcome(gain, gap)`` keeps this session's."""
+        than paying for the same lesson again; ``store_outcome(gain, gap)`` keeps this session's.
+        ``catch_up_row``: what a row of the drafter's catch-up costs, in 1-row forwards (None: not measured yet,
+        :data:`PRIOR_CATCH_UP_ROW`; ``store_catch_up_row(cost)`` keeps what this session measures)."""
         if max_budget < 1:
             raise SpecVizError("budget=auto needs a maximum budget of at least 1")
         self.max_budget = max_budget
@@ -246,6 +267,11 @@ class BudgetController:
         self._stored_outcome: tuple[bool, int] | None = None  # (paid, gap) last stored
         self.outcome_source = "session"
         self._remembered = False  # the plain cycles so far follow from earlier sessions' outcome
+        gpu = str(device).startswith(("cuda", "mps", "xpu"))
+        self.catch_up_row = catch_up_row if catch_up_row is not None else PRIOR_CATCH_UP_ROW["gpu" if gpu else "cpu"]
+        self.catch_up_row_source = "stored" if catch_up_row is not None else "prior"
+        self._store_catch_up_row = store_catch_up_row if catch_up_row is None else None
+        self._catch_up: tuple[int, float, int] | None = None  # this cycle is plain for its catch-up: rows, ms, left
         if drafts and outcome is not None and outcome[0] < 1.0:
             self._gain, self._probe_gap = outcome[0], max(1, min(int(outcome[1]), PROBE_MAX))
             self._depth_ema = 0.0  # so its tries are the cheapest drafts: one level (a head step), deeper if it pays
@@ -280,27 +306,53 @@ class BudgetController:
         the choice."""
         return self.time.forward_ms(self.max_budget + 1) <= FLAT * self.time.forward_ms(1)
 
-    def begin_cycle(self, context: int | None = None) -> tuple[int | None, int | None]:
+    def begin_cycle(self, context: int | None = None, catch_up: int = 0, room: int | None = None
+                    ) -> tuple[int | None, int | None]:
         """A new cycle over ``context`` cached tokens, which every price of the cycle then counts
         (:meth:`CostCurve.at`: the longer the cache, the dearer each row): its ceiling (:meth:`draft_budget`) and
-        depth (:meth:`draft_depth`), decided before drafting."""
-        return self.draft_budget(context), self.draft_depth()
+        depth (:meth:`draft_depth`), decided before drafting. ``catch_up``: the rows the drafter's model would first
+        run over committed tokens it has not seen (:meth:`~specviz_core.drafters.base.Drafter.catch_up_rows`);
+        ``room``: the tokens the session may still commit."""
+        return self.draft_budget(context, catch_up, room), self.draft_depth()
 
-    def draft_budget(self, context: int | None = None) -> int | None:
+    def draft_budget(self, context: int | None = None, catch_up: int = 0, room: int | None = None) -> int | None:
         """The ceiling to draft up to this cycle: room to grow to twice the recent choice (None on a flat curve: the
-        drafter drafts its own tree). ``context``: the cached tokens this cycle's forward reads (see
-        :meth:`begin_cycle`)."""
+        drafter drafts its own tree); 0, a plain cycle, where no draft is expected to pay for its drafting, or where
+        drafting would first catch up over more tokens than drafts could repay in the ``room`` left
+        (:meth:`repays_catch_up`). ``context``, ``catch_up`` and ``room``: see :meth:`begin_cycle`."""
         self.time.context = context
+        self._catch_up = None
         if self.flat:
             return None
+        probe = False
         if self.drafts and self._gain is not None and self._gain < 1.0:
             if self._plain_run < self._probe_gap:  # no draft expected to pay its cost: a plain cycle
                 self._plain_run += 1
                 return 0
+            probe = True
+        if self.drafts and room is not None and not self.repays_catch_up(catch_up, room):
+            self._catch_up = (catch_up, self.catch_up_ms(catch_up), room)
+            return 0
+        if probe:
             self._plain_run = 0  # try a draft again, and wait longer next time if it still does not pay
             self._probe_gap = min(2 * self._probe_gap, PROBE_MAX)
             self._remembered = False
         return int(min(self.max_budget, max(self.min_ceiling, 2 * self._chosen_ema + 4)))
+
+    def catch_up_ms(self, rows: int) -> float:
+        """What a catch-up over ``rows`` committed tokens costs beyond the draft step it ends in (priced as the
+        forward is: ms, or 1-row forwards on the prior curve)."""
+        return max(rows - 1, 0) * self.catch_up_row * self.time.curve(1)
+
+    def repays_catch_up(self, rows: int, room: int) -> bool:
+        """Whether drafts could repay a catch-up over ``rows`` tokens in the ``room`` tokens left: at the gain over a
+        plain cycle they give where they pay (:data:`HOPED_GAIN`, or the session's own where higher), the time they
+        would save over those tokens covers it. A head's first draft on a 1,800-token prompt catches up over all of
+        it (7 target forwards on a CPU): worth it for 200 new tokens, not for the last 8 of a short answer."""
+        if rows <= 1:
+            return True
+        gain = max(HOPED_GAIN, self._gain or 0.0)
+        return self.catch_up_ms(rows) <= room * self.time(1) * (1.0 - 1.0 / gain)
 
     def draft_depth(self) -> int | None:
         """How deep to draft this cycle, decided before drafting where a draft step costs (a head's, a draft model's):
@@ -318,7 +370,8 @@ class BudgetController:
     def plain(self) -> Choice:
         """The choice of a cycle :meth:`draft_budget` made plain (its ceiling 0): nothing drafted."""
         self.last = Choice(0, 0, 0, 1.0, self.time(1), self._gain if self._gain is not None else 1.0,
-                           paper=self.paper, prior=self.prior, plain=True, remembered=self._remembered)
+                           paper=self.paper, prior=self.prior, plain=True, remembered=self._remembered,
+                           catch_up=self._catch_up)
         return self.last
 
     def path_probs(self, tree: DraftTree) -> list[float]:
@@ -410,6 +463,7 @@ class BudgetController:
                     self._probe_gap = 1
                 self._keep_outcome()
             self._measure_step(record, int(steps))
+            self._measure_catch_up(record)
             kept = max((n.depth for n in record.nodes if n.verified), default=0)
             self._depth_ema = float(kept) if self._depth_ema is None else self._depth_ema + 0.3 * (kept - self._depth_ema)
         if chosen > 0 and isinstance(choice, dict) and "expected_tokens" in choice:
@@ -447,6 +501,17 @@ class BudgetController:
             self._store_draft_step(ms / self.time.curve(1), len(self._step_ms))
             self._store_draft_step = None
 
+    def _measure_catch_up(self, record: CycleRecord) -> None:
+        """Price a catch-up row from a drafted cycle's long catch-up (timed by the drafter: ``catch_up_rows``,
+        ``catch_up_ms``), less the draft step it ends in, and store it once (never used by this session)."""
+        rows, ms = record.state.get("catch_up_rows"), record.state.get("catch_up_ms")
+        if self._store_catch_up_row is None or self.prior or not isinstance(rows, int) or rows < 2 \
+                or not isinstance(ms, (int, float)) or ms <= 0:
+            return
+        per_row = max(ms / self.time.curve(1) - self.draft_step, 0.0) / (rows - 1)
+        self._store_catch_up_row(max(per_row, 1e-6))
+        self._store_catch_up_row = None
+
     def summary(self) -> dict[str, Any]:
         """What a session records of its budget (``stats["budget"]``): chosen for this device, and the paper's."""
         return {"mode": AUTO, "paper": self.paper, "cycles": self.n_cycles,
@@ -454,6 +519,7 @@ class BudgetController:
                 "ar_cycles": self.ar_cycles, "max_budget": self.max_budget, "curve": self.curve_source,
                 "calibration": round(self.calibration, 3),
                 **({"draft_step": round(self.draft_step, 4), "draft_step_from": self.draft_step_source,
+                    "catch_up_row": round(self.catch_up_row, 6), "catch_up_row_from": self.catch_up_row_source,
                     "plain_cycles": self.plain_cycles, "outcome_from": self.outcome_source} if self.drafts else {}),
                 "auto_from_cycle": 0}
 
@@ -482,7 +548,14 @@ def make_controller(target: Any, max_budget: int, paper: int | None = None,
     a model (:meth:`~specviz_core.drafters.base.Drafter.draft_cost_key`): its stored step cost prices it."""
     if drafter_key is None:
         return BudgetController(stored_curve(target), max_budget, paper=paper, device=str(target.device))
-    from specviz_core.runtime.cost_files import load_draft_cost, load_draft_outcome, save_draft_cost, save_draft_outcome
+    from specviz_core.runtime.cost_files import (
+        load_catch_up_row,
+        load_draft_cost,
+        load_draft_outcome,
+        save_catch_up_row,
+        save_draft_cost,
+        save_draft_outcome,
+    )
 
     where = (target.name, target.device, target.dtype, drafter_key)
 
@@ -498,9 +571,16 @@ def make_controller(target: Any, max_budget: int, paper: int | None = None,
         except OSError:  # a read-only data folder: the next session learns it again
             pass
 
+    def store_catch_up(cost: float) -> None:
+        try:
+            save_catch_up_row(*where, cost)
+        except OSError:  # a read-only data folder: the prior stands in next time too
+            pass
+
     return BudgetController(stored_curve(target), max_budget, paper=paper, device=str(target.device), drafts=True,
                             draft_step=load_draft_cost(*where), store_draft_step=store,
-                            outcome=load_draft_outcome(*where), store_outcome=store_outcome)
+                            outcome=load_draft_outcome(*where), store_outcome=store_outcome,
+                            catch_up_row=load_catch_up_row(*where), store_catch_up_row=store_catch_up)
 
 
 def stored_curve(target: Any) -> CostCurve | None:

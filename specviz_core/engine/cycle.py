@@ -202,7 +202,8 @@ class Engine:
         if decided is not None:  # a fork's re-run: as recorded
             ceiling, depth = decided.ceiling, decided.depth
         else:
-            ceiling, depth = self.budget.begin_cycle(cache_len) if self.budget is not None else (None, None)
+            ceiling, depth = (self.budget.begin_cycle(cache_len, self.drafter.catch_up_rows(self.ids), self.room)
+                              if self.budget is not None else (None, None))
         ctx = DraftContext(ids=list(self.ids), cache_len=cache_len, generator=self.generator,
                            max_depth=self.max_depth if depth is None else min(self.max_depth, depth),
                            temperature=cfg.temperature, budget=ceiling, room=self.room)

@@ -156,6 +156,22 @@ def save_draft_cost(model_name: str | None, device: Any, dtype: Any, drafter_key
                                     "steps": steps})
 
 
+def load_catch_up_row(model_name: str | None, device: Any, dtype: Any, drafter_key: str) -> float | None:
+    """What a row of the drafter's catch-up costs, in 1-row target forwards (:func:`save_catch_up_row`), or None."""
+    cost = _read_draft_file(draft_cost_path(model_name, device, dtype, drafter_key)).get("catch_up_row")
+    return float(cost) if isinstance(cost, (int, float)) and cost > 0 else None
+
+
+def save_catch_up_row(model_name: str | None, device: Any, dtype: Any, drafter_key: str, cost: float) -> Path:
+    """Keep, beside the drafter's step cost, what a row of its catch-up costs in 1-row target forwards: a draft head or
+    model runs the committed tokens it has not seen before it drafts (the whole prompt at its first draft), and
+    ``budget=auto`` prices a long one before deciding to draft."""
+    path = draft_cost_path(model_name, device, dtype, drafter_key)
+    return _write_draft_file(path, {**_read_draft_file(path), "version": FORMAT_VERSION, "model": model_name,
+                                    "device": device_key(device), "drafter": drafter_key,
+                                    "catch_up_row": float(cost)})
+
+
 def load_draft_outcome(model_name: str | None, device: Any, dtype: Any, drafter_key: str
                        ) -> tuple[float, int] | None:
     """What the last session drafting with this drafter on this device found (:func:`save_draft_outcome`): its

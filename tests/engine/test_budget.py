@@ -978,3 +978,70 @@ def test_the_hosts_reduction_of_the_rows_is_measured_with_the_curve_and_priced_b
     _, best_b, _ = best_subset(_tree(), p, lambda b: heavy(b + 1) + heavy.host(b + 1))
     _, light_b, _ = best_subset(_tree(), p, lambda b: base(b + 1))
     assert choice.chosen == best_b and best_b < light_b  # the host's cost bought fewer rows
+
+
+def _head_engine(tiny, tmp_path, prompt, n):
+    from test_eagle_layouts import write_checkpoint
+
+    from specviz_core.engine.budget import make_controller
+
+    if not (tmp_path / "head").exists():
+        write_checkpoint(tmp_path / "head", "eagle", tiny.model.config, seed=5)
+    e = make_engine(tiny, "eagle", prompt, n, head=str(tmp_path / "head"))
+    e.budget = make_controller(tiny, e.drafter.params.budget, drafter_key=e.drafter.draft_cost_key())
+    return e
+
+
+def test_a_catch_up_the_tokens_left_cannot_repay_leaves_the_cycle_plain(one_thread, curve_cache, tiny, tmp_path):
+    """A head drafts after catching up on every committed token it has not run: at its first draft the whole prompt.
+    Priced at 0.05 forwards a row (stored for this head), a 150-token prompt costs 149 x 0.05 x 10 ms = 75 ms, more
+    than drafts paying 1.2x a plain cycle would save in 8 tokens (8 x 10.1 ms / 6 = 13 ms): every cycle is plain,
+    nothing drafted, and says why. With 100 tokens to go (168 ms to save) the same prompt is drafted on. A fork
+    re-runs the plain decisions as recorded; the output is plain greedy decoding's either way."""
+    import random
+
+    from specviz_core.runtime.cost_files import save_catch_up_row
+
+    prompt = [random.Random(3).randrange(96) for _ in range(150)]
+    e = _head_engine(tiny, tmp_path, prompt, 8)
+    save_catch_up_row("tiny", "cpu", None, e.drafter.draft_cost_key(), 0.05)
+    e = _head_engine(tiny, tmp_path, prompt, 8)
+    records = list(e.cycles())
+    assert e.output_ids == hf_greedy(tiny, prompt, 8)
+    committed = 0
+    for r in records:
+        b = r.state["budget"]
+        # the head (EAGLE's layout) has no row for token 0: it would run every committed token but the first
+        assert b.get("plain") and b["catch_up"] == len(prompt) + committed - 1 and b["room"] == 8 - committed
+        assert b["catch_up_ms"] == pytest.approx((b["catch_up"] - 1) * 0.05 * 10.0, abs=0.05)
+        assert r.n_verified == 1 and not r.state.get("draft_steps")
+        committed += len(r.committed_ids)
+    assert "would first have run over the 149 tokens it has not seen" in budget_note(records[0].state["budget"])
+    again = _head_engine(tiny, tmp_path, prompt, 8)
+    again.reuse_decisions(records)
+    assert [r.n_verified for r in again.cycles()] == [1] * len(records) and again.output_ids == e.output_ids
+    longer = _head_engine(tiny, tmp_path, prompt, 100)
+    first = next(iter(longer.cycles()))
+    assert not first.state["budget"].get("plain") and first.state.get("draft_steps")
+
+
+def test_a_long_catch_up_is_timed_and_prices_the_next_sessions(one_thread, curve_cache, tiny, tmp_path, monkeypatch):
+    """The first draft after a long prompt is timed (the rows and the ms, in the cycle's record); from it a catch-up
+    row's cost is stored beside the head's step cost, less the step it ends in, in 1-row forwards of the curve."""
+    import random
+
+    from specviz_core.drafters import draft_tree
+    from specviz_core.runtime.cost_files import load_catch_up_row
+
+    monkeypatch.setattr(draft_tree, "TIMED_CATCH_UP", 100)  # the tiny model's context holds 256 tokens
+    prompt = [random.Random(4).randrange(96) for _ in range(150)]
+    e = _head_engine(tiny, tmp_path, prompt, 20)
+    key = e.drafter.draft_cost_key()
+    assert load_catch_up_row("tiny", "cpu", None, key) is None and e.budget.summary()["catch_up_row_from"] == "prior"
+    records = list(e.cycles())
+    assert e.output_ids == hf_greedy(tiny, prompt, 20)
+    timed = [r for r in records if "catch_up_rows" in r.state]
+    assert len(timed) == 1 and timed[0].state["catch_up_rows"] == 149 and timed[0].state["catch_up_ms"] > 0
+    want = max(timed[0].state["catch_up_ms"] / curve_cache["ms"][0] - e.budget.draft_step, 0.0) / 148
+    assert load_catch_up_row("tiny", "cpu", None, key) == pytest.approx(max(want, 1e-6))
+    assert _head_engine(tiny, tmp_path, prompt, 20).budget.summary()["catch_up_row_from"] == "stored"

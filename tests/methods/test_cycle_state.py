@@ -55,9 +55,9 @@ def test_each_fact_is_declared_once_and_documented():
 
 
 def test_the_host_dependent_facts_are_the_machines_choices():
-    """The padded block follows the stored cost curve and a draft step's ms the clock: both marked; the budget
-    choice is made from the curve alone (the same on any machine with that curve), so it is not."""
-    assert host_keys() == {"padded_to", "draft_step_ms"}
+    """The padded block follows the stored cost curve, a draft step's ms and a long catch-up's the clock: all
+    marked; the budget choice is made from the curve alone (the same on any machine with that curve), so it is not."""
+    assert host_keys() == {"padded_to", "draft_step_ms", "catch_up_ms"}
     assert "budget" in EngineFacts.keys() and "budget" not in host_keys()
 
 

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from transformers import AutoModel, DynamicCache
 
-from specviz_core.drafters.draft_tree import rows_kept
+from specviz_core.drafters.draft_tree import CatchUpClock, rows_kept
 from specviz_core.errors import SpecVizError
 from specviz_core.runtime import kv
 from specviz_core.runtime.attention import attention_pattern, tree_masks
@@ -224,6 +224,7 @@ class HeadRunner:
         self.logits = head.logits_for(target.model)
         self.off = int(head.first_row)
         self.pattern = attention_pattern(head.body.config)
+        self.clock = CatchUpClock(target.device)
         self.reset()
 
     def reset(self) -> None:
@@ -252,6 +253,10 @@ class HeadRunner:
         self.cache = kv.returned_cache(out)
         return h[0]
 
+    def pending(self, ids: list[int]) -> int:
+        """The rows :meth:`catch_up` would run to follow ``ids`` now."""
+        return len(ids) - max(rows_kept(self.seen, ids), self.off)
+
     def catch_up(self, ids: list[int]) -> torch.Tensor:
         """Run the committed rows the cache lacks; returns the root's predicted feature [H]."""
         first = max(rows_kept(self.seen, ids), self.off)  # the first token without a row
@@ -265,7 +270,9 @@ class HeadRunner:
         if first == 0:
             zero = torch.zeros((1, self.head.feature_width), device=self.feats.device, dtype=self.feats.dtype)
             prev = torch.cat([zero, prev], dim=0)
+        self.clock.start(len(ids) - first)
         h = self._run(prev, ids[first:], np.arange(first, len(ids)) - self.off, None)[-1]  # only the root's row
+        self.clock.stop()
         self.seen = list(ids)
         self.row_depths = []
         keep = max(len(ids) - 2, 0)  # the next catch-up reruns the root at most: older features are done with

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from specviz_core.drafters.base import DraftContext, Drafter
-from specviz_core.drafters.draft_tree import DraftModelRunner
+from specviz_core.drafters.draft_tree import DraftModelRunner, catch_up_facts
 from specviz_core.drafters.talon.eagle.heads import load_eagle_head
 from specviz_core.drafters.talon.head import HeadRunner, load_head
 from specviz_core.drafters.talon.ngram_tables import NGramTables, Tail
@@ -70,6 +70,14 @@ class NextTokenSource(ABC):
     def plain(self, ctx: DraftContext) -> None:
         """A plain cycle: nothing is drafted after the committed tokens ``ctx.ids`` (budget=auto's choice)."""
 
+    def catch_up_rows(self, ids: list[int]) -> int:
+        """The rows its model would run before drafting after ``ids`` (:meth:`Drafter.catch_up_rows`)."""
+        return 0
+
+    def catch_up_facts(self) -> dict[str, Any]:
+        """The cycle's long catch-up, timed, where its model ran one (:func:`catch_up_facts`)."""
+        return {}
+
     def harvest(self, rows: TargetRows) -> None:
         """What the target said after the rows it just ran (prefill chunk or verify block)."""
 
@@ -92,6 +100,12 @@ class ModelSource(NextTokenSource):
 
     def start(self, prompt_ids: list[int]) -> None:
         self.runner.reset()
+
+    def catch_up_rows(self, ids: list[int]) -> int:
+        return self.runner.pending(ids)
+
+    def catch_up_facts(self) -> dict[str, Any]:
+        return catch_up_facts(self.runner.clock)
 
     def root(self, ctx: DraftContext, m: int) -> Candidates:
         self._run = []
@@ -160,6 +174,12 @@ class HeadSource(NextTokenSource):
     def start(self, prompt_ids: list[int]) -> None:
         self.runner.reset()
         self._prefilled, self._tree, self._pending = 0, None, None
+
+    def catch_up_rows(self, ids: list[int]) -> int:
+        return self.runner.pending(ids)
+
+    def catch_up_facts(self) -> dict[str, Any]:
+        return catch_up_facts(self.runner.clock)
 
     def _step(self, run: Callable[[], torch.Tensor], m: int) -> tuple[torch.Tensor, list[Candidates]]:
         """One head step and its rows' top-m candidates (both are the step's cost), timed."""
@@ -347,6 +367,9 @@ class SourcedDrafter(Drafter):
         self.finish(tree, steps0)
         return tree
 
+    def catch_up_rows(self, ids: list[int]) -> int:
+        return self.source.catch_up_rows(ids)
+
     def draft_cost_key(self) -> str | None:
         if isinstance(self.source, HeadSource):
             head = self.source.runner.head
@@ -376,6 +399,7 @@ class SourcedDrafter(Drafter):
             tree.state["draft_forwards"] = steps
         if isinstance(self.source, HeadSource):  # c = a head step's time over a target forward's (the summary)
             tree.state["draft_step_ms"] = (self.source.step_ms - self._ms0) / steps if steps else 0.0
+        tree.state.update(self.source.catch_up_facts())
 
     def accepted(self, tree: DraftTree, accepted_nodes: list[int], committed: list[int]) -> dict[str, Any]:
         self.source.accepted(tree, accepted_nodes)
