@@ -15,8 +15,9 @@ with tau the tokens a cycle commits (accepted + bonus). For a session, the sums 
 verify-cost curve of the device (:mod:`specviz_core.engine.cost_curve`) predicts what each cycle would have
 cost with its tree cut to its first ``b`` verified nodes in verify order (every node comes after its parent,
 so that is a tree), keeping the accepted path's nodes within it and the draft and bookkeeping times as measured,
-against the curve's own 1-token forward (both timed alike, whatever the machine's load when the session ran): the
-budget with the best predicted speed-up is the one reported. No torch here: the curve is any callable from
+against the curve's own 1-token forward (both timed alike, whatever the machine's load when the session ran), a
+cycle's over its own cache where the curve measured what a longer one adds: the budget with the best predicted
+speed-up is the one reported. (A session's sums, from summaries, which do not carry the cache, are at the curve's.) No torch here: the curve is any callable from
 verify-block rows to forward ms (a :class:`CostCurve`).
 """
 
@@ -127,10 +128,13 @@ def padded_rows(curve: CostCurve, rows: int) -> int:
     return best if best_ms <= (1.0 - PAD_GAIN) * own else rows
 
 
-def run_ms(curve: Curve, rows: int) -> float:
+def run_ms(curve: Curve, rows: int, context: int | None = None) -> float:
     """A block of ``rows``' forward ms as the engine runs it: padded where a measured curve says a bigger block costs
-    less (:func:`padded_rows`); any other curve (a callable) as it is."""
-    return float(curve(padded_rows(curve, rows))) if isinstance(curve, CostCurve) else float(curve(rows))
+    less (:func:`padded_rows`), over a cache of ``context`` tokens where the curve measured what a longer cache adds
+    (:meth:`CostCurve.at`; None: the curve's own cache); any other curve (a callable) as it is."""
+    if isinstance(curve, CostCurve):
+        return float(curve.at(padded_rows(curve, rows), context))
+    return float(curve(rows))
 
 
 def split_timings(timings_ms: dict[str, float]) -> tuple[float, float, float]:
@@ -215,22 +219,31 @@ def cycle_cost(record: CycleRecord | CycleSummary, curve: Curve | None, ar_forwa
 
     ``ar_forward_ms`` defaults to the curve's 1-row forward; one of the two is needed (ValueError otherwise)."""
     t_ar = _unit(curve, ar_forward_ms)
+    context = None  # the cycle's cache: a summary does not carry it (its curve figures are at the curve's own)
     if isinstance(record, CycleRecord):
         order = {nid: i for i, nid in enumerate(record.verify_order)}
         acc_rows: Sequence[int] | None = [order[a] for a in record.accepted_path if a in order]
+        context = record.cache_len
     else:
         acc_rows = record.accepted_rows
     draft, forward, book = split_timings(record.timings_ms)
     rows, tokens = record.n_verified, len(record.committed_ids)
     best_b = best_x = None
     if curve is not None and acc_rows is not None and rows > 1:
-        u = float(curve(1))  # the curve against its own 1-token forward
-        preds = [(kept_tokens(acc_rows, b + 1) * u / (draft + run_ms(curve, b + 1) + book), b) for b in range(1, rows)]
+        # the curve against its own 1-token forward, both over this cycle's cache (a long one makes every row dearer)
+        u = run_ms(curve, 1, context)
+        preds = [(kept_tokens(acc_rows, b + 1) * u / (draft + run_ms(curve, b + 1, context) + book), b)
+                 for b in range(1, rows)]
         best_x, best_b = max(preds, key=lambda p: (p[0], -p[1]))
     facts = EngineFacts.read(record.state) if isinstance(record.state, dict) else EngineFacts.read({})
     run = int(facts.padded_to or 0)
-    # The curve at what the forward ran: as recorded, else as the engine would pad it today.
-    curve_ms = (float(curve(run)) if run else run_ms(curve, rows)) if curve is not None else None
+    # The curve at what the forward ran, over this cycle's cache: as recorded, else as the engine would pad it today.
+    if curve is None:
+        curve_ms = None
+    elif run:
+        curve_ms = float(curve.at(run, context)) if isinstance(curve, CostCurve) else float(curve(run))
+    else:
+        curve_ms = run_ms(curve, rows, context)
     cost = CycleCost(record.index, rows, tokens, draft, forward, book, t_ar, curve_ms, best_b, best_x,
                      rows_run=run or None, from_prefill=bool(facts.from_prefill))
     return _with_sentence(cost)

@@ -137,7 +137,9 @@ def session_curve(info: SessionInfo) -> tuple[dict[str, Any] | None, str]:
     session recorded before sessions kept theirs, this machine's stored curve for its model, device and dtype."""
     kept = info.stats.get(COST_CURVE) if isinstance(info.stats, dict) else None
     if isinstance(kept, dict) and kept.get("n") and len(kept.get("n", ())) == len(kept.get("ms", ())):
-        return {"n": list(kept["n"]), "ms": list(kept["ms"])}, CURVE_RECORDED
+        # with what it measured beside the forward: the host's reduction, and what a longer cache adds
+        extra = {k: kept[k] for k in ("host_ms", "cache_len", "context") if k in kept}
+        return {"n": list(kept["n"]), "ms": list(kept["ms"]), **extra}, CURVE_RECORDED
     from specviz_core.runtime.cost_files import load_cost_curve
 
     try:

@@ -82,6 +82,38 @@ def test_the_cycle_sentence_is_the_paper_arithmetic(recorded):
     assert checked
 
 
+def test_hindsight_prices_each_cycle_over_its_own_cache(recorded):
+    """A cycle over a 2,048-token cache: every row costs what the curve measured a longer cache to add, the 1-token
+    forward of the unit too, so the hindsight budget is the one best at that length (computed here by hand)."""
+    from dataclasses import replace
+
+    from specviz_core.analysis.timing import CostCurve
+
+    records, _ = recorded
+    curve = CostCurve((1, 2, 4, 8, 16, 32, 64), tuple(10.0 + 0.5 * n for n in (1, 2, 4, 8, 16, 32, 64)), cache_len=256,
+                      context_n=(1, 64), context_ms=(0.002, 0.02))
+
+    def at(rows: int, context: int) -> float:  # the line, plus the extra per cached token interpolated in the rows
+        return 10.0 + 0.5 * rows + (context - 256) * (0.002 + (0.02 - 0.002) * (rows - 1) / 63)
+
+    r = max((r for r in records if r.n_verified > 2 and r.accepted_path), key=lambda r: r.n_verified)
+    for context in (256, 2048):
+        c = cycle_cost(replace(r, cache_len=context), curve)
+        t = r.timings_ms
+        other = sum(t.values()) - t["forward"]
+        order = list(r.verify_order)
+        best = None
+        for b in range(1, r.n_verified):
+            n = 0
+            while n < len(r.accepted_path) and r.accepted_path[n] in order[: b + 1]:
+                n += 1
+            x = (n + 1) * at(1, context) / (other + at(b + 1, context))
+            if best is None or x > best[0] + 1e-12:
+                best = (x, b)
+        assert c.best_budget == best[1] and c.best_speedup == pytest.approx(best[0])
+        assert c.curve_ms == pytest.approx(at(r.n_verified, context))
+
+
 def test_a_given_ar_time_is_the_unit(recorded):
     records, summaries = recorded
     r = next(r for r in records if r.n_verified > 1)
