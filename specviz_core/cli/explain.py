@@ -23,6 +23,9 @@ def add_parser(sub: Any) -> None:
                    help="measure the cost curve of the session's model and device first if none is kept (loads the "
                         "model; about a minute on a CPU)")
     x.add_argument("--cycles", action="store_true", help="also print one line per cycle")
+    x.add_argument("--cycle", type=int, default=None, metavar="N",
+                   help="also explain cycle N as the window's 'Why did this cycle stop' does: why its walk stopped, "
+                        "what its method decided, and its time (negative counts from the end)")
     x.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 
@@ -63,6 +66,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         source = RecordingSource(rec, args.session)
         info, summaries = source.info, source.summaries()
         ar_tps, ar_note, ar_fwd = source.ar_baseline()
+        record = _one_cycle(rec, info, args.cycle) if args.cycle is not None else None
     stored, _ = session_curve(info)
     if stored is None and args.measure:
         stored = _measure(info, args.json)
@@ -73,10 +77,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
                            "this prompt in the recording: add --measure to measure the curve (loads the model)")
     cost = session_cost(summaries, curve, ar_ms, ar_note, ar_fwd)
     cycles = [cycle_cost(s, curve, cost.ar_forward_ms) for s in summaries if not s.damaged and s.timings_ms]
+    why = _why(info, record, curve, cost.ar_forward_ms) if record is not None else None
     if args.json:
         out = {"session": info.id, "method": info.method, **cost.to_json()}
         if args.cycles:
             out["cycle_costs"] = [c.to_json() for c in cycles]
+        if why is not None:
+            out["cycle"] = why
         print(json.dumps(out))
         return 0
     print(f"session {info.id} ({info.method}, {info.device}, {info.dtype}): {cost.cycles} cycles, {cost.tokens} tokens")
@@ -88,4 +95,32 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.cycles:
         for c in cycles:
             print(f"  cycle {c.index}: {c.sentence}")
+    if why is not None:
+        print(f"cycle {why['index']} ({why['mode']}, {why['verified']} verified, {why['committed']} committed)")
+        for line in (f"Why it stopped: {why['why']}", *why["notes"], f"Time: {why['time']}"):
+            print(f"  {line}")
     return 0
+
+
+def _one_cycle(rec: Any, info: Any, index: int) -> Any:
+    """Cycle ``index`` of the session (negative: from the end), or a one-line error."""
+    n = rec.n_cycles(info.id)
+    at = index + n if index < 0 else index
+    if not 0 <= at < n:
+        raise SpecVizError(f"session {info.id} has {n} cycles (0 to {n - 1}): there is no cycle {index}")
+    return rec.cycle(info.id, at)
+
+
+def _why(info: Any, record: Any, curve: Any, t_ar: float) -> dict[str, Any]:
+    """What the window's 'Why did this cycle stop' says of ``record``: its stop, its method's notes, its time."""
+    from specviz_core.analysis.stop_cause import method_notes, stop_cause
+    from specviz_core.analysis.timing import cycle_cost
+    from specviz_core.runtime.vocab import load_token_text
+
+    text = load_token_text(info.tokenizer or info.model)  # ids where the tokenizer is not on this machine
+    drafted = sum(1 for n in record.nodes if n.id != 0)
+    return {"index": record.index, "mode": record.mode, "verified": record.n_verified,
+            "committed": len(record.committed_ids),
+            "why": stop_cause(record).sentence(lambda t: repr(text.label(t))),
+            "notes": method_notes(record.state, record.n_verified, drafted),
+            "time": cycle_cost(record, curve, t_ar).sentence}

@@ -291,3 +291,28 @@ def test_the_commands_that_read_a_recording_default_to_the_windows(capsys, tmp_p
     monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path / "data"))
     for cmd in (["sessions"], ["export"], ["audit"], ["check"], ["explain"], ["compare", "a", "b"], ["record"]):
         assert build_parser().parse_args(cmd).db == tmp_path / "data" / "sessions.db", cmd
+
+
+def test_explain_one_cycle_says_what_the_windows_why_panel_says(capsys, tmp_path):
+    """``explain --cycle N``: why cycle N's walk stopped (the stop cause's sentence, tokens as text), its method's
+    notes and its time; -1 is the last cycle; a cycle the session does not have is one line naming its range."""
+    from specviz_app.demo import copy_demo
+    from specviz_core.analysis.stop_cause import stop_cause
+    from specviz_core.recording.store import Recording
+    from specviz_core.runtime.vocab import load_token_text
+
+    db = copy_demo(tmp_path)
+    with Recording(db, read_only=True) as rec:
+        info = next(s for s in rec.sessions() if s.method == "goose")
+        records = list(rec.cycles(info.id))
+    text = load_token_text(info.tokenizer)
+    for arg, r in (("3", records[3]), ("-1", records[-1])):
+        code, out, _ = cli(capsys, "explain", "--db", str(db), "--session", info.id, "--cycle", arg)
+        assert code == 0
+        assert f"cycle {r.index} ({r.mode}, {r.n_verified} verified, {len(r.committed_ids)} committed)" in out
+        assert f"Why it stopped: {stop_cause(r).sentence(lambda t: repr(text.label(t)))}" in out
+        assert "  Time: " in out and (f"{r.n_verified}-row verify" in out or "An AR cycle" in out)
+    code, out, _ = cli(capsys, "explain", "--db", str(db), "--session", info.id, "--cycle", "3", "--json")
+    assert json.loads(out)["cycle"]["why"] == stop_cause(records[3]).sentence(lambda t: repr(text.label(t)))
+    code, _, err = cli(capsys, "explain", "--db", str(db), "--session", info.id, "--cycle", "99")
+    assert code != 0 and f"has {len(records)} cycles (0 to {len(records) - 1})" in err and err.count("\n") <= 1
