@@ -3,6 +3,7 @@ position, checked against counts made here from the recorded cycles themselves."
 
 from __future__ import annotations
 
+import math
 import re
 
 from specviz_core.analysis.stop_cause import CAUSES, stop_cause
@@ -96,8 +97,24 @@ def test_why_panel_says_what_the_cycle_cost_against_plain_decoding(window, tiny_
     # forward at this session's pace (a busy machine: figures timed under two loads are not put in one sentence).
     # Either way the sentence names it, and its arithmetic is the recorded timings' against that unit.
     unit = float(re.search(r"a 1-token forward \(([0-9.]+) ms\)", text).group(1))
-    assert t_ar / 3 < unit < t_ar * 3, (unit, t_ar)
-    import math
+    # The curve's 1-token forward at this session's pace, computed here: the median over its forwards of the measured
+    # ms over the kept curve's ms for the rows run (a machine whose load changed between the two recordings put it 3x
+    # from the AR session's, so a bound on the ratio of the two failed on a busy machine).
+    from specviz_core.analysis.timing import CostCurve
+    from specviz_core.viewer.sources import session_curve
+
+    kept, _ = session_curve(tr)
+    at_pace = None  # no curve kept or stored: the AR session's is the only unit
+    if kept is not None:
+        curve = CostCurve.from_dict(kept)
+        with Recording(db) as rec:
+            ratios = sorted(c.timings_ms["forward"] / curve(c.state.get("padded_to") or c.n_verified)
+                            for c in rec.cycles(tr.id) if c.timings_ms.get("forward", 0) > 0
+                            and not c.state.get("from_prefill"))
+        k = len(ratios)
+        at_pace = curve(1) * (ratios[(k - 1) // 2] + ratios[k // 2]) / 2
+    same_load = math.isclose(unit, t_ar, abs_tol=0.06)
+    assert same_load or (at_pace is not None and math.isclose(unit, at_pace, abs_tol=0.06)), (unit, t_ar, at_pace)
     shown = re.search(rf"{tokens} / ([0-9.]+) = ([0-9.]+)x plain decoding", text)
     assert shown is not None, text
     slack = 0.05 / unit + 0.002  # the unit is printed to 0.1 ms
