@@ -343,25 +343,49 @@ def plain_unit(summaries: Iterable[CycleSummary], curve: Curve | None, ar_ms_per
     window, ``explain`` and the race show for a session (None: neither a baseline nor a curve).
 
     An AR session's ms per token (``ar_ms_per_token``, its tokens/s inverted; ``ar_source`` names it) is the unit when
-    it ran under this session's load: its median 1-row forward (``ar_forward_ms``) within :data:`LOAD_RATIO` of the
-    curve's 1-row forward at this session's pace (:func:`session_pace`), forward against forward. Otherwise, and
-    without a baseline, the unit is the curve's 1-token forward at this session's pace, an estimate; figures timed
-    under different loads are never put in one sentence."""
+    it ran under this session's load: its median 1-row forward (``ar_forward_ms``) within :data:`LOAD_RATIO` of this
+    session's own, forward against forward. This session's own 1-row forward is the median of its plain cycles'
+    (:func:`own_plain_forward`) where it ran a few, else the curve's 1-row forward at its pace (:func:`session_pace`),
+    an estimate; either is the unit where the baseline ran under another load or there is none. Figures timed under
+    different loads are never put in one sentence."""
     cyc = [s for s in summaries if not s.damaged and s.timings_ms and sum(s.timings_ms.values()) > 0]
+    plain = own_plain_forward(cyc)
     pace = session_pace(cyc, curve) if curve is not None else None
     given = ar_ms_per_token is not None and ar_ms_per_token > 0
-    if given and pace is not None:
-        own = float(curve(1)) * pace
+    # the session's own plain 1-token forwards where it ran a few; else the curve's, scaled to the session's pace
+    own, what = (plain, "a 1-token forward of this session's own plain cycles") if plain is not None else (
+        (float(curve(1)) * pace, "a 1-token forward at this session's pace") if pace is not None else (None, ""))
+    if given and own is not None:
         theirs = ar_forward_ms if ar_forward_ms else ar_ms_per_token  # an older baseline: its whole step
         if not same_load(float(theirs), own):
-            return own, (f"a 1-token forward at this session's pace; {ar_source} ran {theirs:.1f} ms a forward under "
-                         f"another load, so it is not the unit")
+            return own, f"{what}; {ar_source} ran {theirs:.1f} ms a forward under another load, so it is not the unit"
     if given:
         return float(ar_ms_per_token), ar_source
+    if plain is not None:
+        return plain, f"{what} (the median of {len(_plain_forwards(cyc))})"
     if curve is not None and float(curve(1)) > 0:
         return float(curve(1)) * (pace or 1.0), "the cost curve's 1-token forward" + (
             " at this session's pace" if pace is not None else "")
     return None, ""
+
+
+#: A session's own plain cycles needed before their forwards are its unit (fewer: one slow forward would be it).
+OWN_PLAIN = 3
+
+
+def _plain_forwards(cyc: Sequence[CycleSummary]) -> list[float]:
+    return [s.timings_ms["forward"] for s in cyc if s.n_verified == 1 and s.ran_forward
+            and s.timings_ms.get("forward", 0.0) > 0 and not EngineFacts.read(s.state).padded_to]
+
+
+def own_plain_forward(cyc: Sequence[CycleSummary]) -> float | None:
+    """The median forward of a session's own plain cycles (one row, not padded), ms: plain decoding's step measured
+    under the session's own load, with no curve between (a session scaled from its 60-row blocks by the curve's shape
+    once claimed 3x plain decoding for an AR cycle of its own). None with fewer than :data:`OWN_PLAIN` of them."""
+    ms = sorted(_plain_forwards(cyc))
+    if len(ms) < OWN_PLAIN:
+        return None
+    return (ms[(len(ms) - 1) // 2] + ms[len(ms) // 2]) / 2
 
 
 def session_cost(summaries: Iterable[CycleSummary], curve: Curve | None, ar_forward_ms: float | None = None,

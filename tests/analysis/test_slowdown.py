@@ -187,3 +187,30 @@ def test_a_stored_curve_is_found_again_after_a_restart_for_the_same_model_and_de
     assert same is not None and same["n"] == [1, 4, 8] and same["ms"] == curve["ms"]
     assert other_model is None and other_device is None and other_dtype is None
     assert load_cost_curve("tiny", "cpu", "float32")["ms"] == curve["ms"]
+
+
+def test_a_sessions_own_plain_forwards_are_its_unit(recorded):
+    """With three or more plain cycles of its own, a session's 1-token forward is their median forward, measured under
+    its own load: an AR cycle of it then comes out near 1x plain decoding, whatever the curve's shape says of its
+    big blocks. With two, the curve at the session's pace stands in; an AR baseline at the same load is the unit."""
+    from dataclasses import replace
+
+    _, summaries = recorded
+    trees = [s for s in summaries if s.n_verified > 1 and s.timings_ms.get("forward")]
+
+    def plain(i: int, ms: float):
+        return replace(trees[0], index=1000 + i, n_verified=1, n_accepted=0, committed_ids=(7,), accepted_rows=(),
+                       state={}, timings_ms={"forward": ms, "walk": 1.0})
+
+    forwards = [60.0, 40.0, 55.0]
+    with_three = trees + [plain(i, ms) for i, ms in enumerate(forwards)]
+    cost = session_cost(with_three, line)
+    assert cost.ar_forward_ms == pytest.approx(55.0) and "own plain cycles" in cost.ar_source
+    ar_cycle = cycle_cost(with_three[-1], line, cost.ar_forward_ms)
+    assert ar_cycle.speedup == pytest.approx(55.0 / 56.0)  # its forward at the unit, plus 1 ms of bookkeeping
+    two = session_cost(trees + [plain(i, ms) for i, ms in enumerate(forwards[:2])], line)
+    assert "at this session's pace" in two.ar_source
+    baseline = session_cost(with_three, line, 58.0, "the AR baseline", 57.0)
+    assert baseline.ar_forward_ms == 58.0 and baseline.ar_source == "the AR baseline"
+    far = session_cost(with_three, line, 580.0, "the AR baseline", 570.0)
+    assert far.ar_forward_ms == pytest.approx(55.0) and "under another load" in far.ar_source

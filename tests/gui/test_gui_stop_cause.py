@@ -80,7 +80,11 @@ def test_ar_cycle_and_span_reset(qtbot) -> None:
     panel, spans = open_panel(qtbot, goose_session(n_nodes=12, spine_len=5, spine_accepted=2, branch_continues=0))
     panel.model.set_cycle(0)
     text = panel.explanation()
-    assert "No spine this cycle: an AR cycle" in text and len(text.splitlines()) == 2
+    lines = text.splitlines()
+    assert "No spine this cycle: an AR cycle" in text and len(lines) == 3
+    # no curve and no AR session, but four plain cycles of its own: their forward is the unit, so an AR cycle's time
+    # is its forward at about 1x plus its bookkeeping
+    assert lines[2].startswith("Time: An AR cycle: one 1-row forward of 8.0 ms = 1.00x a 1-token forward (8.0 ms)")
     assert panel.matched_span() is None and spans == [(100, 104), None]
 
 
