@@ -17,8 +17,8 @@ cost with its tree cut to its first ``b`` verified nodes in verify order (every 
 so that is a tree), keeping the accepted path's nodes within it and the draft and bookkeeping times as measured,
 against the curve's own 1-token forward (both timed alike, whatever the machine's load when the session ran), a
 cycle's over its own cache where the curve measured what a longer one adds: the budget with the best predicted
-speed-up is the one reported. (A session's sums, from summaries, which do not carry the cache, are at the curve's.) No torch here: the curve is any callable from
-verify-block rows to forward ms (a :class:`CostCurve`).
+speed-up is the one reported (a session's sums, from summaries, which do not carry the cache, are at the
+curve's). No torch here: the curve is any callable from verify-block rows to forward ms (a :class:`CostCurve`).
 """
 
 from __future__ import annotations
