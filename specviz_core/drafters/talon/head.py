@@ -230,15 +230,31 @@ class HeadRunner:
     def reset(self) -> None:
         self.cache = DynamicCache()
         self.seen: list[int] = []
-        self.feats = torch.zeros((0, self.head.feature_width), device=self.target.device, dtype=self.target.dtype)
+        self._buf = torch.zeros((0, self.head.feature_width), device=self.target.device, dtype=self.target.dtype)
+        self._n = 0  # rows of the buffer in use
         self.base = 0  # the position of feats[0]: older features are dropped once no catch-up can read them
         self.row_depths: list[int] = []
+
+    @property
+    def feats(self) -> torch.Tensor:
+        """The target's features kept, of positions ``base..`` ([n, H]): a view of a buffer that grows by doubling, so
+        that a cycle's features are written in place. (Concatenated, every cycle copied all of them, the whole
+        prompt's until the head next drafts: 5-10 ms a plain cycle for an EAGLE-3 head's three layers on a
+        1,500-token prompt, against the plain cycle's 130-250 ms forward.)"""
+        return self._buf[: self._n]
 
     def add_features(self, first_position: int, feats: torch.Tensor) -> None:
         """The target's features of positions ``first_position..`` ([k, H]), replacing any from there on."""
         if first_position < self.base:
             raise SpecVizError("the draft head was given features it has already let go of")
-        self.feats = torch.cat([self.feats[: first_position - self.base], feats.to(self.feats.dtype)], dim=0)
+        at = min(first_position - self.base, self._n)
+        end = at + len(feats)
+        if end > len(self._buf):
+            grown = self._buf.new_empty((max(end, 2 * len(self._buf), 64), self._buf.shape[1]))
+            grown[:at] = self._buf[:at]
+            self._buf = grown
+        self._buf[at:end] = feats.to(self._buf.dtype)
+        self._n = end
 
     def _run(self, feats: torch.Tensor, tokens: list[int], positions: np.ndarray, mask: Any | None
              ) -> torch.Tensor:
@@ -276,7 +292,9 @@ class HeadRunner:
         self.seen = list(ids)
         self.row_depths = []
         keep = max(len(ids) - 2, 0)  # the next catch-up reruns the root at most: older features are done with
-        self.feats, self.base = self.feats[keep - self.base:], keep
+        rest = self._buf[keep - self.base: self._n].clone()  # the last row or two: moved to the buffer's start
+        self._buf[: len(rest)] = rest
+        self._n, self.base = len(rest), keep
         return h
 
     def forward_level(self, parent_feats: torch.Tensor, tokens: list[int], depths: list[int], tree_mask: np.ndarray
