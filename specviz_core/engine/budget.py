@@ -198,7 +198,8 @@ class Choice:
 
     def as_state(self) -> dict[str, Any]:
         if self.plain:
-            up = ({"catch_up": self.catch_up[0], "catch_up_ms": round(self.catch_up[1], 1), "room": self.catch_up[2]}
+            up = ({"catch_up": self.catch_up[0], "catch_up_ms": round(self.catch_up[1], 1), "room": self.catch_up[2],
+                   **({"prior": True} if self.prior else {})}  # on the prior curve its "ms" are 1-row forwards
                   if self.catch_up else {})
             return {"chosen": 0, "candidates": 0, "ceiling": 0, "plain": True,
                     "gain_vs_ar": round(self.gain_vs_ar, 3), **({"paper": self.paper} if self.paper else {}),
