@@ -60,6 +60,29 @@ def one_thread(request, monkeypatch):
     torch.set_num_threads(n)
 
 
+@pytest.fixture(autouse=True)
+def _threads_for_the_machine_now(request, monkeypatch):
+    """Each test runs on the threads a session started now takes: the cores other processes leave free
+    (:mod:`specviz_core.runtime.threads`), two on a quiet 2-core machine, one while another job runs. Chosen once for
+    the run (when the default model loaded, or by the last command a test ran), two threads stayed on while another
+    job took a core, and each forward's threads waited on each other: 40 tokens of the default model took 52-85 s
+    against 7.5-8.7 s on one thread, and test_lossless.py's default-model cases 75-330 s each instead of 15-30 s.
+    The default model's tests choose as a session does (the test's own sessions report that choice); the others
+    read the load once (a tiny model's test is over in milliseconds to seconds). A test that sets its threads (the
+    ``one_thread`` fixture, ``--threads``) still has them."""
+    from specviz_core.runtime import threads as cpu_threads
+
+    n = torch.get_num_threads()
+    if "smol" in request.fixturenames:
+        monkeypatch.setattr(cpu_threads, "_requested", None)
+        monkeypatch.setattr(cpu_threads, "_chosen", None)
+        cpu_threads.apply("cpu")
+    else:
+        torch.set_num_threads(cpu_threads.choose(None, load=cpu_threads.machine_load(samples=1)).threads)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="session")
 def smol():
     from specviz_core.runtime.models import load_model

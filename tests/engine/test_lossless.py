@@ -25,6 +25,9 @@ ONE_TOKENIZER = [m for m in METHODS if METHODS[m].draft_shares_tokenizer]
 #: transformers' own methods (hf_*) are checked on the default model in tests/methods/test_hf_generate.py, cycle by cycle.
 SPECVIZ_METHODS = [m for m in METHODS if not m.startswith("hf_")]
 
+# Tiny-model tests on one thread (the fixture leaves the default model's to conftest's choice for the machine now).
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 
 def tiny_prompts() -> list[list[int]]:
     rng = random.Random(0)
