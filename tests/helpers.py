@@ -74,6 +74,20 @@ def hf_greedy(m: LoadedModel, ids: list[int], n: int) -> list[int]:
     return out[0, len(ids):].tolist()
 
 
+#: hf_greedy's outputs for a model kept for the whole run (the default model): (id, prompt, n) -> (model, tokens).
+_GREEDY: dict[tuple[int, tuple[int, ...], int], tuple[LoadedModel, list[int]]] = {}
+
+
+def hf_greedy_once(m: LoadedModel, ids: list[int], n: int) -> list[int]:
+    """:func:`hf_greedy`, run once per model, prompt and length in a test run: the default model's reference for a
+    prompt that several tests (or files) decode, each compared with the same generate output. For a model no test
+    changes (the session's ``smol``); the entry keeps the model, so its id names it for the whole run."""
+    key = (id(m), tuple(int(t) for t in ids), n)
+    if key not in _GREEDY:
+        _GREEDY[key] = (m, hf_greedy(m, list(ids), n))
+    return list(_GREEDY[key][1])
+
+
 @contextmanager
 def torch_threads(n: int):
     """Torch's intra-op threads set to ``n`` inside, restored after: for a module's fixture that trains or decodes a
