@@ -60,6 +60,29 @@ def one_thread(request, monkeypatch):
     torch.set_num_threads(n)
 
 
+@pytest.fixture(autouse=True)
+def _threads_for_the_machine_now(request, monkeypatch):
+    """Each test runs on the threads a session started now takes: the cores other processes leave free
+    (:mod:`specviz_core.runtime.threads`), two on a quiet 2-core machine, one while another job runs. Chosen once for
+    the run (when the default model loaded, or by the last command a test ran), two threads stayed on while another
+    job took a core, and each forward's threads waited on each other: 40 tokens of the default model took 52-85 s
+    against 7.5-8.7 s on one thread, and test_lossless.py's default-model cases 75-330 s each instead of 15-30 s.
+    The default model's tests choose as a session does (the test's own sessions report that choice); the others
+    read the load once (a tiny model's test is over in milliseconds to seconds). A test that sets its threads (the
+    ``one_thread`` fixture, ``--threads``) still has them."""
+    from specviz_core.runtime import threads as cpu_threads
+
+    n = torch.get_num_threads()
+    if "smol" in request.fixturenames:
+        monkeypatch.setattr(cpu_threads, "_requested", None)
+        monkeypatch.setattr(cpu_threads, "_chosen", None)
+        cpu_threads.apply("cpu")
+    else:
+        torch.set_num_threads(cpu_threads.choose(None, load=cpu_threads.machine_load(samples=1)).threads)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="session")
 def smol():
     from specviz_core.runtime.models import load_model
@@ -92,6 +115,25 @@ def tiny_dir(tmp_path_factory):
     return out
 
 
+#: Objects the collector tracks in its oldest generation, past which a window's fixture freezes them.
+FREEZE_ABOVE = 50_000
+
+
+def freeze_what_is_loaded() -> None:
+    """Collect, then move every object alive now out of the collector's sight (``gc.freeze``) where the oldest
+    generation has grown past :data:`FREEZE_ABOVE`: the modules, the models, the session's fixtures, which live to
+    the end of the run. A full collection scans every tracked object: with torch, transformers, Qt and the default
+    model loaded, 470,000 of them, 0.45 s; a closed window collects twice (its guard, then the fixture), in each of
+    ~160 GUI tests (tests/gui/test_gui_window.py's teardowns: 19.9 s -> 2.4 s). Garbage made later is collected as
+    before; an object alive now that later becomes cyclic garbage is never collected (it lives to the end of the run,
+    as a module-scoped fixture's objects nearly do)."""
+    import gc
+
+    if len(gc.get_objects(generation=2)) > FREEZE_ABOVE:
+        gc.collect()
+        gc.freeze()
+
+
 @pytest.fixture
 def window(qtbot, tmp_path, monkeypatch, tiny_dir):
     """The main window, shown offscreen, set to decode the tiny model into a fresh recording."""
@@ -100,6 +142,7 @@ def window(qtbot, tmp_path, monkeypatch, tiny_dir):
     monkeypatch.setenv("SPECVIZ_CONFIG", str(tmp_path / "gui.ini"))
     from specviz_app.shell.window import MainWindow
 
+    freeze_what_is_loaded()  # the window's modules are loaded: out of its collections' scans
     w = MainWindow(tmp_path / "sessions.db")
     qtbot.addWidget(w)
     w.run_panel.model.setEditText(str(tiny_dir))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
@@ -70,6 +72,34 @@ def hf_greedy(m: LoadedModel, ids: list[int], n: int) -> list[int]:
     out = m.model.generate(x, attention_mask=torch.ones_like(x), do_sample=False, max_new_tokens=n,
                            eos_token_id=eos, pad_token_id=eos[0] if eos else 0, num_beams=1)
     return out[0, len(ids):].tolist()
+
+
+#: hf_greedy's outputs for a model kept for the whole run (the default model): (id, prompt, n) -> (model, tokens).
+_GREEDY: dict[tuple[int, tuple[int, ...], int], tuple[LoadedModel, list[int]]] = {}
+
+
+def hf_greedy_once(m: LoadedModel, ids: list[int], n: int) -> list[int]:
+    """:func:`hf_greedy`, run once per model, prompt and length in a test run: the default model's reference for a
+    prompt that several tests (or files) decode, each compared with the same generate output. For a model no test
+    changes (the session's ``smol``); the entry keeps the model, so its id names it for the whole run."""
+    key = (id(m), tuple(int(t) for t in ids), n)
+    if key not in _GREEDY:
+        _GREEDY[key] = (m, hf_greedy(m, list(ids), n))
+    return list(_GREEDY[key][1])
+
+
+@contextmanager
+def torch_threads(n: int):
+    """Torch's intra-op threads set to ``n`` inside, restored after: for a module's fixture that trains or decodes a
+    tiny model (the ``one_thread`` fixture covers a test's own body, not the module fixtures set up before it). A
+    tiny model gains nothing from a second thread, and on a shared CPU its spinning against the other load made a
+    200-step head training 10x slower (88 s against 8.5 s, the same weights)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @torch.no_grad()

@@ -20,7 +20,7 @@ import torch
 from scipy.stats import chisquare
 
 import specviz_core.engine.cycle as engine_mod
-from helpers import concentrated_llama, make_engine
+from helpers import concentrated_llama, make_engine, torch_threads
 from specviz_core.engine.verify import WalkResult
 
 ALPHA = 0.001
@@ -74,15 +74,17 @@ def models(tmp_path_factory):
 
     target = concentrated_llama(0)
     rng = random.Random(3)
-    head, info = train_head(target, steps=200, text="own", text_tokens=4000, lr=3e-3,
-                            prompts=[[rng.randrange(3, 32) for _ in range(8)] for _ in range(8)])
+    with torch_threads(1):  # set up before the tests' one_thread fixture: trained on one thread too
+        head, info = train_head(target, steps=200, text="own", text_tokens=4000, lr=3e-3,
+                                prompts=[[rng.randrange(3, 32) for _ in range(8)] for _ in range(8)])
     old = os.environ.get("SPECVIZ_HEADS")
     os.environ["SPECVIZ_HEADS"] = str(tmp_path_factory.mktemp("heads"))
     save_head(target, head, info)
     from specviz_core.drafters.talon.eagle.heads import save_eagle_head
 
-    head3, info3 = train_head(target, steps=200, text="own", text_tokens=4000, lr=3e-3, layout="eagle3",
-                              prompts=[[rng.randrange(3, 32) for _ in range(8)] for _ in range(8)])
+    with torch_threads(1):
+        head3, info3 = train_head(target, steps=200, text="own", text_tokens=4000, lr=3e-3, layout="eagle3",
+                                  prompts=[[rng.randrange(3, 32) for _ in range(8)] for _ in range(8)])
     PUBLISHED["EAGLE3_HEAD"] = str(save_eagle_head(head3, target.model.config, tmp_path_factory.mktemp("eagle3"), info3))
     yield target, concentrated_llama(1, noise=0.3)
     if old is None:

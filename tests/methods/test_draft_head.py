@@ -13,7 +13,7 @@ import random
 import pytest
 import torch
 
-from helpers import compare_greedy, concentrated_llama, hf_greedy, make_engine, run, tiny_llama
+from helpers import compare_greedy, concentrated_llama, hf_greedy, make_engine, run, tiny_llama, torch_threads
 from specviz_core.cli.commands import main
 from specviz_core.drafters.talon.head import DraftHead, HeadRunner, load_head, save_head
 from specviz_core.runtime.feature_tap import tapped_features
@@ -39,7 +39,8 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def trained(tiny):
-    head, info = train_head(tiny, steps=300, text="own", text_tokens=8000, lr=1e-2, prompts=prompts(40, 1))
+    with torch_threads(1):  # set up before the tests' one_thread fixture: trained on one thread too
+        head, info = train_head(tiny, steps=300, text="own", text_tokens=8000, lr=1e-2, prompts=prompts(40, 1))
     return head, info
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import compare_greedy, concentrated_llama, hf_greedy, reorder_tol, run, tiny_llama
+from helpers import compare_greedy, concentrated_llama, hf_greedy, reorder_tol, run, tiny_llama, torch_threads
 from specviz_core.drafters.talon.head import (
     DraftHead,
     HeadRunner,
@@ -41,7 +41,9 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def trained(tiny):
-    return train_head(tiny, steps=300, text="own", text_tokens=8000, lr=1e-2, prompts=prompts(40, 1), features="eagle3")
+    with torch_threads(1):  # set up before the tests' one_thread fixture: trained on one thread too
+        return train_head(tiny, steps=300, text="own", text_tokens=8000, lr=1e-2, prompts=prompts(40, 1),
+                          features="eagle3")
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import random
 import numpy as np
 import pytest
 import torch
+from test_stand import word_model_dir  # noqa: F401 - a model folder with a 96-word tokenizer
 
 from helpers import concentrated_llama, hf_greedy, run
 from specviz_core.cli.commands import main
@@ -69,7 +70,11 @@ def test_a_trained_head_written_in_the_published_layout_loads_back_to_the_same_d
     assert len(records) < 30
 
 
-def test_train_head_format_eagle3_writes_a_folder_that_drafts(tiny_dir, tmp_path, capsys, monkeypatch):
+def test_train_head_format_eagle3_writes_a_folder_that_drafts(word_model_dir, tmp_path, capsys, monkeypatch):  # noqa: F811
+    # A model folder with a 96-word vocabulary: the command reads the shipped answers' held-out part (160 answers)
+    # whatever --text-tokens says, which over the default tokenizer's 49,152 rows took 45 s of softmax for a check of
+    # the folder it writes (test_gui_head_offer.py trains from the shipped text with that tokenizer).
+    tiny_dir = word_model_dir
     monkeypatch.setenv("SPECVIZ_HEADS", str(tmp_path / "heads"))
     assert main(["train-head", "--model", str(tiny_dir), "--format", "eagle3", "--steps", "3", "--text-tokens", "800",
                  "--out", str(tmp_path / "mine"), "--quiet"]) == 0

@@ -16,7 +16,7 @@ from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
 from transformers import PreTrainedTokenizerFast
 
-from helpers import compare_greedy, hf_greedy, run, tiny_llama
+from helpers import compare_greedy, hf_greedy, run, tiny_llama, torch_threads
 from specviz_core.bench.optimize_tree import large_tree, optimize_tree, select_tree
 from specviz_core.bench.suites import ALL, load_suite
 from specviz_core.cli.commands import main
@@ -117,7 +117,8 @@ def tiny_prompts() -> list[list[int]]:
 
 @pytest.fixture(scope="module")
 def optimized_tree(tiny, tmp_path_factory) -> str:
-    data = optimize_tree(tiny, tiny_prompts()[1:3], large=150, keep=40, max_depth=10, max_new_tokens=40)
+    with torch_threads(1):  # set up before the tests' one_thread fixture: on one thread too
+        data = optimize_tree(tiny, tiny_prompts()[1:3], large=150, keep=40, max_depth=10, max_new_tokens=40)
     path = tmp_path_factory.mktemp("trees") / "tree.json"
     path.write_text(json.dumps(data))
     return str(path)

@@ -7,7 +7,7 @@ import random
 import pytest
 import torch
 
-from helpers import compare_greedy, hf_greedy, make_engine, run, tiny_llama
+from helpers import compare_greedy, hf_greedy, hf_greedy_once, make_engine, run, tiny_llama
 from specviz_core.cli.commands import main
 from specviz_core.drafters.talon.drafter import grow_talon
 from specviz_core.methods.talon import TalonParams
@@ -61,13 +61,15 @@ def test_greedy_equals_generate_default_model(smol, method):
 
     text = "Add type hints to this function:\n\ndef mean(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total / len(xs)\n"
     ids, _ = encode_prompt(smol, text)
-    ref = hf_greedy(smol, ids, 40)
+    ref = hf_greedy_once(smol, ids, 40)  # test_lossless.py's reference for this prompt, computed once
+    # The default parameters on this prompt are test_lossless.py's "code" case of the method (the same ids, tokens and
+    # parameters against the same generate output, and it accepts drafts there). Here: the target as its own draft
+    # model (small trees: CPU time).
     small = {"talon": {"budget": 16}, "eagle_static": {"budget": 16, "top_k": 4, "depth": 4}}[method]
-    for params in ({}, {"drafter": "model", **small}):  # the target as its own draft model (small trees: CPU time)
-        ours, records = run(smol, method, ids, 40, draft=smol if params else None, **params)
-        verdict = compare_greedy(smol, ids, ours, ref)
-        assert not verdict.startswith("diverged"), f"{method} {params}: {verdict}"
-        assert sum(r.n_accepted for r in records) > 0
+    ours, records = run(smol, method, ids, 40, draft=smol, drafter="model", **small)
+    verdict = compare_greedy(smol, ids, ours, ref)
+    assert not verdict.startswith("diverged"), f"{method} drafter=model: {verdict}"
+    assert sum(r.n_accepted for r in records) > 0
     # ... and it samples, through the same engine, at temperature 0.7
     out, records = run(smol, method, ids, 24, temperature=0.7, seed=1)
     assert len(out) == 24 and all(r.n_verified - 1 <= 60 for r in records)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from test_damaged import clean, good  # noqa: F401 - the recording, built once per module
 
+from specviz_core.cli import commands
 from specviz_core.cli.commands import main
 from specviz_core.errors import SpecVizError
 from specviz_core.recording.store import Recording
@@ -95,6 +96,11 @@ def run_viewer(path: Path) -> None:
 
 def test_flipped_and_truncated_recordings(good, tmp_path, capsys, monkeypatch):  # noqa: F811
     monkeypatch.setenv("SPECVIZ_DATA", str(tmp_path / "data"))  # where a crash log would go
+    # main() builds the whole command line's parser for each command: 1,200 commands here, where building it took
+    # more than half the test's time. Built once (after SPECVIZ_DATA is set: its defaults read it), the same parser
+    # reads every command; each still runs through main() and its handler, as from a shell.
+    parser = commands.build_parser()
+    monkeypatch.setattr(commands, "build_parser", lambda extra=None: parser)  # main(argv) gives no extra commands
     folder = tmp_path / "in"
     folder.mkdir()
     path, out = folder / "r.db", tmp_path / "out.jsonl"

@@ -66,8 +66,13 @@ def normalize(lines: list[str], keep_padding: bool = False) -> list[str]:
 @pytest.mark.parametrize("method,extra", CASES, ids=[c[0] for c in CASES])
 @pytest.mark.default_model
 def test_record_matches_golden(method, extra, temperature, tmp_path, capsys):
-    got = normalize(record_and_export(method, temperature, extra, tmp_path, capsys))
-    check_golden(got, GOLDEN / f"{method}-T{temperature}.jsonl.gz")
+    from test_docs import check_invariants
+
+    lines = record_and_export(method, temperature, extra, tmp_path, capsys)
+    # The export keeps docs/record-format.md's invariants (test_docs.py checks the methods' default budgets; AR and
+    # prompt lookup, which have none, are checked here alone).
+    check_invariants([json.loads(x) for x in lines])
+    check_golden(normalize(lines), GOLDEN / f"{method}-T{temperature}.jsonl.gz")
 
 
 def record_and_export(method: str, temperature: float, extra: list[str], tmp_path, capsys) -> list[str]:
@@ -110,6 +115,8 @@ def test_budget_auto_records_its_choices_as_the_golden_export(method, temperatur
     """budget=auto decides from the device's verify-cost curve and the session's acceptance, never from a clock: with
     a given curve its choices (the nodes kept, the draft ceiling, the padded block) are the same on any machine,
     busy or not, and the golden export holds them."""
+    from test_docs import check_invariants
+
     from specviz_core.runtime.cost_files import save_cost_curve
     from specviz_core.runtime.models import load_model
 
@@ -117,7 +124,9 @@ def test_budget_auto_records_its_choices_as_the_golden_export(method, temperatur
     target = load_model(device="cpu")
     save_cost_curve({"version": 1, "model": target.name, "device": "cpu", "dtype": "float32", "cache_len": 256,
                      "reps": 1, "n": list(AUTO_CURVE_MS), "ms": list(AUTO_CURVE_MS.values())})
-    got = normalize(record_and_export(method, temperature, [], tmp_path, capsys), keep_padding=True)
+    lines = record_and_export(method, temperature, [], tmp_path, capsys)
+    check_invariants([json.loads(x) for x in lines])
+    got = normalize(lines, keep_padding=True)
     assert any(json.loads(line).get("state", {}).get("budget", {}).get("ceiling") for line in got[1:])
     check_golden(got, GOLDEN / f"{method}-auto-T{temperature}.jsonl.gz")
 
