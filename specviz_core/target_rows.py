@@ -132,13 +132,14 @@ def top_k(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         return logits.topk(k, dim=-1)
     blocks = logits[:, :nb * TOPK_BLOCK].view(n, nb, TOPK_BLOCK)  # a view, no copy
     best = blocks.amax(dim=-1).topk(k, dim=-1).indices  # [n, k] the blocks with the largest maxima
-    values = blocks.gather(1, best[:, :, None].expand(n, k, TOPK_BLOCK)).view(n, k * TOPK_BLOCK)
-    ids = (best[:, :, None] * TOPK_BLOCK + torch.arange(TOPK_BLOCK)).view(n, k * TOPK_BLOCK)
+    values = blocks[torch.arange(n, device=logits.device)[:, None], best].view(n, k * TOPK_BLOCK)  # their logits
+    whole = k * TOPK_BLOCK
     if nb * TOPK_BLOCK < vocab:  # the tail's logits are candidates as they are
         values = torch.cat([values, logits[:, nb * TOPK_BLOCK:]], dim=1)
-        ids = torch.cat([ids, torch.arange(nb * TOPK_BLOCK, vocab).expand(n, -1)], dim=1)
     top, at = values.topk(k, dim=-1)
-    return top, ids.gather(1, at)
+    # a candidate's id: its block's start and its place in the block, or its place in the tail
+    in_blocks = best.gather(1, (at // TOPK_BLOCK).clamp(max=k - 1)) * TOPK_BLOCK + at % TOPK_BLOCK
+    return top, torch.where(at < whole, in_blocks, at - whole + nb * TOPK_BLOCK)
 
 
 def target_rows(logits: torch.Tensor, tokens: np.ndarray, parent_rows: np.ndarray | None, prev: np.ndarray,
@@ -158,12 +159,11 @@ def target_rows(logits: torch.Tensor, tokens: np.ndarray, parent_rows: np.ndarra
     if temperature > 0:
         tempered = probs if probs is not None else torch.softmax(logits / temperature, dim=-1)
     parts = [ids, probs_own.gather(1, ids), values]
-    if n > 1:  # each row's token at its parent row (row 0's own is not read: a root has no parent)
+    if n > 1:  # each row's token at its parent row, as one flat index (row 0 reads its own first: a root has none)
         parents = np.arange(-1, n - 1) if parent_rows is None else np.asarray(parent_rows)
-        pr = torch.from_numpy(parents[1:].clip(min=0)).to(dev)
-        tok = torch.from_numpy(np.asarray(tokens[1:], dtype=np.int64)).to(dev)
-        own = (tempered if tempered is not None else probs_own)[pr, tok]
-        parts.append(torch.cat([own.new_zeros(1), own])[:, None])
+        flat = parents.clip(min=0) * vocab + np.asarray(tokens, dtype=np.int64)
+        own = (tempered if tempered is not None else probs_own).reshape(-1)[torch.from_numpy(flat).to(dev)]
+        parts.append(own[:, None])
     if tempered is not None:
         shown = tempered.topk(min(TOPK_SHOWN, vocab), dim=-1)
         parts += [shown.indices, shown.values]
@@ -174,7 +174,8 @@ def target_rows(logits: torch.Tensor, tokens: np.ndarray, parent_rows: np.ndarra
     argmax = _first_max(top_ids, packed[:, 2 * kk:3 * kk], logits)
     at = 3 * kk
     if n > 1:
-        token_prob, at = packed[:, at], at + 1
+        token_prob, at = packed[:, at].copy(), at + 1
+        token_prob[0] = 0.0
     else:
         token_prob = np.zeros(1)
     if tempered is not None:

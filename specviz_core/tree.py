@@ -149,19 +149,21 @@ def flatten(tree: DraftTree) -> VerifyBlock:
     pr = np.array(parent_rows, dtype=np.int64)
     depths = np.array(tree.depths, dtype=np.int64)[rows]
     return VerifyBlock(order=rows, tokens=np.array(tree.tokens, dtype=np.int64)[rows], depths=depths, parent_rows=pr,
-                       mask=ancestor_mask(pr, depths))
+                       mask=ancestor_mask(pr))
 
 
-def ancestor_mask(parent_rows: np.ndarray, depths: np.ndarray) -> np.ndarray:
+def ancestor_mask(parent_rows: np.ndarray) -> np.ndarray:
     """[n, n] bool: each row sees its ancestors and itself (parents before children). A chain is the lower triangle;
-    a tree is filled one depth at a time (a row sees what its parent sees, and itself): a few array operations a
-    level instead of one a row."""
+    a tree's rows are bit sets in plain integers (a row's is its parent's and its own bit), unpacked in one pass:
+    a deep, narrow tree such as Goose's 20-token spine took a few array operations a depth before, about ten times
+    as long."""
     n = len(parent_rows)
     at = np.arange(n)
     if n == 0 or (parent_rows == at - 1).all():
         return at[:, None] >= at
-    mask = np.eye(n, dtype=bool)
-    for d in range(1, int(depths.max()) + 1):
-        rows = np.flatnonzero(depths == d)
-        mask[rows] |= mask[parent_rows[rows]]
-    return mask
+    bits = [0] * n
+    for row, parent in enumerate(parent_rows.tolist()):
+        bits[row] = (bits[parent] if parent >= 0 else 0) | (1 << row)
+    width = (n + 7) // 8
+    packed = np.frombuffer(b"".join(b.to_bytes(width, "little") for b in bits), dtype=np.uint8).reshape(n, width)
+    return np.unpackbits(packed, axis=1, count=n, bitorder="little").view(bool)

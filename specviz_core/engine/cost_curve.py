@@ -91,7 +91,7 @@ def _tree_block(n: int, vocab: int) -> VerifyBlock:
     parents[2] = 0
     depths = np.where(np.arange(n) >= 2, np.arange(n) - 1, np.arange(n))
     return VerifyBlock(order=chain.order, tokens=chain.tokens, depths=depths, parent_rows=parents,
-                       mask=ancestor_mask(parents, depths))
+                       mask=ancestor_mask(parents))
 
 
 #: Rows at which the cost of a longer cache is measured: its extra is smooth in the rows (the attention's work), but

@@ -547,3 +547,43 @@ def test_the_chance_of_a_low_yield_by_hand():
     assert chance_at_most([d], 1) == pytest.approx(0.81)
     assert chance_at_most([d, d], 2) == pytest.approx(0.81 ** 2)
     assert chance_at_most([d, d], 3) == pytest.approx(0.81 ** 2 + 2 * 0.81 * 0.19)
+
+
+def test_tree_shape_for_proposition_1_read_from_every_path():
+    """Proposition 1's m, w_i and L_i as the paper defines them, computed here from each verified node's whole path
+    (no traversal shared with the code): the spine is the first spine child from the root on; w_i counts the verified
+    branch children of spine node i (the last spine node's only where the spine is the root alone); L_i is the
+    longest verified path below spine node i that starts with one of its branches."""
+    import random
+
+    from specviz_core.drafters.goose.stats import shape_sample
+
+    rng = random.Random(5)
+    for _ in range(200):
+        tree = DraftTree(root_token=1)
+        for i in range(rng.randrange(0, 30)):
+            parent = rng.randrange(len(tree))
+            gated = tree.gated[parent] or rng.random() < 0.2
+            tree.add(parent, rng.randrange(50), rng.choice(["spine", "branch"]), gated=gated)
+        verified = [i for i in range(len(tree)) if not tree.gated[i]]
+
+        def path(i: int) -> list[int]:  # root .. i
+            return [i] if i == 0 else path(tree.parents[i]) + [i]
+
+        spine = [0]
+        while True:
+            kids = [c for c in verified if c and tree.parents[c] == spine[-1] and tree.sources[c] == "spine"]
+            if not kids:
+                break
+            spine.append(min(kids))
+        forks = spine[:-1] if len(spine) > 1 else spine
+        widths = [sum(1 for c in verified if c and tree.parents[c] == s and tree.sources[c] == "branch")
+                  for s in forks]
+        depths = []
+        for s in forks:
+            below = [path(i) for i in verified]
+            chains = [len(p) - p.index(s) - 1 for p in below
+                      if s in p and p.index(s) + 1 < len(p) and tree.sources[p[p.index(s) + 1]] == "branch"]
+            depths.append(max(chains, default=0))
+        got = shape_sample(tree, 3)
+        assert (got.m, list(got.widths), list(got.depths), got.tau) == (len(spine) - 1, widths, depths, 3)

@@ -44,26 +44,28 @@ class TreeShapeSample:
 
 
 def shape_sample(tree: DraftTree, n_committed: int) -> TreeShapeSample:
-    verified = [not g for g in tree.gated]
-    kids: dict[int, list[int]] = {}
-    for i in range(1, len(tree)):
-        if verified[i]:
-            kids.setdefault(tree.parents[i], []).append(i)
+    parents, sources, gated = tree.parents, tree.sources, tree.gated
+    # Each verified node's height (1 for a leaf), children before parents: ids are created parent-first.
+    height = [1] * len(tree)
+    first_spine: dict[int, int] = {}  # a node's first verified spine child
+    for i in range(len(tree) - 1, 0, -1):
+        if gated[i]:
+            continue
+        p = parents[i]
+        if height[i] + 1 > height[p]:
+            height[p] = height[i] + 1
+        if sources[i] == "spine":
+            first_spine[p] = i  # the loop runs backwards: the last written is the first child
     spine = [0]
-    while True:
-        nxt = [c for c in kids.get(spine[-1], []) if tree.sources[c] == "spine"]
-        if not nxt:
-            break
-        spine.append(nxt[0])
-
-    def height(node: int) -> int:
-        return 1 + max((height(c) for c in kids.get(node, [])), default=0)
-
-    widths, depths = [], []
-    for s in spine[:-1] if len(spine) > 1 else spine:
-        branches = [c for c in kids.get(s, []) if tree.sources[c] == "branch"]
-        widths.append(len(branches))
-        depths.append(max((height(c) for c in branches), default=0))
+    while spine[-1] in first_spine:
+        spine.append(first_spine[spine[-1]])
+    at = {s: k for k, s in enumerate(spine[:-1] if len(spine) > 1 else spine)}
+    widths, depths = [0] * len(at), [0] * len(at)
+    for i in range(1, len(tree)):
+        k = at.get(parents[i])
+        if k is not None and not gated[i] and sources[i] == "branch":
+            widths[k] += 1
+            depths[k] = max(depths[k], height[i])
     return TreeShapeSample(len(spine) - 1, tuple(widths), tuple(depths), n_committed)
 
 
