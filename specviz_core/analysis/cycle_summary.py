@@ -65,6 +65,9 @@ class CycleSummary:
     accepted_rows: tuple[int, ...] | None = None
     """Verify-order row of each accepted node, in path order (the root is row 0): how far into the verify block
     the accepted path reached. None in recordings made before it was stored."""
+    cache_len: int | None = None
+    """Tokens in the cache before the cycle (the record's ``cache_len``): where the cost curve reads this cycle's
+    forward and its 1-token unit. None where it is not known (a damaged row)."""
 
     @property
     def route(self) -> str:
@@ -124,8 +127,10 @@ def damaged_summary(index: int, reason: str) -> CycleSummary:
 
 
 def summary_from_row(index: int, mode: str, n_verified: int, n_accepted: int, committed_ids: list[int],
-                     state: dict[str, Any], timings_ms: dict[str, float], extra: dict[str, Any]) -> CycleSummary:
-    """Rebuild a summary from a recording row and its stored ``to_json`` part."""
+                     state: dict[str, Any], timings_ms: dict[str, float], extra: dict[str, Any],
+                     cache_len: int | None = None) -> CycleSummary:
+    """Rebuild a summary from a recording row (``cache_len``: its column, where it holds a count) and its stored
+    ``to_json`` part."""
     return CycleSummary(
         index=index, mode=mode, n_verified=n_verified, n_accepted=n_accepted,
         committed_ids=tuple(committed_ids), committed_kinds=tuple(extra["kinds"]),
@@ -138,6 +143,7 @@ def summary_from_row(index: int, mode: str, n_verified: int, n_accepted: int, co
         headroom=dict(extra.get("hr") or {}),
         timings_ms=dict(timings_ms),
         accepted_rows=_rows(extra.get("rows")),
+        cache_len=cache_len if type(cache_len) is int and cache_len >= 0 else None,
     )
 
 
@@ -192,6 +198,7 @@ def summarize(record: CycleRecord) -> CycleSummary:
         headroom=why.headroom,
         timings_ms=dict(record.timings_ms),
         accepted_rows=tuple(order[a] for a in record.accepted_path if a in order),
+        cache_len=record.cache_len,
     )
 
 

@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 from specviz_core.analysis.cycle_summary import CycleSummary
 from specviz_core.cycle_state import EngineFacts
 from specviz_core.records import CycleRecord
@@ -128,13 +130,17 @@ def padded_rows(curve: CostCurve, rows: int) -> int:
     return best if best_ms <= (1.0 - PAD_GAIN) * own else rows
 
 
+def curve_at(curve: Curve, rows: int, context: int | None) -> float:
+    """The curve's forward ms for ``rows`` rows as run (no padding), over a cache of ``context`` tokens where a
+    measured curve knows what a longer cache adds; any other curve (a callable) as it is."""
+    return float(curve.at(rows, context)) if isinstance(curve, CostCurve) else float(curve(rows))
+
+
 def run_ms(curve: Curve, rows: int, context: int | None = None) -> float:
     """A block of ``rows``' forward ms as the engine runs it: padded where a measured curve says a bigger block costs
     less (:func:`padded_rows`), over a cache of ``context`` tokens where the curve measured what a longer cache adds
     (:meth:`CostCurve.at`; None: the curve's own cache); any other curve (a callable) as it is."""
-    if isinstance(curve, CostCurve):
-        return float(curve.at(padded_rows(curve, rows), context))
-    return float(curve(rows))
+    return curve_at(curve, padded_rows(curve, rows) if isinstance(curve, CostCurve) else rows, context)
 
 
 def split_timings(timings_ms: dict[str, float]) -> tuple[float, float, float]:
@@ -219,11 +225,10 @@ def cycle_cost(record: CycleRecord | CycleSummary, curve: Curve | None, ar_forwa
 
     ``ar_forward_ms`` defaults to the curve's 1-row forward; one of the two is needed (ValueError otherwise)."""
     t_ar = _unit(curve, ar_forward_ms)
-    context = None  # the cycle's cache: a summary does not carry it (its curve figures are at the curve's own)
+    context = record.cache_len  # the cycle's cache (None: a summary that does not know it, read at the curve's own)
     if isinstance(record, CycleRecord):
         order = {nid: i for i, nid in enumerate(record.verify_order)}
         acc_rows: Sequence[int] | None = [order[a] for a in record.accepted_path if a in order]
-        context = record.cache_len
     else:
         acc_rows = record.accepted_rows
     draft, forward, book = split_timings(record.timings_ms)
@@ -241,7 +246,7 @@ def cycle_cost(record: CycleRecord | CycleSummary, curve: Curve | None, ar_forwa
     if curve is None:
         curve_ms = None
     elif run:
-        curve_ms = float(curve.at(run, context)) if isinstance(curve, CostCurve) else float(curve(run))
+        curve_ms = curve_at(curve, run, context)
     else:
         curve_ms = run_ms(curve, rows, context)
     cost = CycleCost(record.index, rows, tokens, draft, forward, book, t_ar, curve_ms, best_b, best_x,
@@ -353,8 +358,9 @@ def plain_unit(summaries: Iterable[CycleSummary], curve: Curve | None, ar_ms_per
     pace = session_pace(cyc, curve) if curve is not None else None
     given = ar_ms_per_token is not None and ar_ms_per_token > 0
     # the session's own plain 1-token forwards where it ran a few; else the curve's, scaled to the session's pace
+    one = curve_at(curve, 1, _median_cache(cyc)) if curve is not None else 0.0  # at the session's cache
     own, what = (plain, "a 1-token forward of this session's own plain cycles") if plain is not None else (
-        (float(curve(1)) * pace, "a 1-token forward at this session's pace") if pace is not None else (None, ""))
+        (one * pace, "a 1-token forward at this session's pace") if pace is not None else (None, ""))
     if given and own is not None:
         theirs = ar_forward_ms if ar_forward_ms else ar_ms_per_token  # an older baseline: its whole step
         if not same_load(float(theirs), own):
@@ -363,10 +369,16 @@ def plain_unit(summaries: Iterable[CycleSummary], curve: Curve | None, ar_ms_per
         return float(ar_ms_per_token), ar_source
     if plain is not None:
         return plain, f"{what} (the median of {len(_plain_forwards(cyc))})"
-    if curve is not None and float(curve(1)) > 0:
-        return float(curve(1)) * (pace or 1.0), "the cost curve's 1-token forward" + (
+    if curve is not None and one > 0:
+        return one * (pace or 1.0), "the cost curve's 1-token forward" + (
             " at this session's pace" if pace is not None else "")
     return None, ""
+
+
+def _median_cache(cyc: Sequence[CycleSummary]) -> int | None:
+    """The median cache length of the cycles that know theirs (None: none does)."""
+    known = sorted(s.cache_len for s in cyc if s.cache_len is not None)
+    return known[len(known) // 2] if known else None
 
 
 #: A session's own plain cycles needed before their forwards are its unit (fewer: one slow forward would be it).
@@ -407,10 +419,11 @@ def session_cost(summaries: Iterable[CycleSummary], curve: Curve | None, ar_forw
     tokens = sum(s.n_committed for s in cyc)
     measured = tokens * t_ar / (draft + forward + book)
     curve_x = budgets = best = None
-    if curve is not None:  # the curve against its own 1-token forward: both timed alike, whatever the load now
-        u = float(curve(1))
-        curve_x = tokens * u / sum(d + run_ms(curve, s.n_verified) + b for s, (d, _, b) in zip(cyc, parts))
-        budgets = _budgets(cyc, parts, curve, u)
+    if curve is not None:  # the curve against its own 1-token forward, both at each cycle's cache: timed alike
+        units = [run_ms(curve, 1, s.cache_len) for s in cyc]
+        curve_x = sum(s.n_committed * u for s, u in zip(cyc, units)) / sum(
+            d + run_ms(curve, s.n_verified, s.cache_len) + b for s, (d, _, b) in zip(cyc, parts))
+        budgets = _budgets(cyc, parts, curve, units)
         best = max(budgets, key=lambda p: (p.speedup, -p.budget)) if budgets else None
     cost = SessionCost(n, tokens, sum(s.n_verified for s in cyc) / n, draft / n, forward / n, book / n, t_ar,
                        ar_source, measured, curve_x, budgets or [], best, forwards=sum(s.ran_forward for s in cyc))
@@ -441,7 +454,7 @@ def session_pace(cyc: Sequence[CycleSummary], curve: Curve) -> float | None:
     forward ms over the curve's ms for the rows it ran (2.0: twice as slow, a busy machine). None without a timed
     forward."""
     ratios = sorted(
-        s.timings_ms["forward"] / float(curve(int(EngineFacts.read(s.state).padded_to or s.n_verified)))
+        s.timings_ms["forward"] / curve_at(curve, int(EngineFacts.read(s.state).padded_to or s.n_verified), s.cache_len)
         for s in cyc if s.timings_ms.get("forward", 0.0) > 0 and s.ran_forward and float(curve(1)) > 0)
     if not ratios:
         return None
@@ -449,26 +462,52 @@ def session_pace(cyc: Sequence[CycleSummary], curve: Curve) -> float | None:
     return (ratios[(k - 1) // 2] + ratios[k // 2]) / 2
 
 
-def _budgets(cyc: list[CycleSummary], parts: list[tuple[float, float, float]], curve: Curve, t_ar: float
+def _budgets(cyc: list[CycleSummary], parts: list[tuple[float, float, float]], curve: Curve, units: list[float]
              ) -> list[BudgetPoint]:
-    """The curve's prediction for every budget from 1 to the largest tree's (cycles recorded with accepted rows).
+    """The curve's prediction for every budget from 1 to the largest tree's (cycles recorded with accepted rows),
+    each cycle's forward and its 1-token unit (``units``) read at the cycle's own cache, as :func:`cycle_cost` reads
+    them.
 
     Rows rise along the accepted path (every node comes after its parent), so a cut at budget b keeps exactly the
-    accepted nodes in rows 1..b: tokens(b) counts accepted rows up to b. Linear in the cycles, not in budgets x
-    cycles, so a 10,000-cycle session is explained at once."""
-    known = [(s, p) for s, p in zip(cyc, parts) if s.accepted_rows is not None]
+    accepted nodes in rows 1..b: tokens(b) counts accepted rows up to b, each worth its cycle's unit. A budget's
+    forwards are one array operation over the cycles (the curve tabulated by rows once), so a 10,000-cycle session
+    is explained at once."""
+    known = [(s, p, u) for s, p, u in zip(cyc, parts, units) if s.accepted_rows is not None]
     if not known:
         return []
-    rows_at = Counter(r for s, _ in known for r in s.accepted_rows or ())
-    sizes = Counter(s.n_verified for s, _ in known)
-    other = sum(d + k for _, (d, _, k) in known)
-    m, top = len(known), max(sizes) - 1
-    out, tok = [], float(m) + rows_at.get(0, 0)
+    sizes = np.array([s.n_verified for s, _, _ in known])
+    unit = np.array([u for _, _, u in known])
+    worth = Counter()  # accepted row -> the units of the tokens it gives
+    for s, _, u in known:
+        for r in s.accepted_rows or ():
+            worth[r] += u
+    other = sum(d + k for _, (d, _, k), _ in known)
+    m, top = len(known), int(sizes.max()) - 1
+    forward = _forwards(curve, [s.cache_len for s, _, _ in known], int(sizes.max()))
+    counts = Counter(r for s, _, _ in known for r in s.accepted_rows or ())
+    out, tok, value = [], float(m) + counts.get(0, 0), float(unit.sum()) + worth.get(0, 0.0)  # each bonus, a unit
     for b in range(1, top + 1):
-        tok += rows_at.get(b, 0)
-        ms = other + sum(c * run_ms(curve, min(b + 1, n)) for n, c in sizes.items())
-        out.append(BudgetPoint(b, tok / m, ms / m, tok * t_ar / ms if ms > 0 else 0.0))
+        tok += counts.get(b, 0)
+        value += worth.get(b, 0.0)
+        ms = other + float(forward(np.minimum(b + 1, sizes)).sum())
+        out.append(BudgetPoint(b, tok / m, ms / m, value / ms if ms > 0 else 0.0))
     return out
+
+
+def _forwards(curve: Curve, contexts: list[int | None], max_rows: int) -> Callable[[np.ndarray], np.ndarray]:
+    """``rows`` [m] -> each cycle's forward ms for that many rows, as :func:`run_ms` gives it at the cycle's cache
+    (``contexts`` [m]; None: the curve's own): the curve tabulated for 1..``max_rows`` rows once."""
+    sizes = range(max_rows + 1)
+    if not isinstance(curve, CostCurve):
+        own = np.array([0.0, *(float(curve(r)) for r in sizes[1:])])
+        return lambda rows: own[rows]
+    run = [0, *(padded_rows(curve, r) for r in sizes[1:])]
+    own = np.array([float(curve(r)) for r in run])
+    if not curve.context_n or not curve.context_ms or all(c is None for c in contexts):
+        return lambda rows: own[rows]
+    per_token = np.array([_interpolate(curve.context_n, curve.context_ms, r) for r in run])
+    extra = np.array([0.0 if c is None else float(c - curve.cache_len) for c in contexts])
+    return lambda rows: np.maximum(0.5 * own[rows], own[rows] + extra * per_token[rows])
 
 
 def _session_sentence(c: SessionCost) -> str:

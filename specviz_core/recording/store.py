@@ -358,13 +358,14 @@ class Recording:
         # One JSON document per row: one parse instead of four. A version 1 file has no summaries to read.
         doc = "NULL" if self._legacy else "'[' || committed_ids || ',' || state || ',' || timings_ms || ',' || summary || ']'"
         out: list[CycleSummary] = []
-        for index, row in self._rows(session_id, f"mode, n_verified, n_accepted, {doc}", start):
+        for index, row in self._rows(session_id, f"mode, n_verified, n_accepted, {doc}, cache_len", start):
             while start + len(out) < index:
                 out.append(damaged_summary(start + len(out), "missing from the recording"))
             if type(row) is tuple and row[0] == index and row[1] in MODES and type(row[2]) is int \
                     and type(row[3]) is int and 0 <= row[3] < row[2]:
                 try:
-                    out.append(summary_from_row(index, row[1], row[2], row[3], *summary_parts(loads(row[4]))))
+                    out.append(summary_from_row(index, row[1], row[2], row[3], *summary_parts(loads(row[4])),
+                                                cache_len=row[5]))
                     continue
                 except (RowError, ValueError, TypeError, RecursionError):
                     pass

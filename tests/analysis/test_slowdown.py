@@ -114,6 +114,51 @@ def test_hindsight_prices_each_cycle_over_its_own_cache(recorded):
         assert c.curve_ms == pytest.approx(at(r.n_verified, context))
 
 
+def test_a_sessions_sums_price_each_cycle_over_its_own_cache(recorded):
+    """The session's figures from the summaries read back from the recording: each cycle's forward and its
+    1-token unit read where the curve measured a longer cache to add, at the cycle's cache (the record's, which the
+    summary carries), computed here cycle by cycle from the records. A long prompt (every cache moved 1,800
+    tokens on) makes every row dearer and the best budget smaller, as budget=auto chooses."""
+    from dataclasses import replace
+
+    from specviz_core.analysis.timing import CostCurve
+
+    records, summaries = recorded
+    assert [s.cache_len for s in summaries] == [r.cache_len for r in records]
+    curve = CostCurve((1, 2, 4, 8, 16, 32, 64), tuple(10.0 + 0.5 * n for n in (1, 2, 4, 8, 16, 32, 64)), cache_len=256,
+                      context_n=(1, 64), context_ms=(0.002, 0.02))
+
+    def at(rows: int, context: int) -> float:  # the line, plus the extra per cached token interpolated in the rows
+        return max(0.5 * line(rows), line(rows) + (context - 256) * (0.002 + (0.02 - 0.002) * (rows - 1) / 63))
+
+    def best_of(records):
+        top = max(r.n_verified for r in records) - 1
+        points = []
+        for b in range(1, top + 1):
+            value = ms = 0.0
+            for r in records:
+                kept = set(r.verify_order[: b + 1])
+                n = 0
+                while n < len(r.accepted_path) and r.accepted_path[n] in kept:
+                    n += 1
+                value += (n + 1) * at(1, r.cache_len)
+                ms += sum(r.timings_ms.values()) - r.timings_ms["forward"] + at(min(b + 1, r.n_verified), r.cache_len)
+            points.append((value / ms, b))
+        return max(points, key=lambda p: (p[0], -p[1]))
+
+    bests = []
+    for shift in (0, 1800):
+        moved = [replace(r, cache_len=r.cache_len + shift) for r in records]
+        s = session_cost([replace(x, cache_len=x.cache_len + shift) for x in summaries], curve)
+        value = sum(len(r.committed_ids) * at(1, r.cache_len) for r in moved)
+        ms = sum(sum(r.timings_ms.values()) - r.timings_ms["forward"] + at(r.n_verified, r.cache_len) for r in moved)
+        assert s.curve_speedup == pytest.approx(value / ms)
+        x, b = best_of(moved)
+        assert s.best is not None and s.best.budget == b and s.best.speedup == pytest.approx(x)
+        bests.append(b)
+    assert bests[1] < bests[0], "a long cache makes rows dearer: the recorded trees must show it"
+
+
 def test_a_given_ar_time_is_the_unit(recorded):
     records, summaries = recorded
     r = next(r for r in records if r.n_verified > 1)
