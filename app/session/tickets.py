@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Ticket:
-    """The worker's pause and cancel counts when a request was sent."""
+    """The worker's pause, cancel and preempt counts when a request was sent."""
 
     pauses: int
     cancels: int
+    preempts: int = 0
 
 
 class Tickets:
@@ -31,7 +32,7 @@ class Tickets:
     def ticket(self) -> Ticket:
         """Stamp a request with the current counts."""
         with self._lock:
-            return Ticket(self._pauses, self._cancels)
+            return Ticket(self._pauses, self._cancels, self._preempts)
 
     def pause(self) -> None:
         """Every request sent before now is paused."""
@@ -49,10 +50,9 @@ class Tickets:
         with self._lock:
             self._preempts += 1
 
-    @property
-    def preempts(self) -> int:
-        """How many times background work was asked to give way (compare before and after)."""
-        return self._preempts
+    def preempted(self, ticket: Ticket) -> bool:
+        """A request of the user's came after ``ticket``: background work sent with it gives way."""
+        return self._preempts != ticket.preempts
 
     def paused(self, ticket: Ticket) -> bool:
         """A pause (or cancel) came after ``ticket``."""

@@ -85,6 +85,30 @@ def test_first_step_then_the_users_step_goes_before_the_background_baseline(qtbo
     assert status(w).startswith("Ready: Step (F10)")
 
 
+@pytest.mark.parametrize("preempted", [False, True])
+def test_a_user_request_sent_while_the_baseline_waits_in_the_queue_makes_it_give_way(tiny, preempted):
+    """The background baseline is queued when the engine goes idle; a Step pressed before the engine thread starts
+    it must still make it give way (the Step is queued behind it). The job read the preempt count when it started,
+    so a Step in that gap waited for the whole measurement: the full run's lifecycle test timed out on a busy
+    machine. The job's ticket now stamps the count when it is sent."""
+    from types import SimpleNamespace
+
+    from specviz_app.session.jobs.base import Counts, JobContext
+    from specviz_app.session.jobs.measure import BaselineJob
+    from specviz_app.session.jobs.reports import BaselineReady
+    from specviz_app.session.tickets import Tickets
+
+    info = SimpleNamespace(model="tiny", device="cpu", dtype="float32", prompt_ids=(3, 4, 5, 6, 3, 4))
+    held = SimpleNamespace(run=SimpleNamespace(info=info), models={("tiny",): (tiny, None)})
+    tickets = Tickets()
+    ticket = tickets.ticket()  # the job is sent
+    if preempted:
+        tickets.preempt()  # the user's Step, before the engine thread has started the job
+    reports = list(BaselineJob().run(JobContext(held, tickets, ticket, lambda _r: None, {}, Counts())))
+    kinds = [type(r) for r in reports]
+    assert kinds == ([BaselineDeferred] if preempted else [BaselineReady])
+
+
 def test_run_to_a_breakpoint_that_never_matches_says_so(qtbot, window):
     w = window
     rp = w.run_panel

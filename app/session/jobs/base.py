@@ -60,6 +60,11 @@ class JobContext:
         """A pause (or cancel) came after this job was sent."""
         return self.tickets.paused(self.ticket)
 
+    def preempted(self) -> bool:
+        """A request of the user's came after this job was sent (while it was queued too): background work gives
+        way."""
+        return self.tickets.preempted(self.ticket)
+
     def cancelled(self) -> bool:
         """A cancel (Reset, close) came after this job was sent."""
         return self.tickets.cancelled(self.ticket)

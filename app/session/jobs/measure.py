@@ -115,11 +115,10 @@ class BaselineJob(Job):
         key = (info.model, info.device, info.dtype, info.prompt_ids)
         measured = ctx.baselines.get(key)
         if measured is None:
-            preempts = ctx.tickets.preempts
             try:
                 target, _ = next(iter(ctx.held.models.values()))
                 measured = ar_speed(target, info.prompt_ids, BASELINE_TOKENS, lambda f: ctx.emit(r.BaselineProgress(f)),
-                               lambda: ctx.tickets.preempts != preempts or ctx.paused())
+                               lambda: ctx.preempted() or ctx.paused())  # since it was sent, queued time too
             except Exception as e:
                 yield r.Error(f"could not measure the AR baseline: {one_line(e)}")
                 return
