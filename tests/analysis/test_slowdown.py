@@ -40,6 +40,31 @@ def recorded(tiny, tmp_path_factory):
     return records, summaries
 
 
+def context_curve():
+    """:func:`line` measured on a 256-token cache, with what a longer cache adds per token: 0.002 ms at 1 row,
+    0.02 at 64 (interpolated between)."""
+    from specviz_core.analysis.timing import CostCurve
+
+    sizes = (1, 2, 4, 8, 16, 32, 64)
+    return CostCurve(sizes, tuple(line(n) for n in sizes), cache_len=256, context_n=(1, 64), context_ms=(0.002, 0.02))
+
+
+def at(rows: int, context: int) -> float:
+    """:func:`context_curve`'s forward by its definition: the line, plus the extra per cached token interpolated in
+    the rows, never below half the line."""
+    return max(0.5 * line(rows), line(rows) + (context - 256) * (0.002 + (0.02 - 0.002) * (rows - 1) / 63))
+
+
+def accepted_within(r, b: int) -> int:
+    """The accepted nodes ``r`` keeps when its tree is cut to its first ``b`` verified nodes (the root's row and b
+    more): the path up to its first node cut."""
+    kept = set(r.verify_order[: b + 1])
+    n = 0
+    while n < len(r.accepted_path) and r.accepted_path[n] in kept:
+        n += 1
+    return n
+
+
 def hindsight(records, t_ar):
     """Per budget b: (tokens, ms) summed over cycles with every tree cut to its first b verified nodes."""
     top = max(r.n_verified for r in records) - 1
@@ -47,10 +72,7 @@ def hindsight(records, t_ar):
     for b in range(1, top + 1):
         tokens = ms = 0.0
         for r in records:
-            kept = set(r.verify_order[: b + 1])
-            n = 0
-            while n < len(r.accepted_path) and r.accepted_path[n] in kept:
-                n += 1
+            n = accepted_within(r, b)
             t = r.timings_ms
             tokens += n + 1
             ms += sum(t.values()) - t["forward"] + line(min(b + 1, r.n_verified))
@@ -87,27 +109,16 @@ def test_hindsight_prices_each_cycle_over_its_own_cache(recorded):
     forward of the unit too, so the hindsight budget is the one best at that length (computed here by hand)."""
     from dataclasses import replace
 
-    from specviz_core.analysis.timing import CostCurve
-
     records, _ = recorded
-    curve = CostCurve((1, 2, 4, 8, 16, 32, 64), tuple(10.0 + 0.5 * n for n in (1, 2, 4, 8, 16, 32, 64)), cache_len=256,
-                      context_n=(1, 64), context_ms=(0.002, 0.02))
-
-    def at(rows: int, context: int) -> float:  # the line, plus the extra per cached token interpolated in the rows
-        return 10.0 + 0.5 * rows + (context - 256) * (0.002 + (0.02 - 0.002) * (rows - 1) / 63)
-
+    curve = context_curve()
     r = max((r for r in records if r.n_verified > 2 and r.accepted_path), key=lambda r: r.n_verified)
     for context in (256, 2048):
         c = cycle_cost(replace(r, cache_len=context), curve)
         t = r.timings_ms
         other = sum(t.values()) - t["forward"]
-        order = list(r.verify_order)
         best = None
         for b in range(1, r.n_verified):
-            n = 0
-            while n < len(r.accepted_path) and r.accepted_path[n] in order[: b + 1]:
-                n += 1
-            x = (n + 1) * at(1, context) / (other + at(b + 1, context))
+            x = (accepted_within(r, b) + 1) * at(1, context) / (other + at(b + 1, context))
             if best is None or x > best[0] + 1e-12:
                 best = (x, b)
         assert c.best_budget == best[1] and c.best_speedup == pytest.approx(best[0])
@@ -121,27 +132,16 @@ def test_a_sessions_sums_price_each_cycle_over_its_own_cache(recorded):
     tokens on) makes every row dearer and the best budget smaller, as budget=auto chooses."""
     from dataclasses import replace
 
-    from specviz_core.analysis.timing import CostCurve
-
     records, summaries = recorded
     assert [s.cache_len for s in summaries] == [r.cache_len for r in records]
-    curve = CostCurve((1, 2, 4, 8, 16, 32, 64), tuple(10.0 + 0.5 * n for n in (1, 2, 4, 8, 16, 32, 64)), cache_len=256,
-                      context_n=(1, 64), context_ms=(0.002, 0.02))
-
-    def at(rows: int, context: int) -> float:  # the line, plus the extra per cached token interpolated in the rows
-        return max(0.5 * line(rows), line(rows) + (context - 256) * (0.002 + (0.02 - 0.002) * (rows - 1) / 63))
-
+    curve = context_curve()
     def best_of(records):
         top = max(r.n_verified for r in records) - 1
         points = []
         for b in range(1, top + 1):
             value = ms = 0.0
             for r in records:
-                kept = set(r.verify_order[: b + 1])
-                n = 0
-                while n < len(r.accepted_path) and r.accepted_path[n] in kept:
-                    n += 1
-                value += (n + 1) * at(1, r.cache_len)
+                value += (accepted_within(r, b) + 1) * at(1, r.cache_len)
                 ms += sum(r.timings_ms.values()) - r.timings_ms["forward"] + at(min(b + 1, r.n_verified), r.cache_len)
             points.append((value / ms, b))
         return max(points, key=lambda p: (p[0], -p[1]))
