@@ -67,6 +67,35 @@ class CatchUpClock:
         return last
 
 
+class TreeRows:
+    """The rows of a draft tree a model has run this cycle, kept on the device: each row's ancestors among them and
+    itself, so that a level's tree mask is built from its parents' rows without reading a value back."""
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+        self.ancestors = torch.zeros((0, 0), dtype=torch.bool, device=device)  # [r, r]
+        self.root = torch.full((1,), -1, dtype=torch.long, device=device)
+        """The root's "row": it has none (its KV is the committed tokens')."""
+
+    def __len__(self) -> int:
+        return self.ancestors.shape[0]
+
+    def add(self, parent_rows: torch.Tensor) -> torch.Tensor:
+        """New rows whose parents are ``parent_rows`` ([n]; -1 for the root): their tree mask [n, r + n] over the
+        rows run so far and themselves."""
+        n, r = len(parent_rows), len(self)
+        mask = torch.zeros((n, r + n), dtype=torch.bool, device=self.device)
+        if r:
+            mask[:, :r] = self.ancestors[parent_rows.clamp(min=0)] & (parent_rows >= 0)[:, None]
+        mask[:, r:] = torch.eye(n, dtype=torch.bool, device=self.device)
+        self.ancestors = torch.cat([torch.nn.functional.pad(self.ancestors, (0, n)), mask])
+        return mask
+
+    def last(self, n: int) -> torch.Tensor:
+        """The row indexes of the last ``n`` rows added ([n])."""
+        return torch.arange(len(self) - n, len(self), device=self.device)
+
+
 class DraftModelRunner:
     """A draft model with a KV cache that follows the committed tokens."""
 
@@ -178,8 +207,8 @@ class DraftTreeDrafter(Drafter):
         budget, max_depth = self.cycle_budget(ctx), min(p.depth, ctx.max_depth)
         levels: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # top ids [f, s], q [f, s], order [f*w]
         scores = torch.ones(1, dtype=torch.float64, device=dev)  # the frontier's path scores
-        ancestors = torch.zeros((0, 0), dtype=torch.bool, device=dev)  # each row run so far: its ancestors and itself
-        frontier_rows = torch.full((1,), -1, dtype=torch.long, device=dev)  # -1: the root, which has no row
+        rows = TreeRows(dev)
+        frontier_rows = rows.root
         used, n_frontier, kept = 0, 1, []
         for depth in range(1, max_depth + 1):
             # The top W are drafted; a few more are read so a record can say what the width left out.
@@ -196,15 +225,9 @@ class DraftTreeDrafter(Drafter):
             pick = order[:n_new]
             parent_i = torch.div(pick, w, rounding_mode="floor")
             tokens = ids[parent_i, pick % w]  # [n_new]
-            r = ancestors.shape[0]
-            rows = torch.zeros((n_new, r + n_new), dtype=torch.bool, device=dev)
-            if r:
-                parents = frontier_rows[parent_i]
-                rows[:, :r] = ancestors[parents.clamp(min=0)] & (parents >= 0)[:, None]
-            rows[:, r:] = torch.eye(n_new, dtype=torch.bool, device=dev)
-            ancestors = torch.cat([torch.nn.functional.pad(ancestors, (0, n_new)), rows])
-            logits = self.runner.forward_level(tokens, [depth] * n_new, rows)
-            scores, frontier_rows = path[pick], torch.arange(r, r + n_new, device=dev)
+            mask = rows.add(frontier_rows[parent_i])
+            logits = self.runner.forward_level(tokens, [depth] * n_new, mask)
+            scores, frontier_rows = path[pick], rows.last(n_new)
             n_frontier = n_new
         tree = self._write_down(ctx, levels, kept)
         tree.state = {"draft_forwards": self.runner.forwards - forwards0, **catch_up_facts(self.runner.clock)}

@@ -7,10 +7,11 @@ torch dispatch mode follows every op); tensors built on the host (``torch.tensor
 A torch function mode counts every read of a tracked tensor on the host, inside each cycle's ``step``.
 
 A method that drafts from the context or a table copies once a cycle (the verify's statistics, which its harvest
-reads too). A draft-model tree (draft_tree) is built on the device level by level, as EAGLE's official code builds
-its tree, and copied once: two copies a cycle however deep it drafts. The other drafters that run a model or a head
-(TALON's and EAGLE's heads, TALON's draft model) still copy once more a draft step: their trees are built on the host
-a level at a time.
+reads too). A draft-model tree (draft_tree), and EAGLE's trees (``eagle``, ``eagle_static``) drafted by a head or a
+draft model, are built on the device level by level, as EAGLE's official code builds its tree, and copied once: two
+copies a cycle however deep they draft (counted as on a GPU, where ``eagle`` does not read whether it could stop
+early either). TALON with a head or a draft model copies once more a draft step: its confidence gate decides from the
+values how many nodes each layer runs, and its budget when to stop, so each layer's candidates come back to the host.
 """
 
 from __future__ import annotations
@@ -113,11 +114,12 @@ PATTERN = [3, 17, 9, 25, 4, 11, 6, 25, 5, 3, 17, 9, 25, 4, 11, 6, 25, 5, 3, 17]
 CASES = {m: {} for m in METHODS if not m.startswith("hf_")} | {
     "talon-head": ("talon", {"head": "eagle"}), "eagle-head": ("eagle", {"head": "eagle"}),
     "eagle3-head": ("eagle", {"head": "eagle3"}), "talon-model": ("talon", {"drafter": "model"}),
+    "eagle-model": ("eagle", {"drafter": "model"}), "eagle_static-head": ("eagle_static", {"head": "eagle3"}),
 }
 
 
 #: Drafters that build their tree on the device and copy it once.
-BUILT_ON_DEVICE = {"draft_tree"}
+BUILT_ON_DEVICE = {"draft_tree", "eagle-head", "eagle3-head", "eagle-model", "eagle_static-head"}
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -129,6 +131,7 @@ def test_copies_to_host_per_cycle(tiny, heads, case):
     draft = tiny_llama(seed=1) if METHODS[method].needs_draft_model or params.get("drafter") == "model" \
         else None
     session = make_session(tiny, method, PATTERN, 24, draft=draft, **params)
+    session.engine.drafter.reads_wait = True  # as on a GPU
     modules = [tiny.model] + ([draft.model] if draft is not None else [])
     head = getattr(getattr(getattr(session.engine.drafter, "source", None), "runner", None), "head", None)
     if head is not None:

@@ -256,11 +256,11 @@ class HeadRunner:
         self._buf[at:end] = feats.to(self._buf.dtype)
         self._n = end
 
-    def _run(self, feats: torch.Tensor, tokens: list[int], positions: np.ndarray, mask: Any | None
+    def _run(self, feats: torch.Tensor, tokens: list[int] | torch.Tensor, positions: np.ndarray, mask: Any | None
              ) -> torch.Tensor:
-        """One head step over rows; their predicted features [m, H]."""
+        """One head step over rows (``tokens`` a list, or a tensor on the device); their predicted features [m, H]."""
         dev = self.target.device
-        ids = torch.tensor([tokens], device=dev)
+        ids = tokens.to(dev)[None] if isinstance(tokens, torch.Tensor) else torch.tensor([tokens], device=dev)
         with torch.no_grad():
             h, out = self.head(feats[None].to(self.target.dtype), self.embed(ids),
                                position_ids=torch.from_numpy(positions).to(dev)[None],
@@ -297,10 +297,11 @@ class HeadRunner:
         self._n, self.base = len(rest), keep
         return h
 
-    def forward_level(self, parent_feats: torch.Tensor, tokens: list[int], depths: list[int], tree_mask: np.ndarray
-                      ) -> torch.Tensor:
+    def forward_level(self, parent_feats: torch.Tensor, tokens: list[int] | torch.Tensor, depths: list[int],
+                      tree_mask: np.ndarray | torch.Tensor) -> torch.Tensor:
         """One head step over tree rows (``tree_mask`` [m, r + m] over the rows run so far plus these, as
-        :meth:`DraftModelRunner.forward_level`). Returns their predicted features [m, H]."""
+        :meth:`DraftModelRunner.forward_level`: tokens and mask may be tensors on the device, nothing is read back).
+        Returns their predicted features [m, H]."""
         base = len(self.seen) - self.off  # rows in the cache, and the position after the root's
         self.row_depths = self.row_depths + list(depths)
         rows = base - 1 + np.asarray(depths)

@@ -37,7 +37,6 @@ from specviz_core.drafters.talon.ngram_tables import NGramTables, Tail
 from specviz_core.errors import SpecVizError
 from specviz_core.methods.card import DRAFT_MODEL, TARGET_AS_DRAFT
 from specviz_core.runtime.feature_tap import install_feature_tap
-from specviz_core.runtime.models import synchronize
 from specviz_core.target_rows import TargetRows, host_candidates, top_probs
 from specviz_core.tree import DraftTree
 
@@ -50,8 +49,13 @@ class NextTokenSource(ABC):
     node_source: ClassVar[str]
     """The ``source`` of the nodes it proposes."""
 
+    #: Whether it drafts with a model or a head, on the device: :meth:`top_root` and :meth:`top_level` then give a
+    #: level's candidates as tensors there, read back once the tree is complete (:mod:`.levels`).
+    on_device: ClassVar[bool] = False
+
     def __init__(self) -> None:
         self.steps = 0
+        self.step_ms = 0.0  # wall time of the draft steps so far, where they were timed
 
     def start(self, prompt_ids: list[int]) -> None:
         """A new session begins."""
@@ -63,6 +67,20 @@ class NextTokenSource(ABC):
     @abstractmethod
     def expand(self, tree: DraftTree, nodes: list[int], m: int) -> list[Candidates]:
         """Top-m next tokens after each of ``nodes`` (one draft step for the whole layer)."""
+
+    def top_root(self, ctx: DraftContext, m: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`root` on the device: the top-m ids and probabilities [1, m], nothing read back."""
+        raise NotImplementedError
+
+    def top_level(self, parent_rows: torch.Tensor, tokens: torch.Tensor, depth: int, mask: torch.Tensor, m: int
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`expand` on the device: one draft step over new tree rows at ``depth`` (``tokens`` [n], their
+        parents' rows ``parent_rows`` [n], -1 for the root, ``mask`` [n, r + n] over the rows run this cycle and
+        them, as :class:`~specviz_core.drafters.draft_tree.TreeRows` builds it); their top-m ids and probabilities."""
+        raise NotImplementedError
+
+    def ran(self, nodes: list[int]) -> None:
+        """The tree's nodes of the rows :meth:`top_level` ran this cycle, in their order (once the tree is written)."""
 
     #: The widest top-k of the target's rows :meth:`harvest` reads.
     harvest_k = 0
@@ -85,18 +103,49 @@ class NextTokenSource(ABC):
         """The cycle's accepted path."""
 
 
-def _top(logits: torch.Tensor, m: int) -> list[Candidates]:
-    return host_candidates(*top_probs(logits, m))  # [r, m] each
+class DeviceSource(NextTokenSource):
+    """A source that drafts with a model or a head, on the device (:meth:`top_root`, :meth:`top_level`). Its
+    :meth:`root` and :meth:`expand` are those steps with each level's candidates read back at once (TALON's way:
+    its gate needs the values to choose the next layer); EAGLE's trees read them back once (:mod:`.levels`)."""
+
+    on_device = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._run: list[int] = []  # tree node ids in the order their rows were run this cycle
+
+    def _timed(self, ids_q: Callable[[], tuple[torch.Tensor, torch.Tensor]]) -> list[Candidates]:
+        t0 = time.perf_counter()
+        cands = host_candidates(*ids_q())  # to the host: the step is done
+        self.step_ms += (time.perf_counter() - t0) * 1000.0
+        return cands
+
+    def root(self, ctx: DraftContext, m: int) -> Candidates:
+        return self._timed(lambda: self.top_root(ctx, m))[0]
+
+    def expand(self, tree: DraftTree, nodes: list[int], m: int) -> list[Candidates]:
+        row_of = {nid: r for r, nid in enumerate(self._run)}
+        parent_rows = torch.tensor([row_of.get(tree.parents[n], -1) for n in nodes])
+        depth = tree.depths[nodes[0]]
+        if any(tree.depths[n] != depth for n in nodes):
+            raise SpecVizError("a draft step runs one level of the tree: these nodes are at several depths")
+        mask = torch.from_numpy(tree_rows_mask(tree, self._run, nodes))
+        tokens = torch.tensor([tree.tokens[n] for n in nodes])
+        cands = self._timed(lambda: self.top_level(parent_rows, tokens, depth, mask, m))
+        self._run = self._run + nodes
+        return cands
+
+    def ran(self, nodes: list[int]) -> None:
+        self._run = list(nodes)
 
 
-class ModelSource(NextTokenSource):
+class ModelSource(DeviceSource):
     kind = "model"
     node_source = "draft"
 
     def __init__(self, model: Any) -> None:
         super().__init__()
         self.runner = DraftModelRunner(model)
-        self._run: list[int] = []  # node ids in draft-cache row order this cycle
 
     def start(self, prompt_ids: list[int]) -> None:
         self.runner.reset()
@@ -107,19 +156,18 @@ class ModelSource(NextTokenSource):
     def catch_up_facts(self) -> dict[str, Any]:
         return catch_up_facts(self.runner.clock)
 
-    def root(self, ctx: DraftContext, m: int) -> Candidates:
+    def top_root(self, ctx: DraftContext, m: int) -> tuple[torch.Tensor, torch.Tensor]:
         self._run = []
         f0 = self.runner.forwards
         logits = self.runner.catch_up(ctx.ids)[None]  # [1, V]
         self.steps += self.runner.forwards - f0
-        return _top(logits, m)[0]
+        return top_probs(logits, m)
 
-    def expand(self, tree: DraftTree, nodes: list[int], m: int) -> list[Candidates]:
-        mask = tree_rows_mask(tree, self._run, nodes)
-        logits = self.runner.forward_level([tree.tokens[n] for n in nodes], [tree.depths[n] for n in nodes], mask)
-        self._run = self._run + nodes
+    def top_level(self, parent_rows: torch.Tensor, tokens: torch.Tensor, depth: int, mask: torch.Tensor, m: int
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self.runner.forward_level(tokens, [depth] * len(tokens), mask)
         self.steps += 1
-        return _top(logits, m)
+        return top_probs(logits, m)
 
     def accepted(self, tree: DraftTree, accepted_nodes: list[int]) -> None:
         # Keep the draft KV of the accepted prefix the draft model ran; the next catch-up runs the rest.
@@ -151,7 +199,7 @@ def verify_rows(tree: DraftTree) -> dict[int, int]:
     return {nid: r for r, nid in enumerate(i for i, g in enumerate(tree.gated) if not g)}
 
 
-class HeadSource(NextTokenSource):
+class HeadSource(DeviceSource):
     """A trained draft head (:mod:`~specviz_core.drafters.talon.head`): one head step per tree layer, on the
     target's features for the committed tokens and the head's own predicted features inside the tree."""
 
@@ -163,13 +211,11 @@ class HeadSource(NextTokenSource):
         self.runner = HeadRunner(head, target)
         self.target = target
         install_feature_tap(target.model, head.feature_layers)
-        self._feat: dict[int, torch.Tensor] = {}  # node id -> the head's predicted feature after it
-        self._run: list[int] = []  # tree node ids in head-cache row order this cycle
+        self._row_feats: torch.Tensor | None = None  # the root's predicted feature, then each tree row's
         self._tree: DraftTree | None = None
         self._pending: torch.Tensor | None = None  # the verify block's features, until the path is known
         self._prefilled = 0
         self._root_at = 0  # the position of this cycle's root (its features are the verify's first row)
-        self.step_ms = 0.0  # wall time of the head steps so far
 
     def start(self, prompt_ids: list[int]) -> None:
         self.runner.reset()
@@ -181,34 +227,24 @@ class HeadSource(NextTokenSource):
     def catch_up_facts(self) -> dict[str, Any]:
         return catch_up_facts(self.runner.clock)
 
-    def _step(self, run: Callable[[], torch.Tensor], m: int) -> tuple[torch.Tensor, list[Candidates]]:
-        """One head step and its rows' top-m candidates (both are the step's cost), timed."""
-        synchronize(self.target.device)
-        t0 = time.perf_counter()
-        h = run()
-        cands = host_candidates(*self.runner.logits.top(h, m))  # to the host: the step is done
-        self.step_ms += (time.perf_counter() - t0) * 1000.0
-        self.steps += 1
-        return h, cands
-
-    def root(self, ctx: DraftContext, m: int) -> Candidates:
-        h, cands = self._step(lambda: self.runner.catch_up(ctx.ids)[None], m)
-        self._feat, self._run = {0: h[0]}, []
+    def top_root(self, ctx: DraftContext, m: int) -> tuple[torch.Tensor, torch.Tensor]:
+        self._row_feats = self.runner.catch_up(ctx.ids)[None]  # [1, H]
+        self._run = []
         self._root_at = len(ctx.ids) - 1
-        return cands[0]
+        self.steps += 1
+        return self.runner.logits.top(self._row_feats, m)
+
+    def top_level(self, parent_rows: torch.Tensor, tokens: torch.Tensor, depth: int, mask: torch.Tensor, m: int
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.runner.forward_level(self._row_feats[parent_rows.to(self._row_feats.device) + 1], tokens,
+                                      [depth] * len(tokens), mask)
+        self._row_feats = torch.cat([self._row_feats, h])
+        self.steps += 1
+        return self.runner.logits.top(h, m)
 
     def plain(self, ctx: DraftContext) -> None:
-        self._feat, self._run = {}, []
+        self._row_feats, self._run = None, []
         self._root_at = len(ctx.ids) - 1  # the head catches up on this cycle's tokens when it next drafts
-
-    def expand(self, tree: DraftTree, nodes: list[int], m: int) -> list[Candidates]:
-        mask = tree_rows_mask(tree, self._run, nodes)
-        parents = torch.stack([self._feat[tree.parents[n]] for n in nodes])
-        h, cands = self._step(lambda: self.runner.forward_level(parents, [tree.tokens[n] for n in nodes],
-                                                                [tree.depths[n] for n in nodes], mask), m)
-        self._feat.update(zip(nodes, h))
-        self._run = self._run + nodes
-        return cands
 
     def bind(self, tree: DraftTree) -> None:
         self._tree = tree
@@ -230,7 +266,7 @@ class HeadSource(NextTokenSource):
             self.runner.add_features(self._root_at, self._pending[rows])
             self._pending, self._tree = None, None
         self.runner.drop_tree()
-        self._feat, self._run = {}, []
+        self._run, self._row_feats = [], None
 
 
 class TableSource(NextTokenSource):
@@ -343,6 +379,10 @@ class SourcedDrafter(Drafter):
             self.source = TableSource()
         self.steps_total = 0
         self.cycles = 0
+        self.reads_wait = getattr(getattr(target, "device", None), "type", "cpu") != "cpu"
+        """Whether reading a value back waits for the device (a GPU): a tree drafted on the device then reads nothing
+        until it is complete, not even whether it could stop early (it drafts on, and the tree written down is the
+        same). On a CPU a read costs nothing."""
 
     @classmethod
     def resolve_params(cls, params: Any, target: Any) -> Any:

@@ -10,6 +10,9 @@
 - SpecViz stops drafting early where the official code drafts on: once the frontier's most probable path is no
   better than the ``budget``-th candidate so far, no deeper candidate could be verified, so the verified tree is the
   official one with fewer draft steps (recorded as ``stopped_early``, the level it stopped at).
+- With a head or a draft model the levels are drafted on the device and read back once (:mod:`..levels`), as the
+  official code drafts; where a read waits for the device (a GPU) the early stop is not read either: the levels past
+  it are drafted and not written down, so the record is the same.
 
 In the record, every node's score is its path probability; the candidates the reranking cut are gated nodes (the
 most probable ``gated_shown`` per level); each expanded node's offer gives its k children with their fate
@@ -21,10 +24,15 @@ which is what "why did this cycle stop" reads.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
+import torch
+
 from specviz_core.drafters.base import DraftContext
-from specviz_core.drafters.talon.next_token import Candidates, SourcedDrafter
+from specviz_core.drafters.draft_tree import TreeRows
+from specviz_core.drafters.talon.levels import Level, Replay, read_back
+from specviz_core.drafters.talon.next_token import Candidates, NextTokenSource, SourcedDrafter
 from specviz_core.methods.eagle import CARD, EagleParams
 from specviz_core.tree import DraftTree
 
@@ -64,21 +72,23 @@ class EagleDrafter(SourcedDrafter):
         src = self.source.node_source
         k = p.top_k
         depth = max(min(p.depth, ctx.max_depth - 1), 0)  # the tree has depth + 1 levels
+        n_keep = self.cycle_budget(ctx)  # budget=auto may lower the budget this cycle
+        source = self._on_device(ctx, k, depth, n_keep) if self.source.on_device else self.source
         cands: list[_Cand] = []
         by_parent: dict[int, list[_Cand]] = {}
 
         def draft_below(parents: list[int], lists: list[Candidates], level: int, base: dict[int, float]) -> None:
-            for v, (ws, qs) in zip(parents, lists):
-                kids = [_Cand(base[v] + _log(q), v, int(w), level, len(cands) + i)
-                        for i, (w, q) in enumerate(zip(ws[:k], qs[:k]))]
+            for v, cand in zip(parents, lists):  # (ids, q), or (ids, q, path log-probabilities) from the device
+                ws, qs = cand[0][:k], cand[1][:k]
+                lps = cand[2][:k] if len(cand) > 2 else [base[v] + _log(q) for q in qs]  # type: ignore[misc]
+                kids = [_Cand(lp, v, int(w), level, len(cands) + i) for i, (w, lp) in enumerate(zip(ws, lps))]
                 cands.extend(kids)
                 by_parent[v] = kids
 
         logp = {0: 0.0}
-        draft_below([0], [self.source.root(ctx, k)], 1, logp)
+        draft_below([0], [source.root(ctx, k)], 1, logp)
         frontier_c = _ranked(cands)[:k]  # level 1: the root's k children, all expanded
         expanded = [0]
-        n_keep = self.cycle_budget(ctx)  # budget=auto may lower the budget this cycle
         stopped = None  # the level whose frontier was not expanded: nothing below it could be kept
         for level in range(2, depth + 2):
             if not frontier_c:
@@ -96,7 +106,7 @@ class EagleDrafter(SourcedDrafter):
                 frontier.append(c.node)
             expanded += frontier
             level_start = len(cands)
-            draft_below(frontier, self.source.expand(tree, frontier, k), level, logp)
+            draft_below(frontier, source.expand(tree, frontier, k), level, logp)
             frontier_c = _ranked(cands[level_start:])[:k] if level <= depth else []
         ranked = _ranked(cands)
         kept, cut = ranked[:n_keep], ranked[n_keep:]
@@ -128,8 +138,37 @@ class EagleDrafter(SourcedDrafter):
                       "rerank_cut": threshold, **({"stopped_early": stopped} if stopped is not None else {})}
         if tree.n_verified == 1:
             tree.mode = "ar"
+        if isinstance(source, Replay):
+            self.source.ran(source.run)
         self.finish(tree, steps0)
         return tree
+
+    def _on_device(self, ctx: DraftContext, k: int, depth: int, n_keep: int) -> NextTokenSource:
+        """The levels :meth:`draft` asks for, drafted on the device as the official ``topK_genrate`` drafts them
+        (each level's k best paths by a stable sort, the same order as :func:`_ranked`) and read back once. Where a
+        read costs nothing (a CPU) drafting stops where :meth:`draft` will find it could (the same test, on the same
+        float64 path log-probabilities)."""
+        t0 = time.perf_counter()
+        source: NextTokenSource = self.source
+        ids, q = source.top_root(ctx, k)  # [1, s]
+        logp = torch.log(q.double())  # [1, s] path log-probabilities
+        levels = [Level(ids, q, logp)]
+        rows = TreeRows(ids.device)
+        parents = rows.root  # the rows of this level's parents ([f])
+        every = logp.reshape(-1)  # every candidate's, in drafting order
+        for level in range(2, depth + 2):
+            flat = logp.reshape(-1)
+            if not self.reads_wait and 0 < n_keep <= len(every) and bool(flat.max() <= every.topk(n_keep).values[-1]):
+                break  # no deeper candidate could be kept (draft's own early stop)
+            pick = torch.sort(flat, descending=True, stable=True).indices[:k]  # the next frontier, best first
+            parent_rows = parents[torch.div(pick, ids.shape[1], rounding_mode="floor")]
+            tokens = ids.reshape(-1)[pick]
+            ids, q = source.top_level(parent_rows, tokens, level - 1, rows.add(parent_rows), k)
+            logp = flat[pick][:, None] + torch.log(q.double())
+            parents = rows.last(len(pick))
+            every = torch.cat([every, logp.reshape(-1)])
+            levels.append(Level(ids, q, logp, tokens))
+        return read_back(source, levels, t0)
 
 
 def _note_leaves(tree: DraftTree, src: str, cands: list[_Cand], kept: list[_Cand], expanded: set[int], depth: int,
