@@ -129,11 +129,16 @@ def test_a_sessions_sums_price_each_cycle_over_its_own_cache(recorded):
     """The session's figures from the summaries read back from the recording: each cycle's forward and its
     1-token unit read where the curve measured a longer cache to add, at the cycle's cache (the record's, which the
     summary carries), computed here cycle by cycle from the records. A long prompt (every cache moved 1,800
-    tokens on) makes every row dearer and the best budget smaller, as budget=auto chooses."""
+    tokens on) makes every row dearer and the best budget smaller, as budget=auto chooses. Every cycle's host work
+    is set to the same 10 ms (in record and summary alike), so that what the trees show does not depend on how fast
+    the machine that recorded them was."""
     from dataclasses import replace
 
     records, summaries = recorded
     assert [s.cache_len for s in summaries] == [r.cache_len for r in records]
+    host = {"forward": 10.0, "walk": 10.0}
+    records = [replace(r, timings_ms=host) for r in records]
+    summaries = [replace(x, timings_ms=host, cycle_ms=sum(host.values())) for x in summaries]
     curve = context_curve()
     def best_of(records):
         top = max(r.n_verified for r in records) - 1
