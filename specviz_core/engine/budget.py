@@ -39,8 +39,9 @@ Where drafting runs a model (a draft head's steps, a draft model's forwards), it
 was measured for that drafter on this device, in 1-row target forwards (stored beside the curve, once, from the
 first session's drafting, which it does not change: until then a cautious prior, :data:`PRIOR_DRAFT_STEP`). A
 cycle's tokens are then weighed against its draft and its forward together, and before drafting the controller
-decides whether to draft at all: where the session's recent drafted cycles did not pay their drafting (their gain
-over a plain cycle below 1), the cycle is plain, nothing drafted, and a draft is tried again after 1, 2, 4 ... 32
+decides whether to draft at all: where the session's recent drafted cycles did not pay their drafting (the tokens
+they committed over their priced cost, in plain cycles, below 1: what they gave, not what their choices expected),
+the cycle is plain, nothing drafted, and a draft is tried again after 1, 2, 4 ... 32
 plain cycles (:meth:`BudgetController.draft_budget`); and how deep: one level past the deepest node the recent
 drafted cycles kept (:meth:`BudgetController.draft_depth`), so no step drafts a level the choice would cut. A session
 starts where the last one with that drafter on this device left off (stored beside its step cost: whether its drafts
@@ -91,6 +92,8 @@ CALIBRATION_RANGE = (0.05, 1.5)
 PRIOR_DRAFT_STEP = 0.5
 #: A drafted cycle's measured steps needed before a drafter's step cost is stored.
 DRAFT_COST_SAMPLES = 4
+#: How much a drafted cycle weighs in the next one's gain (:attr:`BudgetController.drafts_gain`).
+GAIN_DECAY = 0.7
 #: The most plain cycles between two tries of a draft, where drafting has not paid.
 PROBE_MAX = 32
 #: A row of a draft head's or draft model's catch-up, in 1-row target forwards, until one is measured for the drafter
@@ -257,7 +260,8 @@ class BudgetController:
         self.draft_step_source = "stored" if draft_step is not None else "prior"
         self._store_draft_step = store_draft_step if draft_step is None else None
         self._step_ms: list[float] = []  # measured ms of a draft step, per drafted cycle, until stored
-        self._gain: float | None = None  # recent drafted cycles' gain over a plain cycle, drafting priced (EMA)
+        self._gave = 0.0  # decayed sums, over the drafted cycles, of the tokens they committed ...
+        self._cost = 0.0  # ... and of what they cost, priced, in plain cycles (the ratio: :attr:`drafts_gain`)
         self._plain_run = 0  # plain cycles since the last draft
         self._probe_gap = 1  # plain cycles before a draft is tried again
         self.plain_cycles = 0
@@ -274,11 +278,18 @@ class BudgetController:
         self._store_catch_up_row = store_catch_up_row if catch_up_row is None else None
         self._catch_up: tuple[int, float, int] | None = None  # this cycle is plain for its catch-up: rows, ms, left
         if drafts and outcome is not None and outcome[0] < 1.0:
-            self._gain, self._probe_gap = outcome[0], max(1, min(int(outcome[1]), PROBE_MAX))
+            self._gave, self._cost = outcome[0], 1.0  # worth one drafted cycle: this session's own soon outweigh it
+            self._probe_gap = max(1, min(int(outcome[1]), PROBE_MAX))
             self._depth_ema = 0.0  # so its tries are the cheapest drafts: one level (a head step), deeper if it pays
             self._stored_outcome = (False, self._probe_gap)
             self.outcome_source = "stored"
             self._remembered = True
+
+    @property
+    def drafts_gain(self) -> float | None:
+        """What the recent drafted cycles gave over plain ones, their drafting priced: the tokens they committed over
+        what they cost in plain cycles (decayed sums, :data:`GAIN_DECAY` a drafted cycle); None before any."""
+        return self._gave / self._cost if self._cost > 0 else None
 
     @property
     def calibration(self) -> float:
@@ -326,7 +337,7 @@ class BudgetController:
         if self.flat:
             return None
         probe = False
-        if self.drafts and self._gain is not None and self._gain < 1.0:
+        if self.drafts and self.drafts_gain is not None and self.drafts_gain < 1.0:
             if self._plain_run < self._probe_gap:  # no draft expected to pay its cost: a plain cycle
                 self._plain_run += 1
                 return 0
@@ -352,7 +363,7 @@ class BudgetController:
         it (7 target forwards on a CPU): worth it for 200 new tokens, not for the last 8 of a short answer."""
         if rows <= 1:
             return True
-        gain = max(HOPED_GAIN, self._gain or 0.0)
+        gain = max(HOPED_GAIN, self.drafts_gain or 0.0)
         return self.catch_up_ms(rows) <= room * self.time(1) * (1.0 - 1.0 / gain)
 
     def draft_depth(self) -> int | None:
@@ -370,7 +381,7 @@ class BudgetController:
 
     def plain(self) -> Choice:
         """The choice of a cycle :meth:`draft_budget` made plain (its ceiling 0): nothing drafted."""
-        self.last = Choice(0, 0, 0, 1.0, self.time(1), self._gain if self._gain is not None else 1.0,
+        self.last = Choice(0, 0, 0, 1.0, self.time(1), self.drafts_gain if self.drafts_gain is not None else 1.0,
                            paper=self.paper, prior=self.prior, plain=True, remembered=self._remembered,
                            catch_up=self._catch_up)
         return self.last
@@ -457,10 +468,14 @@ class BudgetController:
             self.plain_cycles += 1
         steps = record.state.get("draft_steps", record.state.get("draft_forwards", 0))
         if self.drafts and isinstance(steps, (int, float)) and steps > 0 and isinstance(choice, dict):
-            gain = choice.get("gain_vs_ar")
-            if isinstance(gain, (int, float)):
-                self._gain = gain if self._gain is None else self._gain + 0.3 * (gain - self._gain)
-                if gain >= 1.0:
+            gain, expected = choice.get("gain_vs_ar"), choice.get("expected_tokens", 1.0)
+            if isinstance(gain, (int, float)) and gain > 0 and isinstance(expected, (int, float)) and expected > 0:
+                # What the cycle gave, not what its choice hoped for: it committed 1 + accepted tokens at the cost
+                # its choice priced (expected / gain, in plain cycles). The expectation is the best of the
+                # candidates' estimates and errs high (a probe that expects 1.4x and accepts nothing gave 0.8x).
+                self._gave = GAIN_DECAY * self._gave + 1.0 + len(record.accepted_path)
+                self._cost = GAIN_DECAY * self._cost + float(expected) / float(gain)
+                if self.drafts_gain is not None and self.drafts_gain >= 1.0:
                     self._probe_gap = 1
                 self._keep_outcome()
             self._measure_step(record, int(steps))
@@ -479,13 +494,13 @@ class BudgetController:
     def _keep_outcome(self) -> None:
         """Store whether this session's drafts pay, and the wait between two tries, when either changed (a few
         writes a session: not every drafted cycle), so the next session on this device starts from it."""
-        if self._store_outcome is None or self._gain is None:
+        if self._store_outcome is None or self.drafts_gain is None:
             return
-        paid = self._gain >= 1.0
+        paid = self.drafts_gain >= 1.0
         now = (paid, 1 if paid else self._probe_gap)
         if now != self._stored_outcome:
             self._stored_outcome = now
-            self._store_outcome(self._gain, now[1])
+            self._store_outcome(self.drafts_gain, now[1])
 
     def _measure_step(self, record: CycleRecord, steps: int) -> None:
         """Time a draft step from a drafted cycle (a head's own step time, else the draft stage over its steps); with
