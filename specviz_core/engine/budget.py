@@ -48,7 +48,7 @@ starts where the last one with that drafter on this device left off (stored besi
 paid, and the wait between two tries), so a head that does not pay here is not paid for again in every session's
 first probes; its plain cycles say so (``remembered``). A draft head or model catches up lazily, at its next draft,
 on the committed tokens it has not run (the whole prompt at its first): the controller prices that too, per row as
-measured for the drafter on this device (stored beside its step cost from the first long catch-up; until then
+measured for the drafter on this device (stored beside its step cost from the longest catch-up timed yet; until then
 :data:`PRIOR_CATCH_UP_ROW`), and drafts only where drafts paying :data:`HOPED_GAIN` over a plain cycle would repay it
 in the tokens the session may still commit; otherwise the cycle is plain and says so (``catch_up``).
 
@@ -229,15 +229,17 @@ class BudgetController:
                  draft_step: float | None = None, store_draft_step: Callable[[float, int], None] | None = None,
                  outcome: tuple[float, int] | None = None,
                  store_outcome: Callable[[float, int], None] | None = None,
-                 catch_up_row: float | None = None, store_catch_up_row: Callable[[float], None] | None = None
-                 ) -> None:
+                 catch_up_row: float | None = None, store_catch_up_row: Callable[[float, int], None] | None = None,
+                 catch_up_rows: int = 0) -> None:
         """``drafts``: drafting runs a model, priced at ``draft_step`` 1-row forwards a step (None: not measured
         yet, :data:`PRIOR_DRAFT_STEP`; ``store_draft_step(cost, steps)`` keeps what this session measures).
         ``outcome``: what the last session drafting so on this device found, (gain over a plain cycle, plain cycles
         between two drafts): where its drafts did not pay, this session starts with that many plain cycles rather
         than paying for the same lesson again; ``store_outcome(gain, gap)`` keeps this session's.
-        ``catch_up_row``: what a row of the drafter's catch-up costs, in 1-row forwards (None: not measured yet,
-        :data:`PRIOR_CATCH_UP_ROW`; ``store_catch_up_row(cost)`` keeps what this session measures)."""
+        ``catch_up_row``: what a row of the drafter's catch-up costs, in 1-row forwards, measured on a catch-up of
+        ``catch_up_rows`` rows (None: not measured yet, :data:`PRIOR_CATCH_UP_ROW`); ``store_catch_up_row(cost,
+        rows)`` keeps what this session measures on a longer catch-up than that (a row costs more the more rows
+        came before it: the head attends to them all)."""
         if max_budget < 1:
             raise SpecVizError("budget=auto needs a maximum budget of at least 1")
         self.max_budget = max_budget
@@ -275,7 +277,8 @@ class BudgetController:
         gpu = str(device).startswith(("cuda", "mps", "xpu"))
         self.catch_up_row = catch_up_row if catch_up_row is not None else PRIOR_CATCH_UP_ROW["gpu" if gpu else "cpu"]
         self.catch_up_row_source = "stored" if catch_up_row is not None else "prior"
-        self._store_catch_up_row = store_catch_up_row if catch_up_row is None else None
+        self._store_catch_up_row = store_catch_up_row
+        self._catch_up_measured = catch_up_rows if catch_up_row is not None else 0  # rows the stored cost came from
         self._catch_up: tuple[int, float, int] | None = None  # this cycle is plain for its catch-up: rows, ms, left
         if drafts and outcome is not None and outcome[0] < 1.0:
             self._gave, self._cost = outcome[0], 1.0  # worth one drafted cycle: this session's own soon outweigh it
@@ -519,14 +522,16 @@ class BudgetController:
 
     def _measure_catch_up(self, record: CycleRecord) -> None:
         """Price a catch-up row from a drafted cycle's long catch-up (timed by the drafter: ``catch_up_rows``,
-        ``catch_up_ms``), less the draft step it ends in, and store it once (never used by this session)."""
+        ``catch_up_ms``), less the draft step it ends in, and store it where it is the longest catch-up measured yet
+        (never used by this session): a row of a 1,000-token prompt's catch-up cost three times one of a short
+        prompt's, so the longest measured prices the next sessions' long catch-ups as they will cost."""
         rows, ms = record.state.get("catch_up_rows"), record.state.get("catch_up_ms")
         if self._store_catch_up_row is None or self.prior or not isinstance(rows, int) or rows < 2 \
-                or not isinstance(ms, (int, float)) or ms <= 0:
+                or rows <= self._catch_up_measured or not isinstance(ms, (int, float)) or ms <= 0:
             return
         per_row = max(ms / self.time.curve(1) - self.draft_step, 0.0) / (rows - 1)
-        self._store_catch_up_row(max(per_row, 1e-6))
-        self._store_catch_up_row = None
+        self._store_catch_up_row(max(per_row, 1e-6), rows)
+        self._catch_up_measured = rows
 
     def summary(self) -> dict[str, Any]:
         """What a session records of its budget (``stats["budget"]``): chosen for this device, and the paper's."""
@@ -566,6 +571,7 @@ def make_controller(target: Any, max_budget: int, paper: int | None = None,
         return BudgetController(stored_curve(target), max_budget, paper=paper, device=str(target.device))
     from specviz_core.runtime.cost_files import (
         load_catch_up_row,
+        load_catch_up_rows,
         load_draft_cost,
         load_draft_outcome,
         save_catch_up_row,
@@ -587,16 +593,17 @@ def make_controller(target: Any, max_budget: int, paper: int | None = None,
         except OSError:  # a read-only data folder: the next session learns it again
             pass
 
-    def store_catch_up(cost: float) -> None:
+    def store_catch_up(cost: float, rows: int) -> None:
         try:
-            save_catch_up_row(*where, cost)
+            save_catch_up_row(*where, cost, rows)
         except OSError:  # a read-only data folder: the prior stands in next time too
             pass
 
     return BudgetController(stored_curve(target), max_budget, paper=paper, device=str(target.device), drafts=True,
                             draft_step=load_draft_cost(*where), store_draft_step=store,
                             outcome=load_draft_outcome(*where), store_outcome=store_outcome,
-                            catch_up_row=load_catch_up_row(*where), store_catch_up_row=store_catch_up)
+                            catch_up_row=load_catch_up_row(*where), store_catch_up_row=store_catch_up,
+                            catch_up_rows=load_catch_up_rows(*where))
 
 
 def stored_curve(target: Any) -> CostCurve | None:

@@ -162,14 +162,21 @@ def load_catch_up_row(model_name: str | None, device: Any, dtype: Any, drafter_k
     return float(cost) if isinstance(cost, (int, float)) and cost > 0 else None
 
 
-def save_catch_up_row(model_name: str | None, device: Any, dtype: Any, drafter_key: str, cost: float) -> Path:
-    """Keep, beside the drafter's step cost, what a row of its catch-up costs in 1-row target forwards: a draft head or
-    model runs the committed tokens it has not seen before it drafts (the whole prompt at its first draft), and
-    ``budget=auto`` prices a long one before deciding to draft."""
+def load_catch_up_rows(model_name: str | None, device: Any, dtype: Any, drafter_key: str) -> int:
+    """The rows of the catch-up the stored row cost was measured on (:func:`save_catch_up_row`); 0 if not said."""
+    rows = _read_draft_file(draft_cost_path(model_name, device, dtype, drafter_key)).get("catch_up_rows")
+    return rows if isinstance(rows, int) and not isinstance(rows, bool) and rows > 0 else 0
+
+
+def save_catch_up_row(model_name: str | None, device: Any, dtype: Any, drafter_key: str, cost: float,
+                      rows: int | None = None) -> Path:
+    """Keep, beside the drafter's step cost, what a row of its catch-up costs in 1-row target forwards, measured on a
+    catch-up of ``rows`` rows: a draft head or model runs the committed tokens it has not seen before it drafts (the
+    whole prompt at its first draft), and ``budget=auto`` prices a long one before deciding to draft."""
     path = draft_cost_path(model_name, device, dtype, drafter_key)
     return _write_draft_file(path, {**_read_draft_file(path), "version": FORMAT_VERSION, "model": model_name,
                                     "device": device_key(device), "drafter": drafter_key,
-                                    "catch_up_row": float(cost)})
+                                    "catch_up_row": float(cost), **({"catch_up_rows": int(rows)} if rows else {})})
 
 
 def load_draft_outcome(model_name: str | None, device: Any, dtype: Any, drafter_key: str

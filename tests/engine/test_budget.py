@@ -1044,11 +1044,12 @@ def test_a_catch_up_the_tokens_left_cannot_repay_leaves_the_cycle_plain(one_thre
 
 def test_a_long_catch_up_is_timed_and_prices_the_next_sessions(one_thread, curve_cache, tiny, tmp_path, monkeypatch):
     """The first draft after a long prompt is timed (the rows and the ms, in the cycle's record); from it a catch-up
-    row's cost is stored beside the head's step cost, less the step it ends in, in 1-row forwards of the curve."""
+    row's cost is stored beside the head's step cost, less the step it ends in, in 1-row forwards of the curve, with
+    the rows it was measured on: a later session's longer catch-up replaces it, a shorter one does not."""
     import random
 
     from specviz_core.drafters import draft_tree
-    from specviz_core.runtime.cost_files import load_catch_up_row
+    from specviz_core.runtime.cost_files import load_catch_up_row, load_catch_up_rows, save_draft_outcome
 
     monkeypatch.setattr(draft_tree, "TIMED_CATCH_UP", 100)  # the tiny model's context holds 256 tokens
     prompt = [random.Random(4).randrange(96) for _ in range(150)]
@@ -1061,4 +1062,20 @@ def test_a_long_catch_up_is_timed_and_prices_the_next_sessions(one_thread, curve
     assert len(timed) == 1 and timed[0].state["catch_up_rows"] == 149 and timed[0].state["catch_up_ms"] > 0
     want = max(timed[0].state["catch_up_ms"] / curve_cache["ms"][0] - e.budget.draft_step, 0.0) / 148
     assert load_catch_up_row("tiny", "cpu", None, key) == pytest.approx(max(want, 1e-6))
+    assert load_catch_up_rows("tiny", "cpu", None, key) == 149
     assert _head_engine(tiny, tmp_path, prompt, 20).budget.summary()["catch_up_row_from"] == "stored"
+    # A shorter prompt's catch-up leaves the price as it was; a longer one's (a row attends to more rows) replaces it.
+    for length in (110, 200):
+        before = load_catch_up_row("tiny", "cpu", None, key), load_catch_up_rows("tiny", "cpu", None, key)
+        save_draft_outcome("tiny", "cpu", None, key, 1.3, 1)  # as if its drafts paid: it drafts from the first cycle
+        e = _head_engine(tiny, tmp_path, [random.Random(length).randrange(96) for _ in range(length)], 20)
+        timed = [r.state for r in e.cycles() if "catch_up_rows" in r.state]
+        assert len(timed) == 1
+        rows, ms = timed[0]["catch_up_rows"], timed[0]["catch_up_ms"]
+        assert rows == length - 1
+        if rows <= before[1]:
+            assert (load_catch_up_row("tiny", "cpu", None, key), load_catch_up_rows("tiny", "cpu", None, key)) == before
+        else:
+            want = max(ms / curve_cache["ms"][0] - e.budget.draft_step, 0.0) / (rows - 1)
+            assert load_catch_up_row("tiny", "cpu", None, key) == pytest.approx(max(want, 1e-6))
+            assert load_catch_up_rows("tiny", "cpu", None, key) == rows
