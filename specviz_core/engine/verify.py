@@ -35,13 +35,16 @@ class WalkResult:
 def children_rows(block: VerifyBlock, sources: Sequence[str], priority: Sequence[str]) -> list[list[int]]:
     """Each row's child rows, in the order the walk tries them (source priority, then verify order)."""
     rank = {s: i for i, s in enumerate(priority)}
-    kids: list[list[int]] = [[] for _ in range(len(block.order))]
-    for row, pr in enumerate(block.parent_rows.tolist()):
+    parents = block.parent_rows.tolist()
+    kids: list[list[int]] = [[] for _ in parents]
+    ranks = [rank.get(s, len(rank)) for s in sources]
+    # One sort of the rows by (priority, row), then each row appended to its parent's list: every list comes out
+    # in that order (rows of one source: verify order, no sort at all).
+    rows = range(len(parents)) if len(set(ranks)) < 2 else sorted(range(len(parents)), key=ranks.__getitem__)
+    for row in rows:  # sorted() is stable: equal priorities stay in verify order
+        pr = parents[row]
         if pr >= 0:
-            kids[pr].append(row)  # in verify order
-    for k in kids:
-        if len(k) > 1:
-            k.sort(key=lambda r: (rank.get(sources[r], len(rank)), r))
+            kids[pr].append(row)
     return kids
 
 

@@ -24,7 +24,10 @@ class GooseTable:
         self.ids = np.full((vocab_size, k), -1, dtype=np.int64)  # [V, K]
         self.scores = np.zeros((vocab_size, k), dtype=np.float16)  # [V, K]
         self.observed = np.zeros(vocab_size, dtype=bool)  # [V]
-        self.bigram: dict[tuple[int, int], tuple[list[int], list[float]]] = {}
+        self.bigram: dict[tuple[int, int], int] = {}
+        """``(prev, token)`` -> its row in the bigram tier's arrays (one row a pair, overwritten by a later harvest)."""
+        self._big_ids = np.full((64, k), -1, dtype=np.int64)  # [rows, K], grown by doubling
+        self._big_scores = np.zeros((64, k), dtype=np.float64)  # [rows, K]: scores as computed, not float16
 
     def harvest(self, tokens: Sequence[int], ids: np.ndarray, probs: np.ndarray,
                 prev: Sequence[int | None] | None = None) -> None:
@@ -39,23 +42,32 @@ class GooseTable:
         scores = np.divide(probs, total, out=np.zeros_like(probs), where=total > 0)  # softmax over the top K
         toks = [int(t) for t in tokens[:n]]
         # One row per token, its last (a later row of the same token overwrites the earlier one).
-        last = sorted({t: i for i, t in enumerate(toks)}.values())
-        rows = [toks[i] for i in last]
-        self.ids[rows] = ids[last]
-        self.scores[rows] = scores[last].astype(np.float16)
-        self.observed[rows] = True
-        if prev is not None:
-            id_rows, score_rows = ids.tolist(), scores.tolist()
-            for i, p in enumerate(prev[:n]):
-                if p is not None and p >= 0:
-                    self.bigram[(int(p), toks[i])] = (id_rows[i], score_rows[i])
+        last = dict(zip(toks, range(n)))
+        rows = list(last.values())
+        self.ids[list(last)] = ids[rows]
+        self.scores[list(last)] = scores[rows].astype(np.float16)
+        self.observed[list(last)] = True
+        if prev is None:
+            return
+        pairs = {(p, t): i for i, (p, t) in enumerate(zip(prev[:n], toks)) if p is not None and p >= 0}  # its last
+        if not pairs:
+            return
+        slot_of = self.bigram
+        slots = [slot_of.setdefault((int(p), t), len(slot_of)) for p, t in pairs]
+        if len(slot_of) > len(self._big_ids):
+            size = max(2 * len(self._big_ids), len(slot_of))
+            self._big_ids = np.concatenate([self._big_ids, np.full((size - len(self._big_ids), self.k), -1)])
+            self._big_scores = np.concatenate([self._big_scores, np.zeros((size - len(self._big_scores), self.k))])
+        at = list(pairs.values())
+        self._big_ids[slots] = ids[at]
+        self._big_scores[slots] = scores[at]
 
     def successors(self, token: int, prev: int | None = None) -> Successors:
         """(token, score) pairs, best first: the bigram row for ``(prev, token)`` if there is one, else the unigram row."""
         if prev is not None:
-            entry = self.bigram.get((prev, token))
-            if entry is not None:
-                return list(zip(entry[0], entry[1]))
+            slot = self.bigram.get((prev, token))
+            if slot is not None:
+                return list(zip(self._big_ids[slot].tolist(), self._big_scores[slot].tolist()))
         if not self.observed[token]:
             return []
         # float16's tolist gives each score's exact value, as a float32 copy would
