@@ -100,10 +100,10 @@ PROBE_MAX = 32
 #: on this device: a SpecViz head over a 1,800-token prompt measured 0.002 on a 2-core CPU (0.45 s, a 1-row forward
 #: 0.12 s then); a GPU runs the rows side by side.
 PRIOR_CATCH_UP_ROW = {"cpu": 0.003, "gpu": 0.0005}
-#: What a draft hopes to give over a plain cycle where drafts pay (tokens per ms): a catch-up is run only where the
-#: tokens left would repay it at this gain (SpecViz's heads gave 1.02-1.11x on a CPU where they paid; EAGLE's own
-#: papers 2-3x on a GPU).
-HOPED_GAIN = 1.2
+#: What a draft hopes to give over a plain cycle where drafts pay (tokens per ms), by device: a catch-up is run only
+#: where the tokens left would repay it at this gain. On a CPU, SpecViz's 10-minute heads gave 1.00-1.09x AR on code
+#: editing, where they paid (docs/benchmarks.md, stages 8-9); EAGLE's own papers report 2-3x on a GPU.
+HOPED_GAIN = {"cpu": 1.1, "gpu": 2.0}
 #: A curve is flat when a forward over the largest tree costs at most this much more than a 1-row one (a GPU at
 #: these sizes): there ``auto`` keeps the method's own budget, tree for tree.
 FLAT = 1.10
@@ -276,6 +276,7 @@ class BudgetController:
         self._remembered = False  # the plain cycles so far follow from earlier sessions' outcome
         gpu = str(device).startswith(("cuda", "mps", "xpu"))
         self.catch_up_row = catch_up_row if catch_up_row is not None else PRIOR_CATCH_UP_ROW["gpu" if gpu else "cpu"]
+        self.hoped_gain = HOPED_GAIN["gpu" if gpu else "cpu"]
         self.catch_up_row_source = "stored" if catch_up_row is not None else "prior"
         self._store_catch_up_row = store_catch_up_row
         self._catch_up_measured = catch_up_rows if catch_up_row is not None else 0  # rows the stored cost came from
@@ -366,7 +367,7 @@ class BudgetController:
         it (7 target forwards on a CPU): worth it for 200 new tokens, not for the last 8 of a short answer."""
         if rows <= 1:
             return True
-        gain = max(HOPED_GAIN, self.drafts_gain or 0.0)
+        gain = max(self.hoped_gain, self.drafts_gain or 0.0)
         return self.catch_up_ms(rows) <= room * self.time(1) * (1.0 - 1.0 / gain)
 
     def draft_depth(self) -> int | None:

@@ -1012,8 +1012,9 @@ def _head_engine(tiny, tmp_path, prompt, n):
 def test_a_catch_up_the_tokens_left_cannot_repay_leaves_the_cycle_plain(one_thread, curve_cache, tiny, tmp_path):
     """A head drafts after catching up on every committed token it has not run: at its first draft the whole prompt.
     Priced at 0.05 forwards a row (stored for this head), a 150-token prompt costs 149 x 0.05 x 10 ms = 75 ms, more
-    than drafts paying 1.2x a plain cycle would save in 8 tokens (8 x 10.1 ms / 6 = 13 ms): every cycle is plain,
-    nothing drafted, and says why. With 100 tokens to go (168 ms to save) the same prompt is drafted on. A fork
+    than drafts paying 1.1x a plain cycle (a CPU's hope) would save in 8 tokens (8 x 10.1 ms / 11 = 7 ms): every
+    cycle is plain, nothing drafted, and says why. With 100 tokens to go (92 ms to save) the same prompt is drafted
+    on. A fork
     re-runs the plain decisions as recorded; the output is plain greedy decoding's either way."""
     import random
 
