@@ -43,10 +43,10 @@ class GooseTable:
         toks = [int(t) for t in tokens[:n]]
         # One row per token, its last (a later row of the same token overwrites the earlier one).
         last = dict(zip(toks, range(n)))
-        rows = list(last.values())
-        self.ids[list(last)] = ids[rows]
-        self.scores[list(last)] = scores[rows].astype(np.float16)
-        self.observed[list(last)] = True
+        seen, rows = list(last), list(last.values())
+        self.ids[seen] = ids[rows]
+        self.scores[seen] = scores[rows].astype(np.float16)
+        self.observed[seen] = True
         if prev is None:
             return
         pairs = {(p, t): i for i, (p, t) in enumerate(zip(prev[:n], toks)) if p is not None and p >= 0}  # its last
