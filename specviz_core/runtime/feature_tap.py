@@ -2,12 +2,15 @@
 
 A draft head (EAGLE's) drafts from the target's hidden features at the committed positions: the LM head's input
 (EAGLE-1/2) or the inputs of three decoder layers, concatenated (EAGLE-3). Installed once on the target by the
-head's drafter, the tap keeps them after every forward (references, and one concatenation for layers); the engine
-reads them with :func:`kept_features` into the rows it hands the drafter, so it knows no drafter's tap.
+head's drafter, the tap keeps them after every forward (references, and one concatenation for layers) while the
+drafter that installed it lives (its owner; a weak reference); the engine reads them with :func:`kept_features` into
+the rows it hands the drafter, so it knows no drafter's tap. Once no owner lives, a forward keeps nothing: a plain
+session after a head session does not pay for the concatenation, nor carry features no one reads.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import torch
@@ -36,19 +39,26 @@ def decoder_layers(model: Any) -> nn.ModuleList:
     raise SpecVizError("this model's decoder layers cannot be found: an eagle3 head cannot read their features")
 
 
-def install_feature_tap(model: Any, layers: tuple[int, ...] | None = None) -> None:
+class TapOwner:
+    """Holds a feature tap open while it lives (what a drafter is to its tap, for code that reads features without
+    one)."""
+
+
+def install_feature_tap(model: Any, layers: tuple[int, ...] | None, owner: object) -> None:
     """Keep the features a draft head reads after every forward, for the rows the LM head ran: the LM head's
     input, or (``layers``, an eagle3 head) the inputs of those decoder layers, concatenated. Costs references,
     and for ``layers`` one concatenation a forward; :func:`tapped_features` reads it. Installing again switches
-    what is kept."""
+    what is kept. ``owner``: what the features are kept for (held weakly); while none of the owners lives, the tap
+    keeps nothing."""
     lm = lm_head_of(model)
+    lm.__dict__.setdefault("_specviz_owners", weakref.WeakSet()).add(owner)
     lm._specviz_layers = tuple(layers) if layers else None
     if layers:
         store = lm.__dict__.setdefault("_specviz_layer_inputs", {})
         stack = decoder_layers(model)
         for i in set(layers) - set(getattr(lm, "_specviz_layer_taps", ())):
             def keep_input(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], i: int = i) -> None:
-                store[i] = args[0] if args else kwargs["hidden_states"]
+                store[i] = (args[0] if args else kwargs["hidden_states"]) if lm._specviz_owners else None
 
             stack[i].register_forward_pre_hook(keep_input, with_kwargs=True)
             lm._specviz_layer_taps = (*getattr(lm, "_specviz_layer_taps", ()), i)
@@ -56,6 +66,9 @@ def install_feature_tap(model: Any, layers: tuple[int, ...] | None = None) -> No
         return
 
     def keep(module: nn.Module, args: tuple[Any, ...]) -> None:
+        if not module._specviz_owners:  # no drafter reads them any more
+            module._specviz_features = None
+            return
         x = args[0]
         if module._specviz_layers:  # the rows the LM head runs are the last ones of the layers' (logits_to_keep)
             got = module._specviz_layer_inputs

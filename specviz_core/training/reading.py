@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from specviz_core.runtime.feature_tap import install_feature_tap, lm_head_of
 from specviz_core.errors import SpecVizError
+from specviz_core.runtime.feature_tap import TapOwner, install_feature_tap, lm_head_of
 from specviz_core.runtime.models import LoadedModel, Progress
 
 TOPK = 16
@@ -121,7 +121,8 @@ def teacher_force(target: LoadedModel, sequences: list[tuple[int, list[int]]], p
     machine trains on less text rather than on none). Sequences of like length share a forward, padded on
     the right (causal attention: no real row sees the padding), about ``rows`` rows a forward. ``layers``: the
     features are those decoder layers' inputs, concatenated (an eagle3 head's), not the LM head's input."""
-    install_feature_tap(target.model, layers)
+    reader = TapOwner()  # the tap keeps the features while this reading runs
+    install_feature_tap(target.model, layers, owner=reader)
     lm = lm_head_of(target.model)
     dev = target.device
     order = [k for c in range(0, len(sequences), chunk)  # like lengths together, within chunks kept in order

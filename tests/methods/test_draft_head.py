@@ -16,7 +16,7 @@ import torch
 from helpers import compare_greedy, concentrated_llama, hf_greedy, make_engine, run, tiny_llama, torch_threads
 from specviz_core.cli.commands import main
 from specviz_core.drafters.talon.head import DraftHead, HeadRunner, load_head, save_head
-from specviz_core.runtime.feature_tap import tapped_features
+from specviz_core.runtime.feature_tap import install_feature_tap, tapped_features
 from specviz_core.runtime.head_files import head_info
 from specviz_core.training.train import train_head
 
@@ -64,6 +64,7 @@ def test_training_is_deterministic_given_a_seed(tiny):
 @torch.no_grad()
 def root_top5(head: DraftHead, m, ids: list[int]) -> list[int]:
     """The head's top-5 after ``ids``, fed the target's features from one plain forward."""
+    install_feature_tap(m.model, head.feature_layers, owner=head)  # the tap keeps features while the head lives
     m.model(input_ids=torch.tensor([ids[:-1]]))
     runner = HeadRunner(head, m)
     runner.add_features(0, tapped_features(m.model, len(ids) - 1))

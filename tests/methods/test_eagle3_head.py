@@ -61,12 +61,12 @@ def test_the_layers_are_eagle3s_and_stay_inside_a_shallow_model():
 def test_the_tap_keeps_the_three_layers_inputs_as_transformers_reports_them():
     m = tiny_llama(vocab=64, seed=3, layers=4)
     layers = eagle3_layers(4)
-    install_feature_tap(m.model, layers)
+    install_feature_tap(m.model, layers, owner=m.model)
     ids = torch.tensor([[5, 9, 11, 2, 7, 30]])
     out = m.model(input_ids=ids, output_hidden_states=True)
     want = torch.cat([out.hidden_states[i][0] for i in layers], dim=-1)  # hidden_states[i]: layer i's input
     assert torch.equal(tapped_features(m.model, 6), want)
-    install_feature_tap(m.model, None)  # back to the LM head's input: the last hidden state, normed
+    install_feature_tap(m.model, None, owner=m.model)  # back to the LM head's input: the last hidden state, normed
     m.model(input_ids=ids)
     assert torch.equal(tapped_features(m.model, 6), m.model(input_ids=ids, output_hidden_states=True).hidden_states[-1][0])
 
@@ -80,7 +80,7 @@ def test_unrolled_training_steps_are_the_draft_steps_of_a_chain(layers):
     m = tiny_llama(vocab=64, seed=4, layers=2)
     torch.manual_seed(0)
     head = DraftHead(m.model.config, feature_layers=layers).eval()
-    install_feature_tap(m.model, layers)
+    install_feature_tap(m.model, layers, owner=head)
     ids = [3, 17, 40, 8, 8, 21, 5, 60, 12, 33]
     m.model(input_ids=torch.tensor([ids]))
     feats = tapped_features(m.model, len(ids)).float()
@@ -114,7 +114,7 @@ def test_a_trained_eagle3_head_agrees_on_text_it_did_not_see_and_is_saved_with_i
     untrained = DraftHead(tiny.model.config, feature_layers=head.feature_layers).eval()
     hits = {"trained": 0, "untrained": 0}
     n = 0
-    install_feature_tap(tiny.model, head.feature_layers)
+    install_feature_tap(tiny.model, head.feature_layers, owner=untrained)
     with torch.no_grad():
         for p in prompts(6, 99):
             ids = list(p)

@@ -140,6 +140,31 @@ def test_talon_and_the_static_tree_draft_with_a_published_head_losslessly(tiny, 
         assert records[0].state["drafter"] == "head"
 
 
+def test_the_feature_tap_keeps_features_only_while_a_head_session_lives(tiny, head_folders):
+    """An EAGLE-3 head session installs the tap on the target (three layers' inputs, concatenated a forward); once
+    the session is gone, a plain session's forwards keep nothing (no concatenation, no features in its rows), as on a
+    target no head ever drafted for; a new head session keeps them again, and drafts as a fresh one would."""
+    import gc
+
+    from specviz_core.runtime.feature_tap import kept_features
+
+    def last_features(e):
+        e.step()
+        return kept_features(tiny.model, 1)
+
+    head = make_engine(tiny, "eagle", PROMPTS[0], 12, head=str(head_folders / "eagle3"))
+    f = last_features(head)
+    assert f is not None and f.shape[-1] == 3 * tiny.model.config.hidden_size
+    first = [r.nodes for r in head.cycles()]
+    del head
+    gc.collect()
+    ar = make_engine(tiny, "ar", PROMPTS[0], 4)
+    assert last_features(ar) is None and all(r.n_verified == 1 for r in ar.cycles())
+    again = make_engine(tiny, "eagle", PROMPTS[0], 12, head=str(head_folders / "eagle3"))
+    assert last_features(again) is not None
+    assert [r.nodes for r in again.cycles()] == first
+
+
 def test_why_a_cycle_stopped_names_the_reranking_and_the_expansion_limit(tiny):
     sentences = []
     for kw in ({"budget": 4}, {"top_k": 3, "depth": 1}):

@@ -35,7 +35,7 @@ def prompts(n: int, seed: int) -> list[list[int]]:
 @torch.no_grad()
 def drafts(head, target, ids: list[int]) -> list[torch.Tensor]:
     """The head's logits at the root and two tree levels after ``ids``, on the target's own features."""
-    install_feature_tap(target.model, head.feature_layers)
+    install_feature_tap(target.model, head.feature_layers, owner=head)
     target.model(input_ids=torch.tensor([ids]))
     r = HeadRunner(head, target)
     r.add_features(0, tapped_features(target.model, len(ids))[:-1])

@@ -58,7 +58,7 @@ def test_batched_feature_reading_equals_a_plain_forward_of_each_sequence(monkeyp
     rng = random.Random(2)
     seqs = [(2, [rng.randrange(96) for _ in range(n)]) for n in (5, 17, 9, 17, 30)]
     c = reading.teacher_force(m, seqs, rows=40, chunk=3)  # several forwards, padded, chunks kept in order
-    reading.install_feature_tap(m.model)
+    reading.install_feature_tap(m.model, None, owner=m.model)
     for i, (_, seq) in enumerate(seqs):
         with torch.no_grad():
             logits = m.model(input_ids=torch.tensor([seq])).logits[0].float()

@@ -210,7 +210,7 @@ class HeadSource(DeviceSource):
         super().__init__()
         self.runner = HeadRunner(head, target)
         self.target = target
-        install_feature_tap(target.model, head.feature_layers)
+        install_feature_tap(target.model, head.feature_layers, owner=self)
         self._row_feats: torch.Tensor | None = None  # the root's predicted feature, then each tree row's
         self._tree: DraftTree | None = None
         self._pending: torch.Tensor | None = None  # the verify block's features, until the path is known
