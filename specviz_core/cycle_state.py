@@ -59,7 +59,9 @@ class EngineFacts(Facts):
         "drafting, priced), `depth` (how deep the drafter was asked to draft, where a draft step costs); "
         "`plain` when it drafted nothing, the session's drafts not paying their cost (or, with `catch_up`, "
         "`catch_up_ms` and `room`: the draft head or model would first have run over that many committed tokens, "
-        "priced so, more than drafts could repay in the `room` tokens left); `prior` when the device's "
+        "priced so, more than drafts could repay in the `room` tokens left; or, with `try_ms`, `room` and `waited`: "
+        "trying a draft again, priced so, would cost more than drafts could save in the `room` tokens left at one "
+        "chance in the `waited` plain cycles that they now pay); `prior` when the device's "
         "prior priced it; `flat` when a flat curve kept the method's own tree (older recordings: `measuring`). A "
         "decision a fork's re-run applies instead of deciding again (`CycleDecisions`; [fork.md](fork.md))")
     padded_to: int | None = fact(

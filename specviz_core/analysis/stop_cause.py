@@ -359,6 +359,10 @@ def padding_note(state: dict[str, Any], rows: int | None = None) -> str:
             "alone (the verify-cost curve). The padding rows see only themselves and no node sees them.")
 
 
+def _tokens_left(n: int) -> str:
+    return "the last token" if n == 1 else f"the {n} tokens left"
+
+
 def budget_note(b: dict[str, Any], drafted: int | None = None) -> str:
     """``budget=auto``'s choice for a cycle (its ``state["budget"]``), in one sentence; ``drafted``: the draft nodes its
     tree holds, verified and gated (what the tree shows; the candidates the budget chose among where not given)."""
@@ -376,10 +380,18 @@ def budget_note(b: dict[str, Any], drafted: int | None = None) -> str:
         if isinstance(b.get("catch_up"), int):
             ms = b.get("catch_up_ms")
             cost = f" (about {ms:.0f} ms)" if isinstance(ms, (int, float)) and not b.get("prior") else ""
-            left = f" in the {b['room']} tokens left" if isinstance(b.get("room"), int) else ""
+            left = f" in {_tokens_left(b['room'])}" if isinstance(b.get("room"), int) else ""
             return (f"Budget: a plain cycle (budget=auto): nothing was drafted, because the draft head or model would "
                     f"first have run over the {b['catch_up']} tokens it has not seen{cost}, more than drafts could "
                     f"save{left}.")
+        if isinstance(b.get("try_ms"), (int, float)):
+            cost = f" (about {b['try_ms']:.0f} ms)" if not b.get("prior") else ""
+            left = f" in {_tokens_left(b['room'])}" if isinstance(b.get("room"), int) else ""
+            odds = f", at the odds its tries have shown (one in {b['waited']})" if isinstance(b.get("waited"), int) \
+                else ""
+            return (f"Budget: a plain cycle (budget=auto): nothing was drafted, because the session's drafts have not "
+                    f"paid for their drafting{how}, and trying one again{cost} would cost more than drafts could "
+                    f"save{left}{odds}.")
         if b.get("remembered"):
             how = f" ({gain:.2f}x a plain cycle's tokens per ms)" if isinstance(gain, (int, float)) else ""
             return (f"Budget: a plain cycle (budget=auto): nothing was drafted, because this drafter's drafts did not "

@@ -42,7 +42,8 @@ cycle's tokens are then weighed against its draft and its forward together, and 
 decides whether to draft at all: where the session's recent drafted cycles did not pay their drafting (the tokens
 they committed over their priced cost, in plain cycles, below 1: what they gave, not what their choices expected),
 the cycle is plain, nothing drafted, and a draft is tried again after 1, 2, 4 ... 32
-plain cycles (:meth:`BudgetController.draft_budget`); and how deep: one level past the deepest node the recent
+plain cycles (:meth:`BudgetController.draft_budget`), with the cheapest draft (one level), and only where the tokens
+left could repay the try at the odds the session's tries have shown (:meth:`BudgetController.repays_try`); and how deep: one level past the deepest node the recent
 drafted cycles kept (:meth:`BudgetController.draft_depth`), so no step drafts a level the choice would cut. A session
 starts where the last one with that drafter on this device left off (stored beside its step cost: whether its drafts
 paid, and the wait between two tries), so a head that does not pay here is not paid for again in every session's
@@ -199,14 +200,23 @@ class Choice:
     """A plain cycle because drafting would first run the draft head or model over this many committed tokens it has
     not seen, for this many ms (priced), more than drafts could save in the tokens left: (rows, ms, tokens left)."""
 
+    no_try: tuple[float, int, int] | None = None
+    """A plain cycle because a draft, tried again after this session's drafts did not pay, would cost this many ms
+    (priced: :meth:`BudgetController.try_ms`), more than drafts could save in the tokens left at the odds its tries
+    have shown: (ms, tokens left, the plain cycles waited)."""
+
     def as_state(self) -> dict[str, Any]:
         if self.plain:
             up = ({"catch_up": self.catch_up[0], "catch_up_ms": round(self.catch_up[1], 1), "room": self.catch_up[2],
                    **({"prior": True} if self.prior else {})}  # on the prior curve its "ms" are 1-row forwards
-                  if self.catch_up else {})
+                  if self.catch_up else
+                  {"try_ms": round(self.no_try[0], 1), "room": self.no_try[1], "waited": self.no_try[2],
+                   **({"prior": True} if self.prior else {})}
+                  if self.no_try else {})
             return {"chosen": 0, "candidates": 0, "ceiling": 0, "plain": True,
                     "gain_vs_ar": round(self.gain_vs_ar, 3), **({"paper": self.paper} if self.paper else {}),
-                    **({"remembered": True} if self.remembered and not self.catch_up else {}), **up}
+                    **({"remembered": True} if self.remembered and not self.catch_up and not self.no_try else {}),
+                    **up}
         if self.flat:
             return {"chosen": self.chosen, "candidates": self.candidates, "paper": self.ceiling, "flat": True}
         return {"chosen": self.chosen, "candidates": self.candidates, "ceiling": self.ceiling,
@@ -281,6 +291,7 @@ class BudgetController:
         self._store_catch_up_row = store_catch_up_row
         self._catch_up_measured = catch_up_rows if catch_up_row is not None else 0  # rows the stored cost came from
         self._catch_up: tuple[int, float, int] | None = None  # this cycle is plain for its catch-up: rows, ms, left
+        self._no_try: tuple[float, int, int] | None = None  # this cycle is plain: a try would not repay (ms, left, wait)
         if drafts and outcome is not None and outcome[0] < 1.0:
             self._gave, self._cost = outcome[0], 1.0  # worth one drafted cycle: this session's own soon outweigh it
             self._probe_gap = max(1, min(int(outcome[1]), PROBE_MAX))
@@ -338,6 +349,7 @@ class BudgetController:
         (:meth:`repays_catch_up`). ``context``, ``catch_up`` and ``room``: see :meth:`begin_cycle`."""
         self.time.context = context
         self._catch_up = None
+        self._no_try = None
         if self.flat:
             return None
         probe = False
@@ -346,6 +358,9 @@ class BudgetController:
                 self._plain_run += 1
                 return 0
             probe = True
+        if probe and room is not None and not self.repays_try(catch_up, room):  # (its price counts the catch-up)
+            self._no_try = (self.try_ms(catch_up), room, self._probe_gap)
+            return 0
         if self.drafts and room is not None and not self.repays_catch_up(catch_up, room):
             self._catch_up = (catch_up, self.catch_up_ms(catch_up), room)
             return 0
@@ -353,6 +368,7 @@ class BudgetController:
             self._plain_run = 0  # try a draft again, and wait longer next time if it still does not pay
             self._probe_gap = min(2 * self._probe_gap, PROBE_MAX)
             self._remembered = False
+            self._depth_ema = 0.0  # the cheapest try, as priced (try_ms): one level, deeper once drafts pay again
         return int(min(self.max_budget, max(self.min_ceiling, 2 * self._chosen_ema + 4)))
 
     def catch_up_ms(self, rows: int) -> float:
@@ -369,6 +385,20 @@ class BudgetController:
             return True
         gain = max(self.hoped_gain, self.drafts_gain or 0.0)
         return self.catch_up_ms(rows) <= room * self.time(1) * (1.0 - 1.0 / gain)
+
+    def try_ms(self, rows: int) -> float:
+        """What trying a draft again costs at least, beyond a plain cycle: the catch-up over ``rows`` committed
+        tokens, one draft step, and the verify's second row (priced as the forward is)."""
+        return self.catch_up_ms(rows) + self.draft_ms(1) + self.time(2) - self.time(1)
+
+    def repays_try(self, rows: int, room: int) -> bool:
+        """Whether a draft is worth trying again where the session's drafts have not paid: if drafts now pay
+        (:data:`HOPED_GAIN` over a plain cycle), the time they would save over the ``room`` tokens left, at the odds
+        this session's tries have shown (one in the plain cycles it waited since the last: the wait doubles with each
+        try that did not pay), covers what the try costs (:meth:`try_ms`). So the waits 1, 2, 4 ... stop where the
+        session is too near its end to profit from what a try would find: a try after 32 plain cycles, 8 tokens
+        before the end of a 40-token answer, costs more than it could ever return."""
+        return self.try_ms(rows) <= room / self._probe_gap * self.time(1) * (1.0 - 1.0 / self.hoped_gain)
 
     def draft_depth(self) -> int | None:
         """How deep to draft this cycle, decided before drafting where a draft step costs (a head's, a draft model's):
@@ -387,7 +417,7 @@ class BudgetController:
         """The choice of a cycle :meth:`draft_budget` made plain (its ceiling 0): nothing drafted."""
         self.last = Choice(0, 0, 0, 1.0, self.time(1), self.drafts_gain if self.drafts_gain is not None else 1.0,
                            paper=self.paper, prior=self.prior, plain=True, remembered=self._remembered,
-                           catch_up=self._catch_up)
+                           catch_up=self._catch_up, no_try=self._no_try)
         return self.last
 
     def path_probs(self, tree: DraftTree) -> list[float]:

@@ -836,6 +836,43 @@ def test_where_drafts_do_not_pay_their_drafting_cycles_are_plain_and_a_draft_is_
     assert back is not None and ctl.draft_budget() > 0
 
 
+def test_a_draft_is_tried_again_only_where_the_tokens_left_could_repay_the_try_at_its_odds():
+    """Drafts that never pay, in a 200-token session: a try costs at least one draft step (0.5 x 50 ms) and the
+    verify's second row (70 - 50 ms), 45 ms; if drafts paid 1.1x a plain cycle (a CPU's hope), each token left would
+    save 50 / 11 ms, at odds of one in the plain cycles waited. So the tries follow the waits 1, 2, 4 ... until the
+    tokens left, over the wait, fall below 45 / (50 / 11) = 9.9; then every cycle is plain and says why. Each try is
+    the cheapest draft: one level."""
+    curve = CostCurve.from_dict({"n": [1, 2, 16, 64], "ms": [50.0, 70.0, 90.0, 200.0]})
+    ctl = BudgetController(curve, max_budget=60, drafts=True, draft_step=0.5)
+    n_tokens, tried, depths, states = 200, [], [], []
+    for t in range(n_tokens):
+        ceiling, depth = ctl.begin_cycle(room=n_tokens - t)
+        if ceiling == 0:
+            state = ctl.plain().as_state()
+            states.append(state)
+            ctl.observe(tree_record([], budget=state))
+            continue
+        tried.append(t)
+        depths.append(depth)
+        ctl.observe(tree_record([(1, 0, "head", 0.5, 1, False)], draft_steps=1,
+                                budget={"chosen": 1, "candidates": 4, "ceiling": ceiling, "expected_tokens": 1.5,
+                                        "expected_ms": 95.0, "gain_vs_ar": 0.8, "calibration": 1.0}))
+    # independently: the waits double from 1, and a try is made only where it could repay itself
+    expected, gap, waited = [0], 1, 0
+    for t in range(1, n_tokens):
+        if waited < gap:
+            waited += 1
+        elif (n_tokens - t) / gap * 50.0 * (1 - 1 / 1.1) >= 0.5 * 50.0 + 20.0:
+            expected.append(t)
+            gap, waited = min(2 * gap, 32), 0
+    assert tried == expected and len(tried) < 8 and tried[-1] < n_tokens - 64, tried
+    assert depths[0] is None and set(depths[1:]) == {1}  # the first draft: the drafter's own depth
+    last = states[-1]
+    assert last["try_ms"] == pytest.approx(45.0) and last["room"] == 1 and last["waited"] == gap
+    note = budget_note(last)
+    assert "trying one again (about 45 ms)" in note and "in the last token" in note and f"one in {gap}" in note
+
+
 def test_a_drafters_step_cost_is_stored_once_from_its_first_session_and_priced_from_then_on(
         curve_cache, tiny, tmp_path):
     from test_eagle_layouts import write_checkpoint
@@ -891,7 +928,9 @@ def test_a_head_whose_drafts_cost_more_than_they_give_runs_plain_cycles_lossless
 def test_a_session_starts_where_the_last_one_with_its_head_left_off(curve_cache, tiny, tmp_path):
     """A head whose drafts cost more than they give: the first session learns it by drafting and stores what it found
     beside the step cost; the next starts with that many plain cycles (nothing drafted, said so), so it pays for
-    fewer drafts, and decodes as plain greedy decoding does. Where the drafts paid, the next session drafts at once."""
+    fewer drafts, and decodes as plain greedy decoding does. A session as short as the first does not try again at
+    all (a try could not repay itself in the tokens it has left); a longer one tries after the remembered wait, with
+    the cheapest draft. Where the drafts paid, the next session drafts at once."""
     from test_eagle_layouts import write_checkpoint
 
     from specviz_core.analysis.stop_cause import method_notes
@@ -900,30 +939,38 @@ def test_a_session_starts_where_the_last_one_with_its_head_left_off(curve_cache,
 
     write_checkpoint(tmp_path / "head", "eagle", tiny.model.config, seed=5)
     prompt = [5, 6, 7, 8, 5, 6, 7, 8, 9, 10, 5, 6, 7]
-    drafted, first_plain = [], []
-    for _ in range(2):
-        e = make_engine(tiny, "eagle", prompt, 40, head=str(tmp_path / "head"))
+    drafted, sessions = [], []
+    for n_tokens in (40, 40, 200):
+        e = make_engine(tiny, "eagle", prompt, n_tokens, head=str(tmp_path / "head"))
         key = e.drafter.draft_cost_key()
         if not drafted:
-            save_draft_cost("tiny", "cpu", None, key, 5.0, 8)
+            save_draft_cost("tiny", "cpu", None, key, 0.5, 8)
             assert load_draft_outcome("tiny", "cpu", None, key) is None
         e.budget = make_controller(tiny, e.drafter.params.budget, drafter_key=key)
         records = list(e.cycles())
-        assert e.output_ids == hf_greedy(tiny, prompt, 40)
+        assert e.output_ids == hf_greedy(tiny, prompt, n_tokens)
         drafted.append(sum(1 for r in records if r.state.get("draft_steps")))
-        first_plain.append(next(i for i, r in enumerate(records) if not r.state["budget"].get("plain")))
+        sessions.append(records)
         gain, gap = load_draft_outcome("tiny", "cpu", None, key)
-        assert gain < 1.0 and gap >= 2 and load_draft_cost("tiny", "cpu", None, key) == 5.0
+        assert gain < 1.0 and gap >= 2 and load_draft_cost("tiny", "cpu", None, key) == 0.5
         if len(drafted) == 1:
             remembered_gap = gap
-    assert first_plain[0] == 0 and first_plain[1] == remembered_gap and drafted[1] < drafted[0]
+            assert sessions[0][0].state.get("draft_steps")  # the first session drafts at once
+    # as short as the first: its wait ends too near the end for a try to repay itself, so it never drafts
+    second = sessions[1]
+    assert drafted[1] == 0 and all(r.n_verified == 1 for r in second)
+    assert all(r.state["budget"].get("remembered") for r in second[:remembered_gap])
+    assert all("try_ms" in r.state["budget"] and r.state["budget"]["waited"] == remembered_gap
+               for r in second[remembered_gap:])
+    assert any("last session" in n for n in method_notes(second[0].state))
+    assert any("trying one again" in n for n in method_notes(second[-1].state))
+    # a longer one tries after the remembered wait, and its first try is the cheapest draft: one level, a head step
+    third = sessions[2]
     assert e.budget.summary()["outcome_from"] == "stored"
-    assert all(r.state["budget"].get("remembered") and r.n_verified == 1 for r in records[:remembered_gap])
-    # its first try is the cheapest draft: one level, one head step
-    probe = records[remembered_gap]
+    assert next(i for i, r in enumerate(third) if not r.state["budget"].get("plain")) == remembered_gap
+    probe = third[remembered_gap]
     assert probe.state["budget"]["depth"] == 1 and probe.state["draft_steps"] == 1
     assert max(n.depth for n in probe.nodes) == 1
-    assert any("last session" in n for n in method_notes(records[0].state))
     save_draft_outcome("tiny", "cpu", None, key, 1.3, 1)  # a head that paid: drafts from the first cycle
     assert make_controller(tiny, 20, drafter_key=key).draft_budget() != 0
 
