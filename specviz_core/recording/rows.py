@@ -9,9 +9,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import fields
 from itertools import chain, islice, repeat
-from operator import and_, attrgetter
+from operator import and_
 from typing import Any
 
 import numpy as np
@@ -32,8 +31,7 @@ from specviz_core.recording.contract import (
 )
 from specviz_core.records import MODES, SOURCES, CycleRecord, Node
 
-_NODE_FIELDS = [f.name for f in fields(Node)]
-_NODE_VALUES = attrgetter(*_NODE_FIELDS)  # a node's fields as a tuple, in one call
+_NODE_FIELDS = list(Node._fields)
 _SOURCES = frozenset(SOURCES)
 _PROB = frozenset({float, int, type(None)})
 _NUMBER = (float, int)
@@ -61,7 +59,7 @@ def dumps(value: Any) -> str:
 
 def cycle_to_row(session_id: str, r: CycleRecord, summary: CycleSummary | None = None) -> dict[str, Any]:
     # Nodes column-wise: one short list per field instead of a dict per node.
-    nodes = dict(zip(_NODE_FIELDS, map(list, zip(*map(_NODE_VALUES, r.nodes)))))
+    nodes = dict(zip(_NODE_FIELDS, map(list, zip(*r.nodes))))  # a node is its fields' tuple
     return {
         "session_id": session_id, "idx": r.index, "mode": r.mode, "cache_len": r.cache_len,
         "n_verified": r.n_verified, "n_accepted": r.n_accepted, "nodes": dumps(nodes),
