@@ -31,7 +31,7 @@ class Node(NamedTuple):
 
     A named tuple, not a frozen dataclass: a cycle builds one a node (60-80 of them for a paper's tree), and a frozen
     dataclass's constructor costs five times a tuple's (1.2 against 0.25 us), a tenth of a cycle's host work on a
-    small model. ``node._replace(...)`` makes a changed copy."""
+    small model. :meth:`replace` makes a changed copy."""
 
     id: int
     """Node id, 0 for the root; a parent's id is always smaller than its children's."""
@@ -55,6 +55,14 @@ class Node(NamedTuple):
     """The token the target chose after this node (argmax, or the sampled one); -1 if not verified."""
     target_prob: float | None = None
     """The target's probability of this node's token given its parent; None for the root or unverified."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The node's fields by name (a recording's export writes them so)."""
+        return dict(zip(Node._fields, self))
+
+    def replace(self, **changes: Any) -> Node:
+        """A copy with ``changes``, as :meth:`CycleRecord.replace` makes one of a record."""
+        return self._replace(**changes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@ def cycle_line(session_id: str, c: CycleRecord) -> dict[str, Any]:
         "index": c.index,
         "mode": c.mode,
         "cache_len": c.cache_len,
-        "nodes": [n._asdict() for n in c.nodes],
+        "nodes": [n.as_dict() for n in c.nodes],
         "verify_order": list(c.verify_order),
         "mask": [r.tobytes().decode("ascii") for r in c.mask.view(np.uint8) + ord("0")],  # '0'/'1' per column
         "positions": list(c.positions),

@@ -251,7 +251,7 @@ def test_an_ar_cycle_says_whether_anything_was_drafted():
 
     def ar(nodes, **state):
         rec = tree_record(nodes, **state)
-        gated = tuple(n._replace(verified=False, gated=True) if n.id else n for n in rec.nodes)
+        gated = tuple(n.replace(verified=False, gated=True) if n.id else n for n in rec.nodes)
         return dataclasses.replace(rec, mode="ar", nodes=gated, accepted_path=())
 
     assert ar_reason(ar([]), "no match") == "no match"
@@ -273,7 +273,7 @@ def test_a_candidate_budget_auto_cut_is_said_to_be_cut_by_budget_auto():
         rec = tree_record([(1, 0, "recycle", 0.6, 1, False), (2, 0, "recycle", 0.3, 1, False)], **state,
                           offers={"0": [{"source": "recycle", "tokens": [8, 7], "scores": [0.6, 0.3],
                                          "fates": ["drafted", fate]}]})
-        nodes = tuple(n._replace(token=7 + (n.id == 1), verified=False, gated=True) if n.id else n
+        nodes = tuple(n.replace(token=7 + (n.id == 1), verified=False, gated=True) if n.id else n
                       for n in rec.nodes)
         return stop_cause(dataclasses.replace(rec, mode="ar", nodes=nodes, accepted_path=(), bonus_token=7))
 

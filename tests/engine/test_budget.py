@@ -685,8 +685,8 @@ def test_under_greedy_decoding_the_nodes_auto_cut_are_counted_as_they_would_have
     rec = tree_record([(1, 0, "recycle", 0.5, 1, True), (2, 0, "recycle", 0.5, 1, False),
                        (3, 1, "recycle", 0.5, 2, False), (4, 2, "recycle", 0.5, 2, False)])
     tokens = {1: 5, 2: 7, 3: 9, 4: 9}
-    nodes = tuple(n if n.id in (0, 1) else n._replace(verified=False, gated=True) for n in rec.nodes)
-    nodes = tuple(n._replace(token=tokens.get(n.id, n.token)) for n in nodes)
+    nodes = tuple(n if n.id in (0, 1) else n.replace(verified=False, gated=True) for n in rec.nodes)
+    nodes = tuple(n.replace(token=tokens.get(n.id, n.token)) for n in nodes)
     rec = dataclasses.replace(rec, nodes=nodes, accepted_path=(1,), bonus_token=9)
     band = score_band(0.5)
     greedy, sampled = AcceptanceStats(decay=1.0), AcceptanceStats(decay=1.0)

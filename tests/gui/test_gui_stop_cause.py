@@ -113,7 +113,7 @@ def test_tree_without_a_spine(qtbot) -> None:
     rec_source = goose_session(n_nodes=12, spine_len=5, spine_accepted=2, branch_continues=0)
     rec = rec_source.cycle(len(rec_source) - 1)
     # The same tree with its spine relabelled as branches and no match: Goose's root-branches-only tree.
-    nodes = tuple(n._replace(source="branch") if n.source == "spine" else n for n in rec.nodes)
+    nodes = tuple(n.replace(source="branch") if n.source == "spine" else n for n in rec.nodes)
     live = LiveSource(rec_source.info)
     for i in range(len(rec_source) - 1):
         live.append(rec_source.cycle(i))
@@ -151,7 +151,7 @@ def test_a_tree_method_says_what_it_drafted_and_the_targets_top_5(qtbot) -> None
     for i in range(len(goose) - 1):
         live.append(goose.cycle(i))
     rec = goose.cycle(len(goose) - 1)
-    nodes = tuple(n._replace(source="table") if n.parent >= 0 else n for n in rec.nodes)
+    nodes = tuple(n.replace(source="table") if n.parent >= 0 else n for n in rec.nodes)
     rec = rec.replace(nodes=nodes, state={})
     live.append(rec)
     panel, _ = open_panel(qtbot, live)

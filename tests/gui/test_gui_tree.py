@@ -310,7 +310,7 @@ def test_an_eagle_cycle_says_its_path_probabilities_and_the_reranking_cut(qtbot)
 
     rec = tree_record([(1, 0, "head", 0.5, 1, False), (2, 0, "head", 0.002, 1, False)], drafter="head",
                       rerank_cut=0.004)
-    rec = replace(rec, nodes=(*rec.nodes[:2], rec.nodes[2]._replace(verified=False, gated=True)))
+    rec = replace(rec, nodes=(*rec.nodes[:2], rec.nodes[2].replace(verified=False, gated=True)))
     vocab = TokenText(None)
     nodes = rec.node_by_id
     assert "path probability 0.500" in node_tip(nodes[1], vocab, False, path_scores=True)
