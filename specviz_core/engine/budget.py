@@ -41,10 +41,11 @@ first session's drafting, which it does not change: until then a cautious prior,
 cycle's tokens are then weighed against its draft and its forward together, and before drafting the controller
 decides whether to draft at all: where the session's recent drafted cycles did not pay their drafting (the tokens
 they committed over their priced cost, in plain cycles, below 1: what they gave, not what their choices expected),
-the cycle is plain, nothing drafted, and a draft is tried again after 1, 2, 4 ... 32
-plain cycles (:meth:`BudgetController.draft_budget`), with the cheapest draft (one level), and only where the tokens
-left could repay the try at the odds the session's tries have shown (:meth:`BudgetController.repays_try`); and how deep: one level past the deepest node the recent
-drafted cycles kept (:meth:`BudgetController.draft_depth`), so no step drafts a level the choice would cut. A session
+the cycle is plain, nothing drafted, and a draft is tried again after 1, 2, 4 ... 32 plain cycles
+(:meth:`BudgetController.draft_budget`), with the cheapest draft (one level), and only where the tokens left could
+repay the try at the odds the session's tries have shown (:meth:`BudgetController.repays_try`); and how deep: one
+level past the deepest node the recent drafted cycles kept (:meth:`BudgetController.draft_depth`), so no step drafts
+a level the choice would cut. A session
 starts where the last one with that drafter on this device left off (stored beside its step cost: whether its drafts
 paid, and the wait between two tries), so a head that does not pay here is not paid for again in every session's
 first probes; its plain cycles say so (``remembered``). A draft head or model catches up lazily, at its next draft,
@@ -291,7 +292,7 @@ class BudgetController:
         self._store_catch_up_row = store_catch_up_row
         self._catch_up_measured = catch_up_rows if catch_up_row is not None else 0  # rows the stored cost came from
         self._catch_up: tuple[int, float, int] | None = None  # this cycle is plain for its catch-up: rows, ms, left
-        self._no_try: tuple[float, int, int] | None = None  # this cycle is plain: a try would not repay (ms, left, wait)
+        self._no_try: tuple[float, int, int] | None = None  # plain: a try would not repay (ms, left, waited)
         if drafts and outcome is not None and outcome[0] < 1.0:
             self._gave, self._cost = outcome[0], 1.0  # worth one drafted cycle: this session's own soon outweigh it
             self._probe_gap = max(1, min(int(outcome[1]), PROBE_MAX))
