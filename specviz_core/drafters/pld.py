@@ -1,4 +1,5 @@
-"""Prompt lookup decoding: copy what followed the last n-gram earlier in the context."""
+"""Prompt lookup decoding: copy what followed an earlier occurrence of the context's last n-gram (the first
+occurrence by default, as the method's authors and transformers copy)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ class Match:
     copy_end: int
 
 
-def match_ngram(ids: np.ndarray, n: int, k: int, last: bool = True) -> Match | None:
-    """An earlier occurrence of the last ``n`` tokens of ``ids``, and up to ``k`` tokens that followed it."""
+def match_ngram(ids: np.ndarray, n: int, k: int, last: bool = False) -> Match | None:
+    """The first (``last``: the latest) earlier occurrence of the last ``n`` tokens of ``ids``, and up to ``k`` tokens
+    that followed it."""
     n_ids = len(ids)
     if n < 1 or n > n_ids - 1:
         return None
@@ -37,7 +39,7 @@ def match_ngram(ids: np.ndarray, n: int, k: int, last: bool = True) -> Match | N
     return Match(n, start, start + n, start + n, min(start + n + k, n_ids))
 
 
-def find_match(ids: np.ndarray, max_ngram: int, min_ngram: int, k: int, last: bool = True) -> Match | None:
+def find_match(ids: np.ndarray, max_ngram: int, min_ngram: int, k: int, last: bool = False) -> Match | None:
     """The longest suffix n-gram of ``ids`` that occurs earlier, and what followed it."""
     for n in range(max_ngram, min_ngram - 1, -1):
         m = match_ngram(ids, n, k, last)

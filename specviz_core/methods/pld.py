@@ -13,7 +13,9 @@ class PLDParams:
     max_ngram: int = param(3, "Longest suffix n-gram to look up in the context (tried first).", minimum=1, maximum=16)
     min_ngram: int = param(1, "Shortest suffix n-gram to look up before giving up.", minimum=1, maximum=16)
     num_pred_tokens: int = param(10, "Tokens copied after the match (chain length K).", minimum=1, maximum=256)
-    occurrence: str = param("last", "Which earlier occurrence to copy from when several match.", choices=("last", "first"))
+    occurrence: str = param("first", "Which earlier occurrence to copy from when several match: the first, as prompt "
+                            "lookup's authors and transformers copy, or the last (the most recent).",
+                            choices=("first", "last"))
 
 
 CARD = MethodCard(

@@ -135,12 +135,15 @@ def test_hf_prompt_lookup_is_generate(tiny, one_thread, params, n):
 
 
 def test_prompt_lookup_copies_the_first_occurrence(tiny, one_thread):
-    """transformers copies from the first earlier occurrence (SpecViz's own pld from the last)."""
+    """transformers copies from the first earlier occurrence, as SpecViz's own pld does by default (and from the last
+    with occurrence=last)."""
     prompt = [9, 1, 2, 9, 3, 4, 9]  # "9" was followed by 1 and later by 3
     _, records = run(tiny, "hf_prompt_lookup", prompt, 4, max_matching_ngram_size=1, prompt_lookup_num_tokens=2)
     assert [n.token for n in records[0].nodes[1:]] == [1, 2]
     assert records[0].state["match"]["copy_span"] == [1, 3]
     _, own = run(tiny, "pld", prompt, 4, max_ngram=1, num_pred_tokens=2)
+    assert [n.token for n in own[0].nodes[1:]] == [1, 2]
+    _, own = run(tiny, "pld", prompt, 4, max_ngram=1, num_pred_tokens=2, occurrence="last")
     assert [n.token for n in own[0].nodes[1:]] == [3, 4]
     # One token of room left: generate drafts nothing (max_length), and says so.
     _, records = run(tiny, "hf_prompt_lookup", prompt, 1)

@@ -1,11 +1,11 @@
 """transformers' prompt lookup, cycle by cycle: ``generate(prompt_lookup_num_tokens=...)``.
 
 The chain is transformers' ``PromptLookupCandidateGenerator``'s, built and called as ``generate`` builds and
-calls it (see ``hf_generate``). It differs from SpecViz's own ``pld`` in where it copies from: the *first* earlier
-occurrence of the longest matching suffix n-gram (``pld`` takes the last by default), n-grams of at most
-``max_matching_ngram_size`` (2 by default), and a copy cut before the first EOS. Each cycle records the chain,
-why it stopped (no n-gram match, ``prompt_lookup_num_tokens`` copied, the context ran out, an EOS, no room before
-``max_length``) and where it was copied from (the match span, for the spine panel).
+calls it (see ``hf_generate``). It copies from the first earlier occurrence of the longest matching suffix n-gram,
+as SpecViz's own ``pld`` does by default, and differs from it in its n-grams, of at most ``max_matching_ngram_size``
+(2 by default, ``pld`` 3), and a copy cut before the first EOS. Each cycle records the chain, why it stopped (no
+n-gram match, ``prompt_lookup_num_tokens`` copied, the context ran out, an EOS, no room before ``max_length``) and
+where it was copied from (the match span, for the spine panel).
 """
 
 from __future__ import annotations
