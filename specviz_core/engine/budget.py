@@ -382,10 +382,13 @@ class BudgetController:
         plain cycle they give where they pay (:data:`HOPED_GAIN`, or the session's own where higher), the time they
         would save over those tokens covers it. A head's first draft on a 1,800-token prompt catches up over all of
         it (7 target forwards on a CPU): worth it for 200 new tokens, not for the last 8 of a short answer."""
-        if rows <= 1:
-            return True
+        return rows <= 1 or self.catch_up_ms(rows) <= self.drafts_save_ms(room)
+
+    def drafts_save_ms(self, tokens: float) -> float:
+        """What drafts that pay would save over ``tokens`` committed tokens against plain cycles: at the gain they
+        give where they pay (:data:`HOPED_GAIN`, or the session's own where higher)."""
         gain = max(self.hoped_gain, self.drafts_gain or 0.0)
-        return self.catch_up_ms(rows) <= room * self.time(1) * (1.0 - 1.0 / gain)
+        return tokens * self.time(1) * (1.0 - 1.0 / gain)
 
     def try_ms(self, rows: int) -> float:
         """What trying a draft again costs at least, beyond a plain cycle: the catch-up over ``rows`` committed
@@ -399,7 +402,7 @@ class BudgetController:
         try that did not pay), covers what the try costs (:meth:`try_ms`). So the waits 1, 2, 4 ... stop where the
         session is too near its end to profit from what a try would find: a try after 32 plain cycles, 8 tokens
         before the end of a 40-token answer, costs more than it could ever return."""
-        return self.try_ms(rows) <= room / self._probe_gap * self.time(1) * (1.0 - 1.0 / self.hoped_gain)
+        return self.try_ms(rows) <= self.drafts_save_ms(room / self._probe_gap)
 
     def draft_depth(self) -> int | None:
         """How deep to draft this cycle, decided before drafting where a draft step costs (a head's, a draft model's):
